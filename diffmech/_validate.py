@@ -1,0 +1,33 @@
+"""Eager input validation shared by the mechanism constructors.
+
+Checks run only on concrete values: inside `jit`/`vmap` the fields are tracers and
+the functional core reports problems through statuses instead.
+"""
+
+import jax
+import numpy as np
+
+
+def is_traced(*xs) -> bool:
+    """True if any leaf of `xs` is a JAX tracer (we are inside a transformation)."""
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(xs))
+
+
+def check_array(owner: str, name: str, value, trailing: tuple[int, ...], *, positive: bool = False,
+                batch_shape: tuple[int, ...] | None = None) -> None:
+    """Raise `ValueError` naming `owner.name` if `value` has the wrong trailing shape,
+    a different batch shape, non-finite entries, or (with `positive`) entries ≤ 0."""
+    if is_traced(value):
+        return
+    arr = np.asarray(value)
+    nt = len(trailing)
+    if arr.ndim < nt or tuple(arr.shape[arr.ndim - nt:]) != tuple(trailing):
+        raise ValueError(f"{owner}: `{name}` must have shape {trailing} (with optional leading batch axes); got shape {arr.shape}: {arr!r}")
+    if batch_shape is not None and tuple(arr.shape[: arr.ndim - nt]) != tuple(batch_shape):
+        raise ValueError(f"{owner}: `{name}` has batch shape {arr.shape[: arr.ndim - nt]}, but `lengths` has {batch_shape}")
+    if not np.all(np.isfinite(arr)):
+        bad = arr[~np.isfinite(arr)]
+        raise ValueError(f"{owner}: `{name}` must be finite; got {arr.tolist()} (non-finite: {bad.tolist()})")
+    if positive and not np.all(arr > 0):
+        bad = arr[~(arr > 0)]
+        raise ValueError(f"{owner}: `{name}` must be positive; got {arr.tolist()} (non-positive: {bad.tolist()})")

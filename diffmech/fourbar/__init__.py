@@ -1,0 +1,25 @@
+"""The planar four-bar in the attitude-vector form of Bai et al. (2024)."""
+
+from ._kinematics import (
+    GRASHOF_CLASSES as GRASHOF_CLASSES,
+    AssemblyError as AssemblyError,
+    CrankRange as CrankRange,
+    Sweep as Sweep,
+    angular_accelerations as angular_accelerations,
+    angular_velocities as angular_velocities,
+    assemble as assemble,
+    branch_sign as branch_sign,
+    closed_form as closed_form,
+    closure_residual as closure_residual,
+    coupler_point as coupler_point,
+    crank_limits as crank_limits,
+    grashof as grashof,
+    joint_positions as joint_positions,
+    rates as rates,
+    residual as residual,
+    solve_position as solve_position,
+    sweep as sweep,
+    sweep_functional as sweep_functional,
+    velocity_ratios as velocity_ratios,
+)
+from ._model import FourBar as FourBar

@@ -1,0 +1,411 @@
+"""Four-bar kinematics on the closure core (Bai et al., Sections 3 and 6).
+
+Unknowns `x = (qB, qD)` (4 numbers), input the crank angle θA, residual Eq. (86):
+`l1 qA + l2 qB − l3 qD − l4 e1 = 0`, `|qB|² = 1`, `|qD|² = 1`, solved by the core's
+Newton (`diffmech._closure`), differentiated by the implicit function theorem.
+"""
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float
+
+from .. import _closure
+from .._geometry import attitude, cross, perp
+from .._validate import is_traced
+from ._model import FourBar
+
+
+class AssemblyError(ValueError):
+    """The four-bar cannot be assembled at the requested crank angle."""
+
+
+# --------------------------------------------------------------------------- closure
+
+
+def residual(x: Float[Array, "4"], theta_A, fb: FourBar) -> Float[Array, "4"]:
+    """Eq. (86) of Bai et al., scaled so that its Jacobian is O(1).
+
+    `x = (qB, qD)`; rows 1–2: the loop `(l1 qA + l2 qB − l3 qD − l4 e1) / (l2 + l3)`;
+    rows 3–4: `(|qB|² − 1)/2`, `(|qD|² − 1)/2`.
+    """
+    l1, l2, l3, l4 = fb.lengths[0], fb.lengths[1], fb.lengths[2], fb.lengths[3]
+    qA = attitude(theta_A)
+    qB, qD = x[:2], x[2:]
+    loop = l1 * qA + l2 * qB - l3 * qD - jnp.stack([l4, jnp.zeros_like(l4)])
+    return jnp.concatenate([loop / (l2 + l3), 0.5 * jnp.stack([_dot(qB, qB) - 1, _dot(qD, qD) - 1])])
+
+
+def _dot(a, b):
+    # element-wise on purpose: under vmap, `a @ b` of 2-vectors becomes a batched
+    # `dot` that XLA:CPU runs one tiny matrix at a time (10x slower here)
+    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1]
+
+
+def branch_sign(fb: FourBar) -> Array:
+    """The sign of qB × qD on `fb.branch` (see `FourBar`): `branch · sign(l4 − l1)`."""
+    s = jnp.sign(fb.lengths[..., 3] - fb.lengths[..., 0])
+    return fb.branch * jnp.where(s == 0, 1.0, s)
+
+
+def _branch_invariant(x, theta_A, fb):
+    return cross(x[:2], x[2:])
+
+
+def closed_form(fb: FourBar, theta_A) -> tuple[Float[Array, "4"], Float[Array, ""]]:
+    """The configuration on `fb.branch` by circle intersection (used as a warm start).
+
+    **Returns:** `(x, gap)` with `x = (qB, qD)` and `gap ≤ 0` where the design can be
+    assembled at `theta_A`; `gap > 0` is how far |BD| lies outside
+    `[|l2 − l3|, l2 + l3]` (metres), and `x` is then the nearest collinear
+    configuration.
+    """
+    l1, l2, l3, l4 = fb.lengths[0], fb.lengths[1], fb.lengths[2], fb.lengths[3]
+    B = l1 * attitude(theta_A)
+    D = jnp.stack([l4, jnp.zeros_like(l4)])
+    BD = D - B
+    d = jnp.sqrt(_dot(BD, BD))
+    u = BD / jnp.where(d > 0, d, 1.0)
+    u = jnp.where(d > 0, u, jnp.array([1.0, 0.0], dtype=BD.dtype))
+    a = (l2**2 - l3**2 + d**2) / (2 * jnp.where(d > 0, d, 1.0))
+    h2 = l2**2 - a**2
+    gap = jnp.maximum(d - (l2 + l3), jnp.abs(l2 - l3) - d)
+    h = jnp.sqrt(jnp.maximum(h2, 0.0))
+    sigma = branch_sign(fb)
+    C = B + a * u + sigma * h * perp(u)
+    qB = (C - B) / l2
+    qD = (C - D) / l3
+    qB = qB / jnp.sqrt(_dot(qB, qB))
+    qD = qD / jnp.sqrt(_dot(qD, qD))
+    return jnp.concatenate([qB, qD]), gap
+
+
+def _full_q(theta_A, x):
+    return jnp.concatenate([attitude(theta_A), x], axis=-1)
+
+
+def solve_position(fb: FourBar, theta_A, guess: Float[Array, "4"] | None = None, *,
+                   condition: bool = True, throw: bool = False) -> _closure.Solution:
+    """Solve the closure at one crank angle with the core's Newton (functional API).
+
+    Warm-started from `guess` (default: the circle-intersection configuration on
+    `fb.branch`). Never raises unless `throw`; check `.result`. One design (no batch
+    axis): `jax.vmap` it for batches.
+
+    **Returns:** a `diffmech.closure.Solution` whose `value` is `(qB, qD)`.
+    """
+    theta_A = jnp.asarray(theta_A, dtype=fb.lengths.dtype)
+    if guess is None:
+        guess, _ = closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A))
+    sol = _closure.root(residual, guess, theta_A, fb, condition=condition, throw=False)
+    ok_branch = jnp.sign(_branch_invariant(sol.value, theta_A, fb)) == branch_sign(fb)
+    result = _closure.RESULTS.where(
+        sol.result == _closure.RESULTS.successful,
+        _closure.RESULTS.where(ok_branch, _closure.RESULTS.successful, _closure.RESULTS.branch_switch),
+        sol.result,
+    )
+    sol = eqx.tree_at(lambda s: s.result, sol, result)
+    if throw:
+        sol = eqx.tree_at(lambda s: s.value, sol, result.error_if(sol.value, result != _closure.RESULTS.successful))
+    return sol
+
+
+def _batched(fn, fb: FourBar, *args):
+    """Apply a single-design function to every design of a (possibly batched) FourBar."""
+    batch = fb.batch_shape
+    if not batch:
+        return fn(fb, *args)
+    n = math.prod(batch)
+    flat = jax.tree.map(lambda v: v.reshape((n,) + v.shape[len(batch):]), fb)
+    out = jax.vmap(fn, in_axes=(0,) + (None,) * len(args))(flat, *args)
+    return jax.tree.map(lambda v: v.reshape(batch + v.shape[1:]), out)
+
+
+def _over_angles(one, fb, theta):
+    """Map `one(fb, θ)` over the angles in `theta` (any shape) and the designs of `fb`."""
+    flat = theta.reshape(-1)
+    def per_design(f):
+        return jax.vmap(one, in_axes=(None, 0))(f, flat)
+    out = _batched(per_design, fb)
+    return jax.tree.map(lambda v: v.reshape(fb.batch_shape + theta.shape + v.shape[len(fb.batch_shape) + 1:]), out)
+
+
+@eqx.filter_jit
+def _assemble_jit(fb, theta_A):
+    def one(fb_, th):
+        sol = solve_position(fb_, th, condition=False)
+        _, gap = closed_form(fb_, th)
+        return _full_q(th, sol.value), sol.converged, sol.residual, gap
+    return _over_angles(one, fb, theta_A)
+
+
+def assemble(fb: FourBar, theta_A) -> Float[Array, "*batch 6"]:
+    """The attitude vectors `(qA, qB, qD)` at crank angle `theta_A`, on `fb.branch`.
+
+    Eager API: solved to round-off by the closure core (warm start by circle
+    intersection); raises `AssemblyError` naming the design, the angle and the
+    residual where the design cannot be assembled. `theta_A` may be a scalar or an
+    array of angles (result `(..., 6)`); a batched `fb` gives a leading batch axis.
+    Under `jit` it raises at run time through `equinox`'s checked errors; for
+    masks instead of errors use `sweep` or `solve_position`.
+    """
+    theta = jnp.asarray(theta_A, dtype=fb.lengths.dtype)
+    if is_traced(fb, theta):
+        def one(fb_, th):
+            return _full_q(th, solve_position(fb_, th, condition=False, throw=True).value)
+        return _over_angles(one, fb, theta)
+    q, ok, res, gap = _assemble_jit(fb, theta)
+    ok_np = np.asarray(ok)
+    if not ok_np.all():
+        idx = tuple(int(i) for i in np.argwhere(~ok_np)[0]) if ok_np.ndim else ()
+        nb = len(fb.batch_shape)
+        th = float(np.asarray(theta)[idx[nb:]])
+        which = f" (design index {idx[:nb]})" if nb else ""
+        design = fb if not nb else f"FourBar(lengths={np.asarray(fb.lengths)[idx[:nb]].tolist()}, branch={fb.branch:+d})"
+        g = float(np.asarray(gap)[idx])
+        reason = (f"|BD| lies {g:.3e} m outside [|l2 - l3|, l2 + l3]" if g > 0 else
+                  "Newton did not close the loop on the requested branch (near a singular configuration)")
+        raise AssemblyError(
+            f"{design}{which} cannot be assembled at theta_A = {th:.6g} rad ({math.degrees(th):.3f} deg): "
+            f"closure residual {float(np.asarray(res)[idx]):.3e} after Newton; {reason}. "
+            f"Its crank range is given by diffmech.fourbar.crank_limits."
+        )
+    return q
+
+
+def closure_residual(fb: FourBar, q: Float[Array, "*n 6"]) -> Float[Array, "*n"]:
+    """The physical closure error of `q = (qA, qB, qD)`: the max of the loop gap of
+    Eq. (25) in metres and of `| |q_i| − 1 |` for the three attitude vectors."""
+    l = fb.lengths
+    qA, qB, qD = q[..., 0:2], q[..., 2:4], q[..., 4:6]
+    e1 = jnp.array([1.0, 0.0], dtype=q.dtype)
+    loop = l[..., 0, None] * qA + l[..., 1, None] * qB - l[..., 2, None] * qD - l[..., 3, None] * e1
+    norms = jnp.stack([jnp.linalg.norm(v, axis=-1) - 1 for v in (qA, qB, qD)], axis=-1)
+    return jnp.maximum(jnp.max(jnp.abs(loop), axis=-1), jnp.max(jnp.abs(norms), axis=-1))
+
+
+# --------------------------------------------------------------------------- sweep
+
+
+class Sweep(eqx.Module):
+    """A crank sweep of a four-bar (batch axes first, then the angle axis `N`).
+
+    - `theta_A`: the crank angles `(N,)`;
+    - `q`: attitude vectors `(…, N, 6)` = (qA, qB, qD); rows where `converged` is
+      False hold the last converged configuration (use `q_masked()` to plot);
+    - `converged`: `(…, N)` mask, False from a motion limit or branch switch on;
+    - `status`: a `diffmech.closure.RESULTS` per angle; `result`: the first failure;
+    - `residual`: Newton's final (scaled) residual; `condition`: the closure
+      Jacobian's 1-norm condition number (it blows up near toggle positions).
+    """
+
+    theta_A: Float[Array, " N"]
+    q: Float[Array, "*batch N 6"]
+    converged: Bool[Array, "*batch N"]
+    status: _closure.RESULTS
+    residual: Float[Array, "*batch N"]
+    condition: Float[Array, "*batch N"]
+
+    @property
+    def result(self) -> _closure.RESULTS:
+        first = jnp.argmin(self.converged, axis=-1)
+        failed = ~jnp.all(self.converged, axis=-1)
+        at_first = jax.tree.map(lambda v: jnp.take_along_axis(v, first[..., None], axis=-1)[..., 0], self.status)
+        return _closure.RESULTS.where(failed, at_first, _closure.RESULTS.successful)
+
+    def q_masked(self) -> Float[Array, "*batch N 6"]:
+        return jnp.where(self.converged[..., None], self.q, jnp.nan)
+
+
+def _sweep_one(fb: FourBar, theta_A, *, condition: bool = True, predictor: int = 2, newton_steps: int = 2, unroll: int = 1):
+    x0, _ = closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A[0]))
+    sol = _closure.sweep(
+        residual, x0, theta_A, fb, branch=_branch_invariant, branch_sign=branch_sign(fb),
+        condition=condition, predictor=predictor, newton_steps=newton_steps, unroll=unroll,
+    )
+    q = _full_q(theta_A, sol.value)
+    return Sweep(theta_A=theta_A, q=q, converged=sol.converged, status=sol.status,
+                 residual=sol.residual, condition=sol.condition)
+
+
+def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: bool = True,
+                     predictor: int = 2, newton_steps: int = 2, unroll: int = 1) -> Sweep:
+    """`sweep` for use inside `jit`/`vmap`/`grad` (no validation, no batching logic):
+    one design, one continuation through `theta_A` (options as `diffmech.closure.sweep`)."""
+    return _sweep_one(fb, theta_A, condition=condition, predictor=predictor, newton_steps=newton_steps, unroll=unroll)
+
+
+@eqx.filter_jit
+def _sweep_jit(fb, theta_A, condition):
+    out = _batched(lambda f: _sweep_one(f, theta_A, condition=condition), fb)
+    return eqx.tree_at(lambda s: s.theta_A, out, theta_A)
+
+
+def sweep(fb: FourBar, theta_A_values, *, condition: bool = True) -> Sweep:
+    """Follow the four-bar through the crank angles `theta_A_values` by continuation.
+
+    One jitted `lax.scan` through the closure core, warm-started step to step, kept
+    on `fb.branch`; past a motion limit (a design whose crank cannot turn that far)
+    or a branch switch every angle is masked (`converged` False), never garbage. A
+    batched `fb` is vmapped. The first angle is solved from the circle-intersection
+    configuration, so it must be assemblable for anything to converge.
+
+    **Returns:** a `Sweep` (attributes `theta_A`, `q`, `converged`, `status`,
+    `residual`, `condition`).
+    """
+    theta = jnp.asarray(theta_A_values, dtype=fb.lengths.dtype)
+    if theta.ndim != 1 or theta.shape[0] < 1:
+        raise ValueError(f"sweep: `theta_A_values` must be a non-empty 1-D array of crank angles; got shape {theta.shape}")
+    if not is_traced(theta) and not bool(jnp.all(jnp.isfinite(theta))):
+        raise ValueError(f"sweep: `theta_A_values` must be finite; got {np.asarray(theta)}")
+    return _sweep_jit(fb, theta, condition)
+
+
+# --------------------------------------------------------------------------- rates
+
+
+def velocity_ratios(fb: FourBar, q: Float[Array, "6"]) -> Float[Array, "2"]:
+    """K of Eq. (35): `(ωB, ωD) = K ωA` (Eq. (36); Eq. (27)'s ω2 means ωB).
+
+    `K = −l1 / (l2 l3 qDᵀS1qB) · (l3 qDᵀS1qA, l2 qBᵀS1qA)`. Singular where qB ∥ qD
+    (toggle positions).
+    """
+    l1, l2, l3 = fb.lengths[0], fb.lengths[1], fb.lengths[2]
+    qA, qB, qD = q[0:2], q[2:4], q[4:6]
+    # qᵀS1p = −(q × p); the ratio is written as printed, with the sign folded in
+    den = l2 * l3 * -cross(qD, qB)
+    return -l1 / den * jnp.stack([l3 * -cross(qD, qA), l2 * -cross(qB, qA)])
+
+
+def angular_accelerations(fb: FourBar, q: Float[Array, "6"], omega_A, alpha_A) -> Float[Array, "2"]:
+    """(αB, αD) from the acceleration constraint, Eq. (29) of Bai et al. as corrected.
+
+    Differentiating the velocity constraint `ωB l2 S1qB − ωD l3 S1qD + ωA l1 S1qA = 0`
+    (Eq. (26)) gives
+    `αB l2 S1qB − αD l3 S1qD + αA l1 S1qA = ωB² l2 qB − ωD² l3 qD + ωA² l1 qA`;
+    the paper prints `− ωA² l1 qA` (in Eq. (23) too), which is wrong (see
+    `tests/test_fourbar_kinematics.py::test_printed_eq29_sign_is_wrong`).
+    """
+    l1, l2, l3 = fb.lengths[0], fb.lengths[1], fb.lengths[2]
+    qA, qB, qD = q[0:2], q[2:4], q[4:6]
+    wB, wD = velocity_ratios(fb, q) * omega_A
+    rhs = wB**2 * l2 * qB - wD**2 * l3 * qD + omega_A**2 * l1 * qA - alpha_A * l1 * perp(qA)
+    M = jnp.stack([l2 * perp(qB), -l3 * perp(qD)], axis=1)
+    return jnp.linalg.solve(M, rhs)
+
+
+def rates(fb: FourBar, theta_A, q: Float[Array, "6"], omega_A, alpha_A=0.0) -> tuple[Float[Array, "6"], Float[Array, "6"]]:
+    """q̇ and q̈ of all attitude vectors for a crank motion (θA, ωA, αA), by the
+    implicit function theorem through the closure (`diffmech.closure.rates`).
+
+    `q` must be a converged configuration at `theta_A` (e.g. from `assemble`).
+    """
+    dt = fb.lengths.dtype
+    theta_A, omega_A, alpha_A = (jnp.asarray(v, dtype=dt) for v in (theta_A, omega_A, alpha_A))
+    xdot, xddot = _closure.rates(residual, q[2:], theta_A, fb, omega_A, alpha_A)
+    qA = attitude(theta_A)
+    qA_dot = omega_A * perp(qA)
+    qA_ddot = alpha_A * perp(qA) - omega_A**2 * qA
+    return jnp.concatenate([qA_dot, xdot]), jnp.concatenate([qA_ddot, xddot])
+
+
+def angular_velocities(q: Float[Array, "6"], qdot: Float[Array, "6"]) -> Float[Array, "3"]:
+    """(ωA, ωB, ωD) from attitude rates: q̇ = ω S1 q (Eq. (19)) ⇒ ω = q × q̇."""
+    return jnp.stack([cross(q[i:i + 2], qdot[i:i + 2]) for i in (0, 2, 4)])
+
+
+def joint_positions(fb: FourBar, q: Float[Array, "*n 6"]) -> dict[str, Float[Array, "*n 2"]]:
+    """Positions of A, B, C, D (and C again via D, identical on the constraint)."""
+    l = fb.lengths
+    qA, qB = q[..., 0:2], q[..., 2:4]
+    A = jnp.zeros_like(qA)
+    B = l[..., 0, None] * qA
+    C = B + l[..., 1, None] * qB
+    D = jnp.broadcast_to(jnp.stack([l[..., 3], jnp.zeros_like(l[..., 3])], axis=-1), A.shape)
+    return {"A": A, "B": B, "C": C, "D": D}
+
+
+def coupler_point(fb: FourBar, q: Float[Array, "*n 6"], point: Float[Array, "2"]) -> Float[Array, "*n 2"]:
+    """A point carried by the coupler: `B + p_x qB + p_y S1 qB`, with `point = (p_x, p_y)`
+    in the coupler frame (origin B, x along B→C)."""
+    point = jnp.asarray(point, dtype=q.dtype)
+    qA, qB = q[..., 0:2], q[..., 2:4]
+    B = fb.lengths[..., 0, None] * qA
+    return B + point[..., 0, None] * qB + point[..., 1, None] * perp(qB)
+
+
+# --------------------------------------------------------------------------- Grashof
+
+
+GRASHOF_CLASSES = ("crank-rocker", "double-crank", "double-rocker", "change-point", "parallelogram")
+
+
+def grashof(fb: FourBar, rtol: float = 1e-12) -> str:
+    """The Grashof class of a (single, concrete) design.
+
+    With s, ℓ the shortest and longest links (ground included) and p, q the others:
+    `s + ℓ < p + q` (Grashof): shortest link beside the ground (crank or rocker) →
+    `"crank-rocker"`; shortest is the ground → `"double-crank"`; shortest is the
+    coupler → `"double-rocker"`. `s + ℓ > p + q` (non-Grashof, a triple-rocker) →
+    `"double-rocker"`. `s + ℓ = p + q` (to `rtol`) → `"parallelogram"` if opposite
+    links are equal in pairs (l1 = l3, l2 = l4), else `"change-point"`.
+    Which ground-adjacent link turns fully is told by `crank_limits`.
+    """
+    if fb.batch_shape:
+        raise ValueError(f"grashof: expects one design; got batch shape {fb.batch_shape}")
+    if is_traced(fb.lengths):
+        raise ValueError("grashof: needs concrete lengths (it returns a string); use crank_limits inside jit")
+    l = np.asarray(fb.lengths, dtype=float)
+    order = np.sort(l)
+    s, p, q_, big = order
+    total = l.sum()
+    tol = rtol * total
+    if abs((s + big) - (p + q_)) <= tol:
+        if abs(l[0] - l[2]) <= tol and abs(l[1] - l[3]) <= tol:
+            return "parallelogram"
+        return "change-point"
+    if s + big > p + q_:
+        return "double-rocker"
+    shortest = int(np.argmin(l))
+    return {0: "crank-rocker", 2: "crank-rocker", 3: "double-crank", 1: "double-rocker"}[shortest]
+
+
+class CrankRange(eqx.Module):
+    """The crank angles at which a four-bar can be assembled: `theta_min ≤ |θA| ≤ theta_max`
+    (angles wrapped to (−π, π]). `full_rotation` when it is the whole circle; `empty`
+    when no angle works. At each limit B, C, D are collinear and the two assembly
+    branches meet."""
+
+    theta_min: Float[Array, "*batch"]
+    theta_max: Float[Array, "*batch"]
+
+    @property
+    def full_rotation(self) -> Bool[Array, "*batch"]:
+        return (self.theta_min <= 0) & (self.theta_max >= jnp.pi)
+
+    @property
+    def empty(self) -> Bool[Array, "*batch"]:
+        return self.theta_min > self.theta_max
+
+    def contains(self, theta_A) -> Bool[Array, "*batch"]:
+        t = jnp.abs(jnp.angle(jnp.exp(1j * jnp.asarray(theta_A))))
+        return (t >= self.theta_min) & (t <= self.theta_max)
+
+
+def crank_limits(fb: FourBar) -> CrankRange:
+    """The crank's angular limits (closed form; jittable and batched).
+
+    B = l1 qA is at distance `d(θ) = √(l1² + l4² − 2 l1 l4 cos θ)` from D; the loop
+    closes iff `|l2 − l3| ≤ d ≤ l2 + l3`, i.e. `θ_min ≤ |θ| ≤ θ_max` with
+    `cos θ_max = (l1² + l4² − (l2 + l3)²) / (2 l1 l4)` and
+    `cos θ_min = (l1² + l4² − (l2 − l3)²) / (2 l1 l4)` (clipped to [−1, 1]).
+    """
+    l1, l2, l3, l4 = (fb.lengths[..., i] for i in range(4))
+    c_max = (l1**2 + l4**2 - (l2 + l3) ** 2) / (2 * l1 * l4)
+    c_min = (l1**2 + l4**2 - (l2 - l3) ** 2) / (2 * l1 * l4)
+    theta_max = jnp.where(c_max > 1, -1.0, jnp.arccos(jnp.clip(c_max, -1.0, 1.0)))  # -1: empty
+    theta_min = jnp.where(c_min < -1, 4.0, jnp.arccos(jnp.clip(c_min, -1.0, 1.0)))  # 4 > π: empty
+    return CrankRange(theta_min=theta_min, theta_max=theta_max)

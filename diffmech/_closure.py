@@ -177,7 +177,8 @@ def root(
             f_, guess, atol=tol, xtol=xtol, max_steps=max_steps, min_steps=min_steps, active=active
         )
         x = jnp.where(ok, x, guess)
-        return x, (r, steps, ok)
+        # aux kept floating-point: custom_root's JVP rule mishandles integer/bool aux
+        return x, (r, steps.astype(x.dtype), ok.astype(x.dtype))
 
     def tangent_solve(g, y):
         return _linalg.solve(jax.jacfwd(g)(y), y)
@@ -185,6 +186,8 @@ def root(
     x, (r, steps, ok) = jax.lax.custom_root(
         f, jax.lax.stop_gradient(x0), solve, tangent_solve, has_aux=True
     )
+    r, steps, ok = jax.lax.stop_gradient((r, steps, ok))
+    steps, ok = steps.astype(jnp.int32), ok > 0.5
     if condition:
         cond = _linalg.condition_1(jax.jacfwd(f)(jax.lax.stop_gradient(x)))
     else:
@@ -247,6 +250,8 @@ def sweep(
     xtol: float = 1e-10,
     max_steps: int = 24,
     condition: bool = True,
+    fallback: bool = True,
+    polish: float = 1e-14,
     unroll: int = 1,
 ) -> SweepSolution:
     """Follow the closure through a sequence of inputs by continuation.
@@ -257,8 +262,10 @@ def sweep(
     previous solutions against the arc length of the input path, then takes exactly
     `newton_steps` Newton steps (unrolled: a `while_loop` under `vmap` costs ~3x
     here even when it does no iteration). With the default quadratic predictor the
-    guess is O(Δu³) off and two quadratic steps bring it to round-off; the step is
-    accepted only if the residual is then at most `atol`. A step fails if it is not
+    guess is O(Δu³) off and two quadratic steps bring it to round-off. Where the
+    residual is still above `polish` (close to a fold or a singular configuration)
+    and `fallback`, Newton continues to convergence (`root`, at most `max_steps`)
+    on those lanes only. The step is accepted if the residual is at most `atol`. A step fails if it is not
     (`RESULTS.motion_limit`: past a motion limit, or so close to a singular
     configuration that Newton slows down) or if `branch(x, u, params)` changes sign
     (`RESULTS.branch_switch`); every later step is `RESULTS.not_reached`, not solved
@@ -329,11 +336,21 @@ def sweep(
         guess = extrapolate(xs, ss, count, s)
         sol = root(fn, guess, u, params, atol=atol, xtol=0.0, max_steps=newton_steps,
                    min_steps=newton_steps, condition=condition, active=alive)
+        if fallback:
+            # rare: the fixed steps did not converge (close to a fold or a singular
+            # configuration). Newton to convergence from the last solution, only on
+            # those lanes; the loop does no iteration when every lane converged.
+            # also polish lanes that converged but not to round-off
+            retry = alive & (~sol.converged | (sol.residual > polish))
+            start = jnp.where(sol.converged, sol.value, xs[0])
+            sol2 = root(fn, start, u, params, atol=atol, xtol=xtol, max_steps=max_steps,
+                        condition=condition, active=retry)
+            sol = jax.tree.map(lambda a, b: jnp.where(retry, a, b), sol2, sol)
         ok, status = record(sol, u, alive)
         x_new = jnp.where(ok, sol.value, xs[0])
         xs = (x_new, jnp.where(ok, xs[0], xs[1]), jnp.where(ok, xs[1], xs[2]))
         ss = (jnp.where(ok, s, ss[0]), jnp.where(ok, ss[0], ss[1]), jnp.where(ok, ss[1], ss[2]))
-        carry = (xs, ss, count + ok, ok)
+        carry = (xs, ss, count + ok.astype(jnp.int32), ok)
         return carry, (x_new, ok, status, sol.residual, sol.condition, sol.steps)
 
     # history for the predictor: the last three accepted points (padded at the start)

@@ -220,11 +220,11 @@ class Sweep(eqx.Module):
         return jnp.where(self.converged[..., None], self.q, jnp.nan)
 
 
-def _sweep_one(fb: FourBar, theta_A, *, condition: bool = True, predictor: int = 2, newton_steps: int = 2, unroll: int = 1):
+def _sweep_one(fb: FourBar, theta_A, *, condition: bool = True, predictor: int = 2, newton_steps: int = 2, fallback: bool = True, unroll: int = 1):
     x0, _ = closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A[0]))
     sol = _closure.sweep(
         residual, x0, theta_A, fb, branch=_branch_invariant, branch_sign=branch_sign(fb),
-        condition=condition, predictor=predictor, newton_steps=newton_steps, unroll=unroll,
+        condition=condition, predictor=predictor, newton_steps=newton_steps, fallback=fallback, unroll=unroll,
     )
     q = _full_q(theta_A, sol.value)
     return Sweep(theta_A=theta_A, q=q, converged=sol.converged, status=sol.status,
@@ -232,10 +232,10 @@ def _sweep_one(fb: FourBar, theta_A, *, condition: bool = True, predictor: int =
 
 
 def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: bool = True,
-                     predictor: int = 2, newton_steps: int = 2, unroll: int = 1) -> Sweep:
+                     predictor: int = 2, newton_steps: int = 2, fallback: bool = True, unroll: int = 1) -> Sweep:
     """`sweep` for use inside `jit`/`vmap`/`grad` (no validation, no batching logic):
     one design, one continuation through `theta_A` (options as `diffmech.closure.sweep`)."""
-    return _sweep_one(fb, theta_A, condition=condition, predictor=predictor, newton_steps=newton_steps, unroll=unroll)
+    return _sweep_one(fb, theta_A, condition=condition, predictor=predictor, newton_steps=newton_steps, fallback=fallback, unroll=unroll)
 
 
 @eqx.filter_jit

@@ -1,0 +1,143 @@
+"""The closure core on a problem with a closed form: a circle x² + y² = r² cut by the
+line y = a x + u. The '+' intersection is x = (−a u + √(r²(1 + a²) − u²)) / (1 + a²);
+it exists while |u| ≤ r √(1 + a²) (the motion limit, where the two branches meet)."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from diffmech import closure
+from helpers import central_diff, rel_err
+
+
+def residual(x, u, p):
+    r, a = p["r"], p["a"]
+    return jnp.stack([(x[0] ** 2 + x[1] ** 2 - r**2) / (2 * r), x[1] - a * x[0] - u])
+
+
+def branch(x, u, p):  # position along the line relative to the foot of the perpendicular
+    a = p["a"]
+    foot = jnp.stack([-a * u, u]) / (1 + a**2)
+    return (x[0] - foot[0]) + a * (x[1] - foot[1])
+
+
+def exact(u, p):
+    r, a = p["r"], p["a"]
+    x = (-a * u + jnp.sqrt(r**2 * (1 + a**2) - u**2)) / (1 + a**2)
+    return jnp.stack([x, a * x + u])
+
+
+P = {"r": jnp.asarray(1.3), "a": jnp.asarray(0.4)}
+
+
+def test_root_reaches_round_off_from_a_rough_guess():
+    sol = closure.root(residual, jnp.array([1.0, 0.0]), jnp.asarray(0.3), P, condition=True)
+    assert sol.result == closure.RESULTS.successful
+    assert float(sol.residual) <= 1e-15
+    np.testing.assert_allclose(sol.value, exact(0.3, P), rtol=0, atol=1e-15)
+    assert 1 <= float(sol.condition) < 10
+
+
+def test_implicit_gradients_match_closed_form_and_finite_differences():
+    def f(theta):  # theta = (u, r, a)
+        p = {"r": theta[1], "a": theta[2]}
+        return closure.root(residual, jnp.array([1.0, 0.5]), theta[0], p).value
+
+    theta = jnp.array([0.3, 1.3, 0.4])
+    J_impl = jax.jacrev(f)(theta)
+    J_fwd = jax.jacfwd(f)(theta)
+    J_exact = jax.jacfwd(lambda t: exact(t[0], {"r": t[1], "a": t[2]}))(theta)
+    J_fd = central_diff(lambda t: f(jnp.asarray(t)), theta)
+    assert rel_err(J_impl, J_exact) < 1e-12
+    assert rel_err(J_fwd, J_exact) < 1e-12
+    assert rel_err(J_impl, J_fd) < 1e-8
+
+
+def test_gradient_does_not_differentiate_iterations():
+    # the derivative must not depend on the warm start (it would if the iterations were unrolled)
+    g = [jax.grad(lambda u: closure.root(residual, x0, u, P).value[0])(0.3) for x0 in (jnp.array([1.0, 0.5]), jnp.array([2.0, 1.0]))]
+    assert float(g[0]) == pytest.approx(float(g[1]), rel=1e-13)
+
+
+def test_failure_is_a_status_not_garbage():
+    u_bad = jnp.asarray(2.0)  # > r √(1 + a²) = 1.4
+    guess = jnp.array([0.5, 1.0])
+    sol = jax.jit(lambda u: closure.root(residual, guess, u, P))(u_bad)
+    assert sol.result == closure.RESULTS.motion_limit
+    np.testing.assert_array_equal(sol.value, guess)  # the guess, finite
+    with pytest.raises(Exception, match="cannot be assembled"):
+        jax.block_until_ready(closure.root(residual, guess, u_bad, P, throw=True).value)
+
+
+def test_masked_loss_of_failed_solve_has_finite_gradient():
+    def loss(u):
+        sol = closure.root(residual, jnp.array([0.5, 1.0]), u, P)
+        return jnp.where(sol.converged, jnp.sum(sol.value**2), 0.0)
+
+    assert np.isfinite(float(jax.grad(loss)(jnp.asarray(2.0))))
+    assert float(jax.grad(loss)(jnp.asarray(0.3))) != 0.0
+
+
+def test_sweep_stops_at_motion_limit_and_masks_the_rest():
+    limit = float(P["r"] * jnp.sqrt(1 + P["a"] ** 2))
+    us = jnp.linspace(-1.0, 1.8, 57)
+    s = jax.jit(lambda us: closure.sweep(residual, jnp.array([1.2, 0.0]), us, P, branch=branch))(us)
+    ok = np.asarray(s.converged)
+    inside = np.asarray(us) < limit
+    # converged exactly on a prefix, and never beyond the limit
+    first_bad = int(np.argmin(ok))
+    assert not ok[first_bad:].any() and ok[:first_bad].all()
+    assert not (ok & ~inside).any()
+    assert first_bad >= int(np.argmax(~inside)) - 2  # stops within two steps of the true limit
+    np.testing.assert_allclose(s.value[ok], jax.vmap(exact, (0, None))(us[ok], P), atol=1e-14)
+    assert float(jnp.max(s.residual[ok])) <= 1e-14
+    status = s.status._value
+    assert int(status[first_bad]) != int(closure.RESULTS.not_reached._value)
+    assert np.all(np.asarray(status[first_bad + 1:]) == int(closure.RESULTS.not_reached._value))
+    assert s.result != closure.RESULTS.successful
+    assert np.isnan(np.asarray(s.masked())[~ok]).all()
+    # the condition number grows towards the limit, where the branches meet
+    c = np.asarray(s.condition)[ok]
+    assert c[-1] > 5 * c[0]
+
+
+def test_sweep_detects_branch_switch():
+    us = jnp.linspace(0.0, 0.5, 11)
+    s = closure.sweep(residual, jnp.array([1.2, 0.0]), us, P, branch=branch, branch_sign=-1.0)
+    assert not bool(s.converged[0])
+    assert s.result == closure.RESULTS.branch_switch
+
+
+def test_sweep_vmaps_over_designs_and_differentiates():
+    us = jnp.linspace(0.0, 0.8, 21)
+    rs = jnp.array([1.1, 1.3, 1.6])
+
+    def path_sum(r):
+        s = closure.sweep(residual, jnp.array([1.0, 0.0]), us, {"r": r, "a": P["a"]}, branch=branch)
+        return jnp.sum(jnp.where(s.converged[:, None], s.value, 0.0))
+
+    vals = jax.vmap(path_sum)(rs)
+    ref = [float(jnp.sum(jax.vmap(exact, (0, None))(us, {"r": r, "a": P["a"]}))) for r in rs]
+    np.testing.assert_allclose(vals, ref, rtol=1e-13)
+    g = jax.grad(path_sum)(rs[1])
+    g_ref = jax.grad(lambda r: jnp.sum(jax.vmap(exact, (0, None))(us, {"r": r, "a": P["a"]})))(rs[1])
+    assert rel_err(g, g_ref) < 1e-12
+
+
+def test_rates_match_closed_form_and_finite_differences():
+    u, udot, uddot = 0.3, 0.7, -0.4
+    x = exact(u, P)
+    xdot, xddot = closure.rates(residual, x, jnp.asarray(u), P, jnp.asarray(udot), jnp.asarray(uddot))
+
+    def path(t):
+        return exact(u + udot * t + 0.5 * uddot * t**2, P)
+
+    v_ref = jax.jacfwd(path)(0.0)
+    a_ref = jax.jacfwd(jax.jacfwd(path))(0.0)
+    assert rel_err(xdot, v_ref) < 1e-13
+    assert rel_err(xddot, a_ref) < 1e-12
+    h = 1e-4
+    a_fd = (np.asarray(path(h)) - 2 * np.asarray(path(0.0)) + np.asarray(path(-h))) / h**2
+    assert rel_err(xddot, a_fd) < 1e-6

@@ -93,12 +93,27 @@ def _tolerance(atol: float, dtype) -> float:
     return max(atol, 1e3 * float(jnp.finfo(dtype).eps))
 
 
-def _newton(f, x0, *, atol, xtol, max_steps, min_steps, active):
-    """Newton iterations on `f(x) = 0`; returns (x, residual_norm, steps, converged)."""
+def _newton(f, x0, *, atol, xtol, max_steps, min_steps, active, robust=False):
+    """Newton iterations on `f(x) = 0`; returns (x, residual_norm, steps, converged).
+
+    A step through a singular Jacobian (non-finite) is not taken; with `robust` it is
+    replaced by a damped least-squares (Levenberg–Marquardt) step, which still
+    converges at singular configurations such as the change points of a
+    parallelogram, where the solution branches cross.
+    """
     jac = jax.jacfwd(f)
 
     def step(x):
-        dx = _linalg.solve(jac(x), -f(x))
+        J, r = jac(x), f(x)
+        dx = _linalg.solve(J, -r)
+        finite = jnp.all(jnp.isfinite(dx))
+        if robust:
+            JtJ = J.T @ J
+            mu = 1e-12 * jnp.max(jnp.abs(JtJ)) + jnp.finfo(x.dtype).tiny
+            dx_ls = _linalg.solve(JtJ + mu * jnp.eye(x.shape[0], dtype=x.dtype), -(J.T @ r))
+            dx = jnp.where(finite, dx, dx_ls)
+        else:
+            dx = jnp.where(finite, dx, 0.0)
         return x + dx, jnp.max(jnp.abs(dx)) / (1 + jnp.max(jnp.abs(x)))
 
     x = x0
@@ -139,6 +154,7 @@ def root(
     condition: bool = False,
     throw: bool = False,
     active: Bool[Array, ""] | bool = True,
+    robust: bool = True,
 ) -> Solution:
     """Solve the closure `fn(x, u, params) = 0` by Newton's method from `x0`.
 
@@ -161,6 +177,9 @@ def root(
     - `condition`: also compute the Jacobian's 1-norm condition number.
     - `throw`: raise (at run time, also under `jit`) if the solve failed.
     - `active`: if False, skip the iterations (used by `sweep` after a failure).
+    - `robust`: where the Jacobian is singular, take a damped least-squares step
+      instead of stopping (converges at singular configurations; costs a second
+      small solve per step).
 
     **Returns:** a `Solution`.
     """
@@ -174,7 +193,8 @@ def root(
 
     def solve(f_, guess):
         x, r, steps, ok = _newton(
-            f_, guess, atol=tol, xtol=xtol, max_steps=max_steps, min_steps=min_steps, active=active
+            f_, guess, atol=tol, xtol=xtol, max_steps=max_steps, min_steps=min_steps, active=active,
+            robust=robust,
         )
         x = jnp.where(ok, x, guess)
         # aux kept floating-point: custom_root's JVP rule mishandles integer/bool aux
@@ -251,7 +271,7 @@ def sweep(
     max_steps: int = 24,
     condition: bool = True,
     fallback: bool = True,
-    polish: float = 1e-14,
+    polish: float = 1e-15,
     unroll: int = 1,
 ) -> SweepSolution:
     """Follow the closure through a sequence of inputs by continuation.
@@ -335,7 +355,7 @@ def sweep(
         u, s = inp
         guess = extrapolate(xs, ss, count, s)
         sol = root(fn, guess, u, params, atol=atol, xtol=0.0, max_steps=newton_steps,
-                   min_steps=newton_steps, condition=condition, active=alive)
+                   min_steps=newton_steps, condition=condition, active=alive, robust=False)
         if fallback:
             # rare: the fixed steps did not converge (close to a fold or a singular
             # configuration). Newton to convergence from the last solution, only on

@@ -14,6 +14,7 @@ from ._kinematics import (
     coupler_point as coupler_point,
     crank_limits as crank_limits,
     grashof as grashof,
+    is_change_point as is_change_point,
     joint_positions as joint_positions,
     rates as rates,
     residual as residual,

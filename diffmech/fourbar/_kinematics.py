@@ -51,8 +51,18 @@ def branch_sign(fb: FourBar) -> Array:
     return fb.branch * jnp.where(s == 0, 1.0, s)
 
 
+def is_change_point(fb: FourBar, rtol: float = 1e-12) -> Array:
+    """True where `s + ℓ = p + q` (jittable): the two assembly branches cross at the
+    change points (B, C, D collinear with a zero-size triangle), so no sign tells them
+    apart there; continuation follows the smooth branch through the crossing."""
+    l = jnp.sort(fb.lengths, axis=-1)
+    return jnp.abs(l[..., 0] + l[..., 3] - l[..., 1] - l[..., 2]) <= rtol * jnp.sum(l, axis=-1)
+
+
 def _branch_invariant(x, theta_A, fb):
-    return cross(x[:2], x[2:])
+    # qB × qD keeps its sign along a branch (it vanishes only at toggles); for
+    # change-point designs it vanishes at the crossings, so the check is disabled
+    return jnp.where(is_change_point(fb), branch_sign(fb), cross(x[:2], x[2:]))
 
 
 def closed_form(fb: FourBar, theta_A) -> tuple[Float[Array, "4"], Float[Array, ""]]:
@@ -102,6 +112,7 @@ def solve_position(fb: FourBar, theta_A, guess: Float[Array, "4"] | None = None,
         guess, _ = closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A))
     sol = _closure.root(residual, guess, theta_A, fb, condition=condition, throw=False)
     ok_branch = jnp.sign(_branch_invariant(sol.value, theta_A, fb)) == branch_sign(fb)
+    ok_branch = ok_branch | (jnp.abs(cross(sol.value[:2], sol.value[2:])) <= 1e-12)  # a change or dead point
     result = _closure.RESULTS.where(
         sol.result == _closure.RESULTS.successful,
         _closure.RESULTS.where(ok_branch, _closure.RESULTS.successful, _closure.RESULTS.branch_switch),
@@ -176,14 +187,22 @@ def assemble(fb: FourBar, theta_A) -> Float[Array, "*batch 6"]:
     return q
 
 
+def _lengths_like(fb: FourBar, q) -> Array:
+    """`fb.lengths` reshaped to broadcast against `q[..., :1]` (batch axes first,
+    then any angle axes of `q`)."""
+    l = fb.lengths
+    extra = q.ndim - l.ndim
+    return l.reshape(l.shape[:-1] + (1,) * extra + (4,))
+
+
 def closure_residual(fb: FourBar, q: Float[Array, "*n 6"]) -> Float[Array, "*n"]:
     """The physical closure error of `q = (qA, qB, qD)`: the max of the loop gap of
     Eq. (25) in metres and of `| |q_i| − 1 |` for the three attitude vectors."""
-    l = fb.lengths
+    l = _lengths_like(fb, q)
     qA, qB, qD = q[..., 0:2], q[..., 2:4], q[..., 4:6]
     e1 = jnp.array([1.0, 0.0], dtype=q.dtype)
-    loop = l[..., 0, None] * qA + l[..., 1, None] * qB - l[..., 2, None] * qD - l[..., 3, None] * e1
-    norms = jnp.stack([jnp.linalg.norm(v, axis=-1) - 1 for v in (qA, qB, qD)], axis=-1)
+    loop = l[..., 0:1] * qA + l[..., 1:2] * qB - l[..., 2:3] * qD - l[..., 3:4] * e1
+    norms = jnp.stack([jnp.sqrt(_dot(v, v)) - 1 for v in (qA, qB, qD)], axis=-1)
     return jnp.maximum(jnp.max(jnp.abs(loop), axis=-1), jnp.max(jnp.abs(norms), axis=-1))
 
 
@@ -318,23 +337,22 @@ def angular_velocities(q: Float[Array, "6"], qdot: Float[Array, "6"]) -> Float[A
 
 
 def joint_positions(fb: FourBar, q: Float[Array, "*n 6"]) -> dict[str, Float[Array, "*n 2"]]:
-    """Positions of A, B, C, D (and C again via D, identical on the constraint)."""
-    l = fb.lengths
+    """Positions of the joints A, B, C, D for configurations `q`."""
+    l = _lengths_like(fb, q)
     qA, qB = q[..., 0:2], q[..., 2:4]
-    A = jnp.zeros_like(qA)
-    B = l[..., 0, None] * qA
-    C = B + l[..., 1, None] * qB
-    D = jnp.broadcast_to(jnp.stack([l[..., 3], jnp.zeros_like(l[..., 3])], axis=-1), A.shape)
-    return {"A": A, "B": B, "C": C, "D": D}
+    B = l[..., 0:1] * qA
+    C = B + l[..., 1:2] * qB
+    D = jnp.concatenate([l[..., 3:4], jnp.zeros_like(l[..., 3:4])], axis=-1) + jnp.zeros_like(B)
+    return {"A": jnp.zeros_like(B), "B": B, "C": C, "D": D}
 
 
 def coupler_point(fb: FourBar, q: Float[Array, "*n 6"], point: Float[Array, "2"]) -> Float[Array, "*n 2"]:
     """A point carried by the coupler: `B + p_x qB + p_y S1 qB`, with `point = (p_x, p_y)`
     in the coupler frame (origin B, x along B→C)."""
     point = jnp.asarray(point, dtype=q.dtype)
+    l = _lengths_like(fb, q)
     qA, qB = q[..., 0:2], q[..., 2:4]
-    B = fb.lengths[..., 0, None] * qA
-    return B + point[..., 0, None] * qB + point[..., 1, None] * perp(qB)
+    return l[..., 0:1] * qA + point[..., 0:1] * qB + point[..., 1:2] * perp(qB)
 
 
 # --------------------------------------------------------------------------- Grashof
@@ -384,7 +402,8 @@ class CrankRange(eqx.Module):
 
     @property
     def full_rotation(self) -> Bool[Array, "*batch"]:
-        return (self.theta_min <= 0) & (self.theta_max >= jnp.pi)
+        # arccos near ±1 turns a 1e-16 rounding of the cosine into 1e-8 rad
+        return (self.theta_min <= 1e-7) & (self.theta_max >= jnp.pi - 1e-7)
 
     @property
     def empty(self) -> Bool[Array, "*batch"]:

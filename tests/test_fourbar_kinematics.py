@@ -1,0 +1,330 @@
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import diffmech as dm
+from diffmech import fourbar as fbk
+from helpers import central_diff, rel_err
+
+SEED = dm.FourBar.seed_crank_rocker()
+
+
+def _perp(v):
+    return np.array([-v[1], v[0]])
+
+
+def _cross(a, b):
+    return a[0] * b[1] - a[1] * b[0]
+
+
+# ----------------------------------------------------------------- closure at round-off
+
+lengths_st = st.tuples(*[st.floats(0.05, 1.0) for _ in range(4)])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(lengths=lengths_st, t=st.floats(0.03, 0.97), sign=st.sampled_from([-1.0, 1.0]), branch=st.sampled_from([1, -1]))
+def test_assemble_closes_to_round_off_on_random_designs(lengths, t, sign, branch):
+    """Grashof and non-Grashof designs, any angle inside the crank range."""
+    fb = dm.FourBar(lengths=lengths, branch=branch)
+    rng = fbk.crank_limits(fb)
+    lo, hi = float(rng.theta_min), float(rng.theta_max)
+    if lo > hi or hi - lo < 1e-3:
+        return  # cannot be assembled anywhere (or only at a point)
+    theta = sign * (lo + t * (hi - lo))
+    q = np.asarray(fbk.assemble(fb, theta))
+    assert float(fbk.closure_residual(fb, jnp.asarray(q))) <= 1e-14 * max(lengths) / 0.1
+    for i in (0, 2, 4):
+        assert abs(np.linalg.norm(q[i:i + 2]) - 1) <= 4e-16
+    np.testing.assert_allclose(q[0:2], [math.cos(theta), math.sin(theta)], atol=1e-15)
+    # on the requested branch: sign(l4 - l1) * (qB x qD) = branch (unless at a dead point)
+    c = _cross(q[2:4], q[4:6])
+    if abs(c) > 1e-9:
+        assert np.sign(c) * np.sign(lengths[3] - lengths[0] or 1.0) == branch
+
+
+def test_seed_configuration_at_zero_and_printed_q0():
+    q = np.asarray(fbk.assemble(SEED, 0.0))
+    # C above AD at θA = 0 (the seed's branch) ...
+    C = fbk.joint_positions(SEED, jnp.asarray(q))["C"]
+    assert float(C[1]) > 0
+    # ... and the printed q0 of Section 7.2 is within its printed precision (1e-3)
+    printed = np.array([1, 0, 0.3044, 0.9534, -0.3996, 0.9167])
+    assert np.max(np.abs(q - printed)) < 2e-3
+    assert abs(np.linalg.norm(printed[2:4]) - 1) > 5e-4  # the printed one is off the constraint
+    # independent check: law of cosines for the angle at D in triangle B C D
+    l1, l2, l3, l4 = 0.12, 0.25, 0.26, 0.30
+    d = l4 - l1
+    cos_D = (d**2 + l3**2 - l2**2) / (2 * d * l3)  # angle between D->B (= -x) and D->C
+    qD_ref = np.array([-cos_D, math.sqrt(1 - cos_D**2)])
+    np.testing.assert_allclose(q[4:6], qD_ref, atol=1e-15)
+
+
+@pytest.mark.parametrize("h", [0.01, 0.03, 0.05])
+def test_section_7_1_errors_are_round_off_for_every_step(h):
+    """Bai et al. Section 7.1: crank at 2π rad/s sampled every h seconds over one
+    revolution; the paper's ‖q‖ − 1 grows with h and peaks at θA = 0. Ours: round-off."""
+    t = np.arange(0.0, 1.0 + h / 2, h)
+    s = fbk.sweep(SEED, 2 * np.pi * t)
+    assert bool(jnp.all(s.converged))
+    err = np.abs(np.linalg.norm(np.asarray(s.q).reshape(-1, 3, 2), axis=-1) - 1)
+    assert err.max() <= 1e-15  # a few ulp
+    assert err[0].max() <= 2.3e-16  # crank angle 0 included
+    assert float(jnp.max(fbk.closure_residual(SEED, s.q))) <= 2e-15
+    # independent of the step: the same angle gives the same attitudes
+    q_direct = np.asarray(fbk.assemble(SEED, 2 * np.pi * t))
+    np.testing.assert_allclose(s.q, q_direct, atol=2e-15)
+
+
+def test_sweep_keeps_branch_and_mirror_branch():
+    th = jnp.linspace(0, 2 * jnp.pi, 181)
+    up = fbk.sweep(SEED, th)
+    down = fbk.sweep(dm.FourBar.seed_crank_rocker(branch=-1), th)
+    assert bool(jnp.all(up.converged)) and bool(jnp.all(down.converged))
+    cu = np.asarray(jax.vmap(lambda q: q[2] * q[5] - q[3] * q[4])(up.q))
+    cd = np.asarray(jax.vmap(lambda q: q[2] * q[5] - q[3] * q[4])(down.q))
+    assert (cu > 0).all() and (cd < 0).all()
+    # the mirror branch is the reflection of C across the line BD
+    P = fbk.joint_positions(SEED, up.q)
+    Pm = fbk.joint_positions(SEED, down.q)
+    B, C, D, Cm = (np.asarray(v) for v in (P["B"], P["C"], P["D"], Pm["C"]))
+    u = (D - B) / np.linalg.norm(D - B, axis=-1, keepdims=True)
+    w = C - B
+    refl = B + 2 * np.sum(w * u, -1, keepdims=True) * u - w
+    np.testing.assert_allclose(Cm, refl, atol=1e-14)
+
+
+def test_non_grashof_sweep_stops_at_the_crank_limit():
+    fb = dm.FourBar(lengths=(0.3, 0.3, 0.3, 0.5))  # s + l = 0.8 > 0.6: triple-rocker
+    assert fbk.grashof(fb) == "double-rocker"
+    lim = fbk.crank_limits(fb)
+    assert not bool(lim.full_rotation)
+    th = jnp.linspace(0, 2 * jnp.pi, 721)
+    s = fbk.sweep(fb, th)
+    ok = np.asarray(s.converged)
+    k = int(np.argmin(ok))
+    assert ok[:k].all() and not ok[k:].any()
+    step = float(th[1])
+    assert float(th[k - 1]) <= float(lim.theta_max) < float(th[k]) + step  # stops at the limit
+    assert s.result == dm.closure.RESULTS.motion_limit or s.result == dm.closure.RESULTS.branch_switch
+    assert float(jnp.max(fbk.closure_residual(fb, s.q[:k]))) <= 1e-15
+    # the closure Jacobian becomes ill-conditioned at the limit (B, C, D collinear)
+    near = fbk.solve_position(fb, lim.theta_max - 1e-8, condition=True)
+    assert near.converged and float(near.condition) > 1e3 * float(s.condition[0])
+    # just inside / just outside the limit through the eager API
+    fbk.assemble(fb, float(lim.theta_max) - 1e-6)
+    with pytest.raises(fbk.AssemblyError, match="theta_A"):
+        fbk.assemble(fb, float(lim.theta_max) + 1e-6)
+
+
+def test_parallelogram_sweeps_through_change_points():
+    fb = dm.FourBar.seed_parallelogram()
+    assert bool(fbk.is_change_point(fb))
+    s = fbk.sweep(fb, jnp.linspace(0, 4 * jnp.pi, 721))
+    assert bool(jnp.all(s.converged))
+    assert float(jnp.max(fbk.closure_residual(fb, s.q))) <= 1e-15
+    # parallelogram mode kept: coupler parallel to the ground, qA = qD. At the change
+    # points the Jacobian is singular, so the attitude is fixed only to ~sqrt(eps) there.
+    q = np.asarray(s.q)
+    assert np.max(np.abs(q[:, 2:4] - [1, 0])) < 1e-7
+    assert np.max(np.abs(q[:, 0:2] - q[:, 4:6])) < 1e-7
+    away = np.abs(np.sin(np.asarray(s.theta_A))) > 0.1
+    assert np.max(np.abs(q[away, 2:4] - [1, 0])) < 1e-14
+
+
+# ----------------------------------------------------------------- rates
+
+
+def _state(theta):
+    return np.asarray(fbk.assemble(SEED, theta))
+
+
+@pytest.mark.parametrize("theta", [0.0, 0.7, 2.5, 4.0])
+def test_velocity_ratios_eq35_match_autodiff_and_finite_differences(theta):
+    q = jnp.asarray(_state(theta))
+    K = np.asarray(fbk.velocity_ratios(SEED, q))
+    qdot, _ = fbk.rates(SEED, theta, q, 1.0)
+    w = np.asarray(fbk.angular_velocities(q, qdot))
+    assert w[0] == pytest.approx(1.0, abs=1e-15)
+    np.testing.assert_allclose(w[1:], K, rtol=1e-12)
+    h = 1e-6
+    ang = lambda t: np.array([math.atan2(*_state(t)[[3, 2]]), math.atan2(*_state(t)[[5, 4]])])  # noqa: E731
+    K_fd = (np.unwrap(np.stack([ang(theta - h), ang(theta + h)]), axis=0)[1] - np.unwrap(np.stack([ang(theta - h), ang(theta + h)]), axis=0)[0]) / (2 * h)
+    np.testing.assert_allclose(K, K_fd, rtol=1e-7)
+
+
+@pytest.mark.parametrize("theta,omega,alpha", [(0.0, 2 * np.pi, 0.0), (1.1, -3.0, 5.0), (3.7, 0.5, -2.0)])
+def test_accelerations_eq29_corrected_match_autodiff_and_fd(theta, omega, alpha):
+    q = jnp.asarray(_state(theta))
+    qdot, qddot = fbk.rates(SEED, theta, q, omega, alpha)
+    # angular accelerations from attitude accelerations: q̈ = α S1 q − ω² q ⇒ α = q × q̈
+    alpha_ad = np.array([_cross(np.asarray(q)[i:i + 2], np.asarray(qddot)[i:i + 2]) for i in (2, 4)])
+    alpha_eq = np.asarray(fbk.angular_accelerations(SEED, q, omega, alpha))
+    np.testing.assert_allclose(alpha_eq, alpha_ad, rtol=1e-11, atol=1e-11)
+    # finite differences along θA(t) = θ + ω t + α t²/2
+    h = 1e-4
+    path = lambda t: _state(theta + omega * t + 0.5 * alpha * t**2)  # noqa: E731
+    qdd_fd = (path(h) - 2 * path(0.0) + path(-h)) / h**2
+    assert rel_err(qddot, qdd_fd) < 1e-6
+
+
+def test_printed_eq29_sign_is_wrong():
+    """Eq. (29) (and Eq. (23)) print −ωA² l1 qA; differentiating Eq. (26) gives +ωA² l1 qA."""
+    theta, omega = 0.9, 2 * np.pi
+    q = np.asarray(_state(theta))
+    qA, qB, qD = q[0:2], q[2:4], q[4:6]
+    l1, l2, l3 = 0.12, 0.25, 0.26
+    wB, wD = np.asarray(fbk.velocity_ratios(SEED, jnp.asarray(q))) * omega
+    M = np.stack([l2 * _perp(qB), -l3 * _perp(qD)], axis=1)
+    printed = np.linalg.solve(M, wB**2 * l2 * qB - omega**2 * l1 * qA - wD**2 * l3 * qD)
+    _, qddot = fbk.rates(SEED, theta, jnp.asarray(q), omega, 0.0)
+    truth = np.array([_cross(q[i:i + 2], np.asarray(qddot)[i:i + 2]) for i in (2, 4)])
+    assert rel_err(printed, truth) > 0.1
+    assert rel_err(fbk.angular_accelerations(SEED, jnp.asarray(q), omega, 0.0), truth) < 1e-11
+
+
+# ----------------------------------------------------------------- gradients
+
+
+@pytest.mark.parametrize("theta", [0.0, 1.3, 4.4])
+def test_implicit_gradients_wrt_lengths_match_central_differences(theta):
+    def qBD(lengths):
+        fb = dm.FourBar(lengths=lengths)
+        return fbk.solve_position(fb, jnp.asarray(theta), condition=False).value
+
+    L = jnp.array([0.12, 0.25, 0.26, 0.30])
+    J = np.asarray(jax.jacrev(qBD)(L))
+    J_fwd = np.asarray(jax.jacfwd(qBD)(L))
+    J_fd = central_diff(lambda l: np.asarray(qBD(jnp.asarray(l))), np.asarray(L), h=1e-6)
+    for j in range(4):  # per length
+        assert rel_err(J[:, j], J_fd[:, j]) <= 1e-6, j
+    np.testing.assert_allclose(J, J_fwd, rtol=1e-12, atol=1e-14)
+
+
+def test_gradient_of_coupler_curve_through_sweep():
+    th = jnp.linspace(0, 2 * jnp.pi, 73)
+
+    def area(lengths):  # signed area enclosed by the coupler curve of the midpoint of BC
+        s = fbk.sweep_functional(dm.FourBar(lengths=lengths), th, condition=False)
+        P = fbk.coupler_point(dm.FourBar(lengths=lengths), s.q, jnp.array([0.125, 0.05]))
+        x, y = P[:-1, 0], P[:-1, 1]
+        return 0.5 * jnp.sum(x * jnp.roll(y, -1) - jnp.roll(x, -1) * y)
+
+    L = jnp.array([0.12, 0.25, 0.26, 0.30])
+    g = np.asarray(jax.jit(jax.grad(area))(L))
+    g_fd = central_diff(lambda l: float(area(jnp.asarray(l))), np.asarray(L), h=1e-6)
+    assert rel_err(g, g_fd) <= 1e-6
+
+
+# ----------------------------------------------------------------- batches
+
+
+def test_batched_sweep_masks_bad_designs_only():
+    L = np.array([[0.12, 0.25, 0.26, 0.30], [0.3, 0.3, 0.3, 0.5], [0.10, 0.11, 0.12, 0.9], [0.11, 0.24, 0.27, 0.31]])
+    fb = dm.FourBar(lengths=L)
+    th = jnp.linspace(0, 2 * jnp.pi, 91)
+    s = fbk.sweep(fb, th)
+    assert s.q.shape == (4, 91, 6) and s.converged.shape == (4, 91)
+    conv = np.asarray(s.converged)
+    assert conv[0].all() and conv[3].all()
+    assert 0 < conv[1].sum() < 91  # stops at its crank limit
+    assert not conv[2].any()  # 0.10 + 0.11 + 0.12 < 0.9: never assembles
+    for i in range(4):
+        single = fbk.sweep(dm.FourBar(lengths=L[i]), th)
+        np.testing.assert_array_equal(single.converged, conv[i])
+        np.testing.assert_allclose(single.q[conv[i]], s.q[i][conv[i]], atol=1e-15)
+    assert float(jnp.max(jnp.where(s.converged, fbk.closure_residual(fb, s.q), 0.0))) <= 2e-15
+
+
+def test_jit_vmap_assemble_on_many_designs():
+    rng = np.random.default_rng(3)
+    L = np.array([0.12, 0.25, 0.26, 0.30]) * (1 + 0.05 * rng.uniform(-1, 1, (500, 4)))
+    fb = dm.FourBar(lengths=L)
+    q = fbk.assemble(fb, 0.3)
+    assert q.shape == (500, 6)
+    assert float(jnp.max(fbk.closure_residual(fb, q))) <= 1e-15
+
+
+# ----------------------------------------------------------------- Grashof
+
+
+@pytest.mark.parametrize(
+    "lengths,cls,full",
+    [
+        ((0.12, 0.25, 0.26, 0.30), "crank-rocker", True),
+        ((0.26, 0.25, 0.12, 0.30), "crank-rocker", False),  # the rocker is the short link
+        ((0.25, 0.30, 0.26, 0.12), "double-crank", True),
+        ((0.25, 0.12, 0.26, 0.30), "double-rocker", False),
+        ((0.30, 0.30, 0.30, 0.50), "double-rocker", False),
+        ((0.10, 0.20, 0.15, 0.25), "change-point", True),
+        ((0.10, 0.25, 0.10, 0.25), "parallelogram", True),
+    ],
+)
+def test_grashof_classes(lengths, cls, full):
+    fb = dm.FourBar(lengths=lengths)
+    assert fbk.grashof(fb) == cls
+    assert bool(fbk.crank_limits(fb).full_rotation) == full
+
+
+@settings(max_examples=40, deadline=None)
+@given(lengths=lengths_st, theta=st.floats(-math.pi, math.pi))
+def test_crank_limits_agree_with_assemblability(lengths, theta):
+    fb = dm.FourBar(lengths=lengths)
+    x, gap = fbk.closed_form(fb, jnp.asarray(theta))
+    inside = bool(fbk.crank_limits(fb).contains(theta))
+    if abs(float(gap)) > 1e-9:
+        assert inside == (float(gap) < 0)
+
+
+# ----------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(
+    "kwargs,field",
+    [
+        (dict(lengths=(0.12, -0.25, 0.26, 0.30)), "lengths"),
+        (dict(lengths=(0.12, 0.0, 0.26, 0.30)), "lengths"),
+        (dict(lengths=(0.12, float("nan"), 0.26, 0.30)), "lengths"),
+        (dict(lengths=(0.12, 0.25, 0.26)), "lengths"),
+        (dict(lengths=(0.12, 0.25, 0.26, 0.3), masses=(0.1, -1.0, 0.1)), "masses"),
+        (dict(lengths=(0.12, 0.25, 0.26, 0.3), masses=(0.1, 0.1)), "masses"),
+        (dict(lengths=(0.12, 0.25, 0.26, 0.3), inertias=(0.1, 0.0, 0.1)), "inertias"),
+        (dict(lengths=(0.12, 0.25, 0.26, 0.3), inertias=(0.1, float("inf"), 0.1)), "inertias"),
+        (dict(lengths=(0.12, 0.25, 0.26, 0.3), com=((0.0, 0.0), (0.1, 0.0))), "com"),
+        (dict(lengths=(0.12, 0.25, 0.26, 0.3), com=((0.0, 0.0), (0.1, float("nan")), (0.0, 0.0))), "com"),
+        (dict(lengths=(0.12, 0.25, 0.26, 0.3), gravity=(0.0, float("inf"))), "gravity"),
+        (dict(lengths=(0.12, 0.25, 0.26, 0.3), gravity=(0.0, 0.0, -9.81)), "gravity"),
+        (dict(lengths=(0.12, 0.25, 0.26, 0.3), branch=0), "branch"),
+    ],
+)
+def test_bad_input_names_the_field(kwargs, field):
+    with pytest.raises(ValueError, match=f"`{field}`"):
+        dm.FourBar(**kwargs)
+
+
+def test_unassemblable_angle_error_names_angle_design_residual():
+    fb = dm.FourBar(lengths=(0.3, 0.3, 0.3, 0.5))
+    with pytest.raises(fbk.AssemblyError) as e:
+        fbk.assemble(fb, 3.0)
+    msg = str(e.value)
+    assert "theta_A = 3 rad" in msg and "lengths=(0.3, 0.3, 0.3, 0.5)" in msg and "residual" in msg
+    # batched eager call names the design index
+    with pytest.raises(fbk.AssemblyError, match=r"design index \(1,\)"):
+        fbk.assemble(dm.FourBar(lengths=[(0.12, 0.25, 0.26, 0.30), (0.3, 0.3, 0.3, 0.5)]), 3.0)
+    # inside jit: masked by the functional API ...
+    sol = jax.jit(lambda f, t: fbk.solve_position(f, t))(fb, jnp.asarray(3.0))
+    assert sol.result != dm.closure.RESULTS.successful
+    # ... and a runtime error from the throwing one
+    with pytest.raises(Exception, match="cannot be assembled"):
+        jax.block_until_ready(jax.jit(fbk.assemble)(fb, jnp.asarray(3.0)))
+
+
+def test_sweep_rejects_bad_angles():
+    with pytest.raises(ValueError, match="theta_A_values"):
+        fbk.sweep(SEED, [0.0, float("nan")])
+    with pytest.raises(ValueError, match="theta_A_values"):
+        fbk.sweep(SEED, [[0.0, 1.0]])

@@ -74,7 +74,9 @@ class Solution(eqx.Module):
     - `residual`: the max-norm of the residual at `value`;
     - `steps`: Newton steps taken;
     - `condition`: the 1-norm condition number of the Jacobian at `value` (NaN if not
-      requested).
+      requested);
+    - `last_step`: the relative size of the last Newton update (by quadratic
+      convergence the error left after it is about its square).
     """
 
     value: Float[Array, " n"]
@@ -82,6 +84,7 @@ class Solution(eqx.Module):
     residual: Float[Array, ""]
     steps: Int[Array, ""]
     condition: Float[Array, ""]
+    last_step: Float[Array, ""]
 
     @property
     def converged(self) -> Bool[Array, ""]:
@@ -93,28 +96,36 @@ def _tolerance(atol: float, dtype) -> float:
     return max(atol, 1e3 * float(jnp.finfo(dtype).eps))
 
 
+def _max_abs(v):
+    # max |v_i| of a small vector as a chain of element-wise maxima: under vmap a
+    # reduction would split the fused Newton step into several kernels (2x slower)
+    m = jnp.abs(v[0])
+    for i in range(1, v.shape[0]):
+        m = jnp.maximum(m, jnp.abs(v[i]))
+    return m
+
+
 def _newton(f, x0, *, atol, xtol, max_steps, min_steps, active, robust=False):
     """Newton iterations on `f(x) = 0`; returns (x, residual_norm, steps, converged).
 
-    A step through a singular Jacobian (non-finite) is not taken; with `robust` it is
-    replaced by a damped least-squares (Levenberg–Marquardt) step, which still
-    converges at singular configurations such as the change points of a
-    parallelogram, where the solution branches cross.
+    With `robust`, a step through a singular Jacobian (non-finite) is replaced by a
+    damped least-squares (Levenberg–Marquardt) step, which still converges at
+    singular configurations such as the change points of a parallelogram, where the
+    solution branches cross.
     """
     jac = jax.jacfwd(f)
 
     def step(x):
         J, r = jac(x), f(x)
         dx = _linalg.solve(J, -r)
-        finite = jnp.all(jnp.isfinite(dx))
         if robust:
             JtJ = J.T @ J
             mu = 1e-12 * jnp.max(jnp.abs(JtJ)) + jnp.finfo(x.dtype).tiny
             dx_ls = _linalg.solve(JtJ + mu * jnp.eye(x.shape[0], dtype=x.dtype), -(J.T @ r))
-            dx = jnp.where(finite, dx, dx_ls)
-        else:
-            dx = jnp.where(finite, dx, 0.0)
-        return x + dx, jnp.max(jnp.abs(dx)) / (1 + jnp.max(jnp.abs(x)))
+            dx = jnp.where(jnp.isfinite(_max_abs(dx)), dx, dx_ls)
+        # (not robust: a non-finite step leaves the lane unconverged; `sweep`'s
+        # fallback then restarts it from the last solution)
+        return x + dx, _max_abs(dx) / (1 + _max_abs(x))
 
     x = x0
     dxn = jnp.asarray(jnp.inf, x0.dtype)
@@ -125,7 +136,7 @@ def _newton(f, x0, *, atol, xtol, max_steps, min_steps, active, robust=False):
 
     def cond(carry):
         x, dxn, i = carry
-        return active & (i < max_steps) & (dxn > xtol) & jnp.all(jnp.isfinite(x))
+        return active & (i < max_steps) & (dxn > xtol) & jnp.isfinite(_max_abs(x))
 
     def body(carry):
         x, _, i = carry
@@ -136,9 +147,9 @@ def _newton(f, x0, *, atol, xtol, max_steps, min_steps, active, robust=False):
         x, dxn, steps = jax.lax.while_loop(cond, body, (x, dxn, jnp.asarray(min_steps)))
     else:
         steps = jnp.asarray(min_steps)
-    r = jnp.max(jnp.abs(f(x)))
-    ok = jnp.isfinite(r) & jnp.all(jnp.isfinite(x)) & (r <= atol) & active
-    return x, r, steps, ok
+    r = _max_abs(f(x))
+    ok = jnp.isfinite(r) & jnp.isfinite(_max_abs(x)) & (r <= atol) & active
+    return x, r, steps, ok, dxn
 
 
 def root(
@@ -192,28 +203,28 @@ def root(
         return fn(x, u, params)
 
     def solve(f_, guess):
-        x, r, steps, ok = _newton(
+        x, r, steps, ok, dxn = _newton(
             f_, guess, atol=tol, xtol=xtol, max_steps=max_steps, min_steps=min_steps, active=active,
             robust=robust,
         )
         x = jnp.where(ok, x, guess)
         # aux kept floating-point: custom_root's JVP rule mishandles integer/bool aux
-        return x, (r, steps.astype(x.dtype), ok.astype(x.dtype))
+        return x, (r, steps.astype(x.dtype), ok.astype(x.dtype), dxn)
 
     def tangent_solve(g, y):
         return _linalg.solve(jax.jacfwd(g)(y), y)
 
-    x, (r, steps, ok) = jax.lax.custom_root(
+    x, (r, steps, ok, dxn) = jax.lax.custom_root(
         f, jax.lax.stop_gradient(x0), solve, tangent_solve, has_aux=True
     )
-    r, steps, ok = jax.lax.stop_gradient((r, steps, ok))
+    r, steps, ok, dxn = jax.lax.stop_gradient((r, steps, ok, dxn))
     steps, ok = steps.astype(jnp.int32), ok > 0.5
     if condition:
         cond = _linalg.condition_1(jax.jacfwd(f)(jax.lax.stop_gradient(x)))
     else:
         cond = jnp.asarray(jnp.nan, x.dtype)
     result = RESULTS.where(ok, RESULTS.successful, RESULTS.motion_limit)
-    sol = Solution(value=x, result=result, residual=r, steps=steps, condition=cond)
+    sol = Solution(value=x, result=result, residual=r, steps=steps, condition=cond, last_step=dxn)
     if throw:
         sol = eqx.tree_at(lambda s: s.value, sol, result.error_if(sol.value, result != RESULTS.successful))
     return sol
@@ -271,7 +282,8 @@ def sweep(
     max_steps: int = 24,
     condition: bool = True,
     fallback: bool = True,
-    polish: float = 1e-15,
+    polish: float = 1e-9,
+    robust_fallback: bool = True,
     unroll: int = 1,
 ) -> SweepSolution:
     """Follow the closure through a sequence of inputs by continuation.
@@ -283,9 +295,10 @@ def sweep(
     `newton_steps` Newton steps (unrolled: a `while_loop` under `vmap` costs ~3x
     here even when it does no iteration). With the default quadratic predictor the
     guess is O(Δu³) off and two quadratic steps bring it to round-off. Where the
-    residual is still above `polish` (close to a fold or a singular configuration)
-    and `fallback`, Newton continues to convergence (`root`, at most `max_steps`)
-    on those lanes only. The step is accepted if the residual is at most `atol`. A step fails if it is not
+    last update was still larger than `polish` (relative; the error left is about
+    its square, so 1e-9 leaves round-off) or the step failed (close to a fold or a
+    singular configuration, or large input steps), and `fallback`, Newton continues
+    to convergence (`root`, at most `max_steps`) on those lanes only. The step is accepted if the residual is at most `atol`. A step fails if it is not
     (`RESULTS.motion_limit`: past a motion limit, or so close to a singular
     configuration that Newton slows down) or if `branch(x, u, params)` changes sign
     (`RESULTS.branch_switch`); every later step is `RESULTS.not_reached`, not solved
@@ -361,10 +374,10 @@ def sweep(
             # configuration). Newton to convergence from the last solution, only on
             # those lanes; the loop does no iteration when every lane converged.
             # also polish lanes that converged but not to round-off
-            retry = alive & (~sol.converged | (sol.residual > polish))
+            retry = alive & (~sol.converged | (sol.last_step > polish))
             start = jnp.where(sol.converged, sol.value, xs[0])
             sol2 = root(fn, start, u, params, atol=atol, xtol=xtol, max_steps=max_steps,
-                        condition=condition, active=retry)
+                        condition=condition, active=retry, robust=robust_fallback)
             sol = jax.tree.map(lambda a, b: jnp.where(retry, a, b), sol2, sol)
         ok, status = record(sol, u, alive)
         x_new = jnp.where(ok, sol.value, xs[0])

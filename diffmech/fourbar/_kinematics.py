@@ -55,8 +55,12 @@ def is_change_point(fb: FourBar, rtol: float = 1e-12) -> Array:
     """True where `s + ℓ = p + q` (jittable): the two assembly branches cross at the
     change points (B, C, D collinear with a zero-size triangle), so no sign tells them
     apart there; continuation follows the smooth branch through the crossing."""
-    l = jnp.sort(fb.lengths, axis=-1)
-    return jnp.abs(l[..., 0] + l[..., 3] - l[..., 1] - l[..., 2]) <= rtol * jnp.sum(l, axis=-1)
+    # s + ℓ = p + q  ⇔  one of the three pairings of the four lengths has equal sums
+    # (the other two pairings can only be equal when this one is); no sort, which
+    # would cost a sort per lane and step inside a sweep
+    l1, l2, l3, l4 = (fb.lengths[..., i] for i in range(4))
+    gap = jnp.minimum(jnp.minimum(jnp.abs(l1 + l2 - l3 - l4), jnp.abs(l1 + l3 - l2 - l4)), jnp.abs(l1 + l4 - l2 - l3))
+    return gap <= rtol * (l1 + l2 + l3 + l4)
 
 
 def _branch_invariant(x, theta_A, fb):

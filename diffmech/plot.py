@@ -1,0 +1,98 @@
+"""Matplotlib figures and notebook animations (imported on demand: `diffmech.plot`)."""
+
+import matplotlib
+
+import numpy as np
+
+from . import fourbar as _fb
+
+
+def _axes(ax, **kw):
+    import matplotlib.pyplot as plt
+
+    if ax is None:
+        _, ax = plt.subplots(**kw)
+    return ax
+
+
+def fourbar_attitudes(sweeps: dict, fig=None):
+    """Bai et al. Fig. 3: the components of qB and qD over the crank angle and the
+    error ‖q‖ − 1, one marker style per labelled sweep (`{label: Sweep}`).
+    The error panel is on a symmetric-log scale, so exact zeros show."""
+    import matplotlib.pyplot as plt
+
+    fig = fig or plt.figure(figsize=(10, 6.5))
+    axs = fig.subplots(2, 2, sharex=True)
+    markers = ["o", "s", "^", "x", "d"]
+    for k, (label, s) in enumerate(sweeps.items()):
+        ok = np.asarray(s.converged)
+        th = np.degrees(np.asarray(s.theta_A))[ok]
+        q = np.asarray(s.q)[ok]
+        m = markers[k % len(markers)]
+        for col, (name, sl) in enumerate((("q_B", slice(2, 4)), ("q_D", slice(4, 6)))):
+            v = q[:, sl]
+            axs[0, col].plot(th, v[:, 0], m, ms=3, label=f"{label}: x")
+            axs[0, col].plot(th, v[:, 1], m, ms=3, mfc="none", label=f"{label}: y")
+            axs[0, col].set_title(f"${name}$")
+            err = np.linalg.norm(v, axis=1) - 1
+            axs[1, col].plot(th, err, m, ms=3, label=label)
+            axs[1, col].set_yscale("symlog", linthresh=1e-17)
+            axs[1, col].set_ylabel(r"$\|q\| - 1$")
+    for ax in axs[1]:
+        ax.set_xlabel("crank angle θA (deg)")
+        ax.axhspan(-2.3e-16, 2.3e-16, color="0.9", zorder=0, label="round-off band (±ε)")
+    axs[0, 0].legend(fontsize=7, ncol=2)
+    axs[1, 0].legend(fontsize=7)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    return fig
+
+
+def fourbar_track(fb, q, *, every: int = 10, point=None, ax=None, color="C0"):
+    """Bai et al. Fig. 4: the mechanism drawn at every `every`-th configuration of `q`
+    (`(N, 6)`, converged rows only), with the paths of B and C (and of a coupler
+    point `point` in the coupler frame, if given)."""
+    ax = _axes(ax, figsize=(6, 5))
+    q = np.asarray(q)
+    P = {k: np.asarray(v) for k, v in _fb.joint_positions(fb, q).items()}
+    for i in range(0, len(q), every):
+        xs = [P["A"][i, 0], P["B"][i, 0], P["C"][i, 0], P["D"][i, 0]]
+        ys = [P["A"][i, 1], P["B"][i, 1], P["C"][i, 1], P["D"][i, 1]]
+        ax.plot(xs, ys, "-o", color=color, alpha=0.35, lw=1, ms=2)
+    ax.plot(P["B"][:, 0], P["B"][:, 1], "k:", lw=1, label="path of B")
+    ax.plot(P["C"][:, 0], P["C"][:, 1], "r-", lw=1.2, label="path of C")
+    if point is not None:
+        cp = np.asarray(_fb.coupler_point(fb, q, point))
+        ax.plot(cp[:, 0], cp[:, 1], "g-", lw=1.5, label="coupler curve")
+    ax.plot([0, float(np.asarray(fb.lengths)[3])], [0, 0], "k^", ms=9)
+    ax.set_aspect("equal")
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    ax.legend(fontsize=8)
+    return ax
+
+
+def animate_fourbar(fb, sweep, *, point=None, interval: int = 30):
+    """A `matplotlib.animation.FuncAnimation` of a four-bar sweep (display it in a
+    notebook with `IPython.display.HTML(anim.to_jshtml())`)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.animation import FuncAnimation
+
+    ok = np.asarray(sweep.converged)
+    q = np.asarray(sweep.q)[ok]
+    P = {k: np.asarray(v) for k, v in _fb.joint_positions(fb, q).items()}
+    fig, ax = plt.subplots(figsize=(5, 4))
+    fourbar_track(fb, q, every=len(q) + 1, point=point, ax=ax)
+    (line,) = ax.plot([], [], "-o", color="C0", lw=2)
+
+    def frame(i):
+        line.set_data([P["A"][i, 0], P["B"][i, 0], P["C"][i, 0], P["D"][i, 0]],
+                      [P["A"][i, 1], P["B"][i, 1], P["C"][i, 1], P["D"][i, 1]])
+        return (line,)
+
+    anim = FuncAnimation(fig, frame, frames=len(q), interval=interval, blit=True)
+    plt.close(fig)
+    return anim
+
+
+__all__ = ["fourbar_attitudes", "fourbar_track", "animate_fourbar"]
+del matplotlib

@@ -1,0 +1,23 @@
+"""Run every notebook with small sizes (DIFFMECH_SMALL=1); any error fails the test."""
+
+import os
+import pathlib
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def test_notebook_runs(path, monkeypatch, tmp_path):
+    monkeypatch.setenv("DIFFMECH_SMALL", "1")
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    nb = nbformat.read(path, as_version=4)
+    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
+    text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    if path.name.startswith("01_"):
+        assert "converged: True" in text
+        diff = float(text.split("max |implicit - finite difference| =")[1].split()[0])
+        assert diff < 1e-7

@@ -23,4 +23,16 @@ from ._kinematics import (
     sweep_functional as sweep_functional,
     velocity_ratios as velocity_ratios,
 )
+from ._dynamics import (
+    Drive as Drive,
+    Trajectory as Trajectory,
+    com_positions as com_positions,
+    energy as energy,
+    momentum as momentum,
+    potential as potential,
+    project as project,
+    sigma as sigma,
+    simulate as simulate,
+    tangent as tangent,
+)
 from ._model import FourBar as FourBar

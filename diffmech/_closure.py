@@ -108,10 +108,10 @@ def _max_abs(v):
 def _newton(f, x0, *, atol, xtol, max_steps, min_steps, active, robust=False):
     """Newton iterations on `f(x) = 0`; returns (x, residual_norm, steps, converged).
 
-    With `robust`, a step through a singular Jacobian (non-finite) is replaced by a
-    damped least-squares (Levenberg–Marquardt) step, which still converges at
-    singular configurations such as the change points of a parallelogram, where the
-    solution branches cross.
+    With `robust`, a non-finite step (singular Jacobian) is replaced by a damped
+    least-squares (Levenberg–Marquardt) step, and an iterate whose residual is
+    already at round-off is not moved; this converges at singular configurations
+    such as the change points of a parallelogram, where the solution branches cross.
     """
     jac = jax.jacfwd(f)
 
@@ -119,10 +119,14 @@ def _newton(f, x0, *, atol, xtol, max_steps, min_steps, active, robust=False):
         J, r = jac(x), f(x)
         dx = _linalg.solve(J, -r)
         if robust:
+            # a step through a singular Jacobian (non-finite) becomes a damped
+            # least-squares step; and a configuration already exact to round-off is
+            # not moved (at a nearly singular Jacobian a finite Newton step can be huge)
             JtJ = J.T @ J
             mu = 1e-12 * jnp.max(jnp.abs(JtJ)) + jnp.finfo(x.dtype).tiny
             dx_ls = _linalg.solve(JtJ + mu * jnp.eye(x.shape[0], dtype=x.dtype), -(J.T @ r))
             dx = jnp.where(jnp.isfinite(_max_abs(dx)), dx, dx_ls)
+            dx = jnp.where(_max_abs(r) <= 2 * jnp.finfo(x.dtype).eps, 0.0, dx)
         # (not robust: a non-finite step leaves the lane unconverged; `sweep`'s
         # fallback then restarts it from the last solution)
         return x + dx, _max_abs(dx) / (1 + _max_abs(x))

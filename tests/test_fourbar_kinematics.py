@@ -41,10 +41,15 @@ def test_assemble_closes_to_round_off_on_random_designs(lengths, t, sign, branch
     for i in (0, 2, 4):
         assert abs(np.linalg.norm(q[i:i + 2]) - 1) <= 4e-16
     np.testing.assert_allclose(q[0:2], [math.cos(theta), math.sin(theta)], atol=1e-15)
-    # on the requested branch: sign(l4 - l1) * (qB x qD) = branch (unless at a dead point)
+    # on the requested branch: sign(l4 - l1) * (qB x qD) = branch (unless at a dead
+    # point); on change-point designs the modes swap that sign at θA = 0, π, so the
+    # branch is sign(l4 - l1) * (qB x qD) * sign(sin θA) there
     c = _cross(q[2:4], q[4:6])
+    s = sorted(lengths)
+    change_point = abs(s[0] + s[3] - s[1] - s[2]) <= 1e-12 * sum(lengths)
     if abs(c) > 1e-9:
-        assert np.sign(c) * np.sign(lengths[3] - lengths[0] or 1.0) == branch
+        got = np.sign(c) * np.sign(lengths[3] - lengths[0] or 1.0) * (np.sign(math.sin(theta)) if change_point else 1.0)
+        assert got == branch
 
 
 def test_seed_configuration_at_zero_and_printed_q0():

@@ -9,6 +9,7 @@ from ._kinematics import (
     angular_velocities as angular_velocities,
     assemble as assemble,
     branch_sign as branch_sign,
+    branch_sign_at as branch_sign_at,
     closed_form as closed_form,
     closure_residual as closure_residual,
     coupler_point as coupler_point,

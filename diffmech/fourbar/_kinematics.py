@@ -63,6 +63,20 @@ def is_change_point(fb: FourBar, rtol: float = 1e-12) -> Array:
     return gap <= rtol * (l1 + l2 + l3 + l4)
 
 
+def branch_sign_at(fb: FourBar, theta_A) -> Array:
+    """The sign of qB × qD on `fb.branch` at crank angle `theta_A`.
+
+    `branch_sign(fb)` for ordinary designs. On a change-point design each smooth
+    assembly mode changes the sign of qB × qD at the change points θA = 0, π (where all
+    four joints are collinear and the two modes cross), so there the branch is the
+    sign of `sign(l4 − l1) · (qB × qD) · sin θA`: `branch = +1` is the parallelogram
+    mode of a parallelogram (qB = e1, qD = qA), `−1` the anti-parallelogram.
+    """
+    s = jnp.sign(jnp.sin(theta_A))
+    flip = jnp.where(is_change_point(fb), jnp.where(s == 0, 1.0, s), 1.0)
+    return branch_sign(fb) * flip
+
+
 def _branch_invariant(x, theta_A, fb):
     # qB × qD keeps its sign along a branch (it vanishes only at toggles); for
     # change-point designs it vanishes at the crossings, so the check is disabled
@@ -88,7 +102,7 @@ def closed_form(fb: FourBar, theta_A) -> tuple[Float[Array, "4"], Float[Array, "
     h2 = l2**2 - a**2
     gap = jnp.maximum(d - (l2 + l3), jnp.abs(l2 - l3) - d)
     h = jnp.sqrt(jnp.maximum(h2, 0.0))
-    sigma = branch_sign(fb)
+    sigma = branch_sign_at(fb, theta_A)
     C = B + a * u + sigma * h * perp(u)
     qB = (C - B) / l2
     qD = (C - D) / l3
@@ -115,7 +129,7 @@ def solve_position(fb: FourBar, theta_A, guess: Float[Array, "4"] | None = None,
     if guess is None:
         guess, _ = closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A))
     sol = _closure.root(residual, guess, theta_A, fb, condition=condition, throw=False)
-    ok_branch = jnp.sign(_branch_invariant(sol.value, theta_A, fb)) == branch_sign(fb)
+    ok_branch = jnp.sign(cross(sol.value[:2], sol.value[2:])) == branch_sign_at(fb, theta_A)
     ok_branch = ok_branch | (jnp.abs(cross(sol.value[:2], sol.value[2:])) <= 1e-12)  # a change or dead point
     result = _closure.RESULTS.where(
         sol.result == _closure.RESULTS.successful,

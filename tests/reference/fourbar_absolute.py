@@ -90,6 +90,7 @@ def assemble(lengths, theta_A, branch=1):
 
 class _Model:
     def __init__(self, lengths, masses, inertias, com, gravity, torque, damping):
+        self.mode_phi2 = None  # if set: extra (redundant) constraint phi2 = mode_phi2
         self.l = np.asarray(lengths, dtype=float).reshape(4)
         self.m = np.asarray(masses, dtype=float).reshape(3)
         self.J = np.asarray(inertias, dtype=float).reshape(3)
@@ -113,8 +114,14 @@ class _Model:
         self.M = np.diag(self.Mdiag)
 
     # ---- constraints -------------------------------------------------------
+    @property
+    def nc(self):
+        return 8 if self.mode_phi2 is None else 9
+
     def phi(self, q):
-        out = np.empty(8)
+        out = np.empty(self.nc)
+        if self.mode_phi2 is not None:
+            out[8] = q[5] - self.mode_phi2
         for k, (i, si, j, sj, gp) in enumerate(self.joints):
             ri = q[3 * i:3 * i + 2] + _rot(q[3 * i + 2]) @ si
             if j >= 0:
@@ -125,9 +132,11 @@ class _Model:
         return out
 
     def jac_gamma(self, q, qd):
-        """Phi_q (8x9) and gamma = -(Phi_q qd)_q qd (8,)."""
-        Jm = np.zeros((8, 9))
-        gam = np.zeros(8)
+        """Phi_q (nc x 9) and gamma = -(Phi_q qd)_q qd (nc,)."""
+        Jm = np.zeros((self.nc, 9))
+        gam = np.zeros(self.nc)
+        if self.mode_phi2 is not None:
+            Jm[8, 5] = 1.0
         for k, (i, si, j, sj, gp) in enumerate(self.joints):
             rows = slice(2 * k, 2 * k + 2)
             Rs = _rot(q[3 * i + 2]) @ si
@@ -170,28 +179,26 @@ class _Model:
         q, qd = y[:9], y[9:18]
         Jm, gam = self.jac_gamma(q, qd)
         Q, power = self.forces(t, q, qd)
-        K = np.zeros((17, 17))
-        K[:9, :9] = self.M
-        K[:9, 9:] = Jm.T
-        K[9:, :9] = Jm
-        sol = np.linalg.solve(K, np.concatenate([Q, gam]))
+        sol = self._kkt_solve(Jm, Q, gam)
         return np.concatenate([qd, sol[:9], [power]])
 
     # ---- projections ---------------------------------------------------------
-    def _min_M_norm_correction(self, Jm, r):
-        """dq minimising dq^T M dq subject to Jm dq = r (least squares if singular)."""
-        K = np.zeros((17, 17))
+    def _kkt_solve(self, Jm, top, bottom):
+        n = 9 + Jm.shape[0]
+        K = np.zeros((n, n))
         K[:9, :9] = self.M
         K[:9, 9:] = Jm.T
         K[9:, :9] = Jm
-        rhs = np.concatenate([np.zeros(9), r])
-        try:
-            sol = np.linalg.solve(K, rhs)
-            if not np.all(np.isfinite(sol)):
-                raise np.linalg.LinAlgError
-        except np.linalg.LinAlgError:
-            sol = np.linalg.lstsq(K, rhs, rcond=None)[0]
-        return sol[:9]
+        rhs = np.concatenate([top, bottom])
+        if self.mode_phi2 is not None:
+            # 9 constraints of rank 8 (one redundant): the acceleration part of the
+            # minimum-norm least-squares solution is unique, the multipliers are not.
+            return np.linalg.lstsq(K, rhs, rcond=1e-12)[0]
+        return np.linalg.solve(K, rhs)
+
+    def _min_M_norm_correction(self, Jm, r):
+        """dq minimising dq^T M dq subject to Jm dq = r."""
+        return self._kkt_solve(Jm, np.zeros(9), r)[:9]
 
     def project(self, y):
         q = y[:9].copy()
@@ -215,11 +222,22 @@ class _Model:
         return out
 
     # ---- initial state -------------------------------------------------------
-    def initial_state(self, theta0, omega0, branch):
+    def initial_state(self, theta0, omega0, branch, mode="auto"):
         att = assemble(self.l, theta0, branch)
         qA, qB, qD = att[0:2], att[2:4], att[4:6]
         l1, l2, l3, l4 = self.l
         phis = [float(theta0), np.arctan2(qB[1], qB[0]), np.arctan2(qD[1], qD[0])]
+        tol = 1e-12 * float(np.max(self.l))
+        is_para_geom = abs(l1 - l3) <= tol and abs(l2 - l4) <= tol
+        in_para_mode = is_para_geom and qB[0] > 0 and abs(qB[1]) <= 1e-9
+        if mode == "parallelogram" and not in_para_mode:
+            raise ValueError("initial configuration is not in the parallelogram mode")
+        if mode == "parallelogram" or (mode == "auto" and in_para_mode):
+            self.mode_phi2 = 0.0
+            phis[1] = 0.0
+            phis[2] = float(theta0)
+        elif mode not in ("auto", "none"):
+            raise ValueError("mode must be 'auto', 'none' or 'parallelogram'")
         origins = [np.zeros(2), l1 * qA, np.array([l4, 0.0])]
         q = np.zeros(9)
         for b in range(3):
@@ -231,22 +249,31 @@ class _Model:
         q = y[:9]
         Jm, _ = self.jac_gamma(q, np.zeros(9))
         A = np.vstack([Jm, np.eye(9)[2]])
-        b = np.zeros(9)
-        b[8] = float(omega0)
-        qd = np.linalg.solve(A, b)
+        b = np.zeros(A.shape[0])
+        b[-1] = float(omega0)
+        qd = np.linalg.lstsq(A, b, rcond=1e-12)[0]
         y[9:18] = qd
         y[18] = 0.0
         return y
 
 
 def simulate(lengths, masses, inertias, com, gravity, theta0, omega0, t_eval, *, branch=1,
-             torque=None, damping=(0, 0, 0, 0), rtol=1e-12, atol=None, max_segment=0.02):
+             torque=None, damping=(0, 0, 0, 0), rtol=1e-12, atol=None, max_segment=0.02,
+             mode="auto"):
     """Simulate the four-bar from t = 0 and report at the (increasing, >= 0) times t_eval.
+
+    mode: "auto" (default) adds, for a parallelogram linkage (l1 == l3, l2 == l4)
+    assembled in its parallelogram mode (qB = e1), the mode constraint phi2 = 0
+    (coupler does not rotate).  Without it the DAE is ill-posed at the change points
+    theta_A = 0, pi (Phi_q loses rank, both the parallelogram and the
+    anti-parallelogram motions solve it) and the numerical solution may switch
+    mode there.  "none" never adds it; "parallelogram" requires it.
 
     Returns dict with keys
       t, theta_A (unwrapped), omega_A, q ((n,6): qA, qB, qD), energy, work,
       max_constraint_violation (max over outputs of |joint position residual| and
-      |l1 qA + l2 qB - l3 qD - l4 e1|, metres), max_velocity_violation (m/s),
+      |l1 qA + l2 qB - l3 qD - l4 e1|, metres; plus |phi2| in rad in parallelogram
+      mode), max_velocity_violation,
       max_drift_before_projection (largest position residual removed by a projection),
       coords ((n,9) absolute coordinates), coords_dot ((n,9)).
     """
@@ -256,7 +283,7 @@ def simulate(lengths, masses, inertias, com, gravity, theta0, omega0, t_eval, *,
         raise ValueError("t_eval must be non-decreasing and >= 0")
     if atol is None:
         atol = rtol
-    y = model.initial_state(theta0, omega0, branch)
+    y = model.initial_state(theta0, omega0, branch, mode)
     n = t_eval.size
     Y = np.zeros((n, 19))
     t = 0.0
@@ -297,7 +324,7 @@ def simulate(lengths, masses, inertias, com, gravity, theta0, omega0, t_eval, *,
         Jm, _ = model.jac_gamma(coords[k], vel[k])
         vviol = max(vviol, float(np.max(np.abs(Jm @ vel[k]))))
         energy[k] = model.energy(coords[k], vel[k])
-    y0 = model.initial_state(theta0, omega0, branch)
+    y0 = model.initial_state(theta0, omega0, branch, mode)
     e0 = model.energy(y0[:9], y0[9:18])
     return {
         "t": t_eval,

@@ -3,10 +3,6 @@
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-#: The planar skew matrix S1 = [[0, -1], [1, 0]] (rotation by +90°), S1 q = ∂q/∂θ.
-S1 = jnp.array([[0.0, -1.0], [1.0, 0.0]])
-
-
 def attitude(theta: Float[Array, "*b"]) -> Float[Array, "*b 2"]:
     """The attitude vector q = R(θ) e1 = (cos θ, sin θ) (Eq. (18) of Bai et al.)."""
     return jnp.stack([jnp.cos(theta), jnp.sin(theta)], axis=-1)

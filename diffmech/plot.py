@@ -1,7 +1,5 @@
 """Matplotlib figures and notebook animations (imported on demand: `diffmech.plot`)."""
 
-import matplotlib
-
 import numpy as np
 
 from . import fourbar as _fb
@@ -95,4 +93,3 @@ def animate_fourbar(fb, sweep, *, point=None, interval: int = 30):
 
 
 __all__ = ["fourbar_attitudes", "fourbar_track", "animate_fourbar"]
-del matplotlib

@@ -146,12 +146,12 @@ def _rhs_paper(t, y, args):
 class Trajectory(eqx.Module):
     """A four-bar trajectory.
 
-    - `ts`; `Pi` (Π1); `q` (`(T, 6)` attitude vectors); `theta_A` (unwrapped in the
-      minimal mode); `omega_A`;
-    - `energy` (H at each save), `energy_drift` (max |H − H0| / scale, with the work
-      of torque and damping subtracted when a drive is given: `work`);
-    - `closure_residual` (loop gap and unit-norm error per save);
-    - `result` (diffrax's), `stats` (steps).
+    - `ts`; `Pi` (Π1); `q` (`(T, 6)` attitude vectors); `theta_A` (unwrapped);
+      `omega_A`;
+    - `energy`: H at each save (its drift is the integration error; with a `Drive`,
+      compare its change with the work, `Drive.power` integrated over time);
+    - `closure_residual`: loop gap and unit-norm error per save;
+    - `result`: Diffrax's status; `num_steps`: accepted and rejected steps.
     """
 
     ts: Float[Array, " T"]

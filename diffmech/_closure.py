@@ -234,6 +234,15 @@ def root(
     return sol
 
 
+def first_failure(converged: Bool[Array, "*batch N"], status: RESULTS) -> RESULTS:
+    """The status at the first unconverged input along the last axis (`successful`
+    where every input converged); leading batch axes are kept."""
+    first = jnp.argmin(converged, axis=-1)  # index of the first False (0 if none)
+    failed = ~jnp.all(converged, axis=-1)
+    at_first = jax.tree.map(lambda v: jnp.take_along_axis(v, first[..., None], axis=-1)[..., 0], status)
+    return RESULTS.where(failed, at_first, RESULTS.successful)
+
+
 class SweepSolution(eqx.Module):
     """The result of `sweep`, one row per input.
 
@@ -257,10 +266,7 @@ class SweepSolution(eqx.Module):
 
     @property
     def result(self) -> RESULTS:
-        first = jnp.argmin(self.converged)  # index of the first False (0 if none)
-        failed = ~jnp.all(self.converged)
-        at_first = jax.tree.map(lambda v: v[first], self.status)
-        return RESULTS.where(failed, at_first, RESULTS.successful)
+        return first_failure(self.converged, self.status)
 
     @property
     def n_converged(self) -> Int[Array, ""]:

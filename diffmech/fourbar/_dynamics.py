@@ -122,8 +122,7 @@ def _pi_dot(fb, drive, t, theta_A, Pi, q):
 
 
 def _closure_q(fb, theta_A):
-    x, _ = _k.closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A))
-    sol = _k._closure.root(_k.residual, x, theta_A, fb, max_steps=8, robust=True)
+    sol = _k.solve_position(fb, theta_A, condition=False)
     return jnp.concatenate([attitude(theta_A), sol.value]), sol
 
 

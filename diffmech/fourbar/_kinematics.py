@@ -248,16 +248,16 @@ class Sweep(eqx.Module):
 
     @property
     def result(self) -> _closure.RESULTS:
-        first = jnp.argmin(self.converged, axis=-1)
-        failed = ~jnp.all(self.converged, axis=-1)
-        at_first = jax.tree.map(lambda v: jnp.take_along_axis(v, first[..., None], axis=-1)[..., 0], self.status)
-        return _closure.RESULTS.where(failed, at_first, _closure.RESULTS.successful)
+        return _closure.first_failure(self.converged, self.status)
 
     def q_masked(self) -> Float[Array, "*batch N 6"]:
         return jnp.where(self.converged[..., None], self.q, jnp.nan)
 
 
-def _sweep_one(fb: FourBar, theta_A, *, condition: bool = True, predictor: int = 2, newton_steps: int = 2, fallback: bool = True, unroll: int = 1):
+def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: bool = True,
+                     predictor: int = 2, newton_steps: int = 2, fallback: bool = True, unroll: int = 1) -> Sweep:
+    """`sweep` for use inside `jit`/`vmap`/`grad` (no validation, no batching logic):
+    one design, one continuation through `theta_A` (options as `diffmech.closure.sweep`)."""
     x0, _ = closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A[0]))
     sol = _closure.sweep(
         residual, x0, theta_A, fb, branch=_branch_invariant, branch_sign=branch_sign(fb),
@@ -268,16 +268,9 @@ def _sweep_one(fb: FourBar, theta_A, *, condition: bool = True, predictor: int =
                  residual=sol.residual, condition=sol.condition)
 
 
-def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: bool = True,
-                     predictor: int = 2, newton_steps: int = 2, fallback: bool = True, unroll: int = 1) -> Sweep:
-    """`sweep` for use inside `jit`/`vmap`/`grad` (no validation, no batching logic):
-    one design, one continuation through `theta_A` (options as `diffmech.closure.sweep`)."""
-    return _sweep_one(fb, theta_A, condition=condition, predictor=predictor, newton_steps=newton_steps, fallback=fallback, unroll=unroll)
-
-
 @eqx.filter_jit
 def _sweep_jit(fb, theta_A, condition):
-    out = _batched(lambda f: _sweep_one(f, theta_A, condition=condition), fb)
+    out = _batched(lambda f: sweep_functional(f, theta_A, condition=condition), fb)
     return eqx.tree_at(lambda s: s.theta_A, out, theta_A)
 
 

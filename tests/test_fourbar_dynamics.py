@@ -37,7 +37,7 @@ def test_tangent_is_the_derivative_along_the_constraint():
     np.testing.assert_allclose(fbk.tangent(SEED, q), dq, rtol=1e-11, atol=1e-13)
 
 
-@pytest.mark.parametrize("mode", ["minimal", "paper"])
+@pytest.mark.parametrize("mode", ["minimal", "lie", "paper"])
 def test_seed_crank_rocker_conserves_energy_and_closure(mode):
     tr = fbk.simulate(SEED, [1, 0, 0.3044, 0.9534, -0.3996, 0.9167], 0.0, 5.0, mode=mode, rtol=1e-11, atol=1e-13,
                       saveat=jnp.linspace(0, 5, 101))
@@ -45,20 +45,72 @@ def test_seed_crank_rocker_conserves_energy_and_closure(mode):
     E = np.asarray(tr.energy)
     scale = float(np.max(np.abs(np.asarray(tr.Pi)))) ** 2 / (2 * float(fbk.sigma(SEED, tr.q[0])))
     assert np.max(np.abs(E - E[0])) / scale < 1e-8
+    assert float(tr.energy_drift) == pytest.approx(np.max(np.abs(E - E[0])) / np.max(np.asarray(tr.Pi * tr.omega_A / 2)), rel=1e-6)
     closure = float(jnp.max(tr.closure_residual))
+    norms = np.abs(np.linalg.norm(np.asarray(tr.q).reshape(-1, 3, 2), axis=-1) - 1)
     if mode == "minimal":
         assert closure <= 2e-16 * 5
     else:
-        assert closure < 1e-8  # the paper's ODE drifts off the constraint at the integrator's tolerance
+        assert closure < 1e-8  # the loop drifts off the constraint at the integrator's tolerance
+    if mode == "paper":
+        assert norms.max() > 1e-14  # and so do the unit norms ...
+    else:
+        assert norms.max() <= 4e-16  # ... but not when the attitude vectors are rotated
     # pendulum-like: the motion is periodic and the momentum changes sign
     assert float(tr.Pi.min()) < 0 < float(tr.Pi.max())
 
 
-def test_modes_agree():
+@pytest.mark.parametrize("mode", ["lie", "paper"])
+@pytest.mark.parametrize("linearised", [False, True])
+def test_modes_and_linearised_constraint_agree(mode, linearised):
     kw = dict(saveat=jnp.linspace(0, 5, 51), rtol=1e-12, atol=1e-14)
-    a = fbk.simulate(OFF_AXIS, fbk.assemble(OFF_AXIS, 0.4), fbk.momentum(OFF_AXIS, fbk.assemble(OFF_AXIS, 0.4), 3.0), 5.0, mode="minimal", **kw)
-    b = fbk.simulate(OFF_AXIS, fbk.assemble(OFF_AXIS, 0.4), fbk.momentum(OFF_AXIS, fbk.assemble(OFF_AXIS, 0.4), 3.0), 5.0, mode="paper", **kw)
+    q0 = fbk.assemble(OFF_AXIS, 0.4)
+    a = fbk.simulate(OFF_AXIS, q0, fbk.momentum(OFF_AXIS, q0, 3.0), 5.0, mode="minimal", **kw)
+    b = fbk.simulate(OFF_AXIS, q0, fbk.momentum(OFF_AXIS, q0, 3.0), 5.0, mode=mode, linearised=linearised, **kw)
     assert float(jnp.max(jnp.abs(a.theta_A - b.theta_A))) < 1e-9
+
+
+# ----------------------------------------------- the paper's linearised constraint (Sec. 5)
+
+def _manifold_points():
+    return [(fb, fbk.assemble(fb, th)) for fb in (SEED, dm.FourBar(lengths=(0.3, 0.35, 0.25, 0.1), branch=-1))
+            for th in (0.0, 1.1, 2.9, -2.0)]
+
+
+def test_linearised_ratios_equal_direct_on_the_manifold():
+    for fb, q in _manifold_points():
+        np.testing.assert_allclose(fbk.velocity_ratios_linearised(fb, q), fbk.velocity_ratios(fb, q), rtol=1e-12, atol=1e-14)
+
+
+def test_eq81_variation_equals_the_derivative_of_eq35_along_the_constraint():
+    """The custom JVP (Eq. (81)) against JAX's derivative of Eq. (35), along the
+    manifold tangent δq = S_q K_N; and with respect to the lengths."""
+    for fb, q in _manifold_points():
+        t = fbk.tangent(fb, q)
+        _, d_lin = jax.jvp(lambda qq: fbk.velocity_ratios_linearised(fb, qq), (q,), (t,))
+        _, d_dir = jax.jvp(lambda qq: fbk.velocity_ratios(fb, qq), (q,), (t,))
+        np.testing.assert_allclose(d_lin, d_dir, rtol=1e-10, atol=1e-12)
+        # and against the derivative of K along the assembled path (independent of both)
+        th = float(jnp.arctan2(q[1], q[0]))
+        dK = central_diff(lambda x: np.asarray(fbk.velocity_ratios(fb, fbk.assemble(fb, float(x[0])))), np.array([th]), h=1e-6)[:, 0]
+        np.testing.assert_allclose(d_lin, dK, rtol=1e-6, atol=1e-8)
+
+
+def test_printed_eq74_and_eq79_are_wrong():
+    """Q1 = (qBᵀqA, qDᵀqA, qDᵀqB) solves Eq. (75) only with b1a = (l2, −l3, l1), not
+    the printed (l2, l3, l1); Eq. (78)'s B2a is singular, so Eq. (79) cannot be used."""
+    from diffmech.fourbar._kinematics import _paper_q1
+    fb, q = _manifold_points()[1]
+    l1, l2, l3, l4 = (float(v) for v in fb.lengths)
+    qA, qB, qD = np.asarray(q).reshape(3, 2)
+    Q1 = np.array([qB @ qA, qD @ qA, qD @ qB])
+    np.testing.assert_allclose(_paper_q1(fb.lengths, q), Q1, rtol=1e-13)
+    B1a = np.array([[l1, 0, -l3], [0, l1, l2], [l2, -l3, 0]])
+    printed = np.linalg.solve(B1a, l4 * np.array([qB[0], qD[0], qA[0]]) - np.array([l2, l3, l1]))
+    assert np.max(np.abs(printed - Q1)) > 0.1
+    B2a = np.array([[l2, -l3, 0], [-l1, 0, -l3], [0, -l1, -l2]])
+    assert abs(np.linalg.det(B2a)) < 1e-15
+    np.testing.assert_allclose(B2a @ np.array([l3, l2, -l1]), 0.0, atol=1e-16)
 
 
 def test_energy_balance_with_torque_and_damping():
@@ -101,3 +153,23 @@ def test_gradient_of_trajectory_loss_matches_finite_differences():
     fdm = central_diff(lambda mm: float(loss_j(L, jnp.asarray(mm))), np.asarray(m), h=1e-6)
     assert rel_err(gL, fdL) < 1e-5
     assert rel_err(gm, fdm) < 1e-5
+
+
+def test_printed_eq81_sign_of_dKB_is_wrong():
+    """Eq. (81) as printed, δK = δKA KB + KA δKB with
+    δKB = ([l3 e2ᵀ; l2 e1ᵀ]Q1 − [[0, l3 e2ᵀQ1], [l2 e1ᵀQ1, 0]] K) ηA, disagrees with the
+    derivative of K along the assembled path; with δKB negated it agrees."""
+    fb = SEED
+    th = 1.1
+    q = fbk.assemble(fb, th)
+    l1, l2, l3, _ = (float(v) for v in fb.lengths)
+    qA, qB, qD = np.asarray(q).reshape(3, 2)
+    Q1 = np.array([qB @ qA, qD @ qA, qD @ qB])
+    K = np.asarray(fbk.velocity_ratios(fb, q))
+    KA = -l1 / (l2 * l3 * (qD @ np.array([-qB[1], qB[0]])))
+    KB = K / KA
+    dKA = -(l2 * l3 / l1) * Q1[2] * KA**2 * (K[0] - K[1])
+    dKB_printed = np.array([l3 * Q1[1], l2 * Q1[0]]) - np.array([l3 * Q1[1] * K[1], l2 * Q1[0] * K[0]])
+    dK = central_diff(lambda x: np.asarray(fbk.velocity_ratios(fb, fbk.assemble(fb, float(x[0])))), np.array([th]), h=1e-6)[:, 0]
+    assert np.max(np.abs(dKA * KB + KA * dKB_printed - dK)) > 1e-2
+    np.testing.assert_allclose(dKA * KB - KA * dKB_printed, dK, rtol=1e-6)

@@ -16,6 +16,7 @@ from ._kinematics import (
     crank_limits as crank_limits,
     grashof as grashof,
     is_change_point as is_change_point,
+    is_parallelogram_mode as is_parallelogram_mode,
     joint_positions as joint_positions,
     rates as rates,
     residual as residual,
@@ -23,6 +24,7 @@ from ._kinematics import (
     sweep as sweep,
     sweep_functional as sweep_functional,
     velocity_ratios as velocity_ratios,
+    velocity_ratios_linearised as velocity_ratios_linearised,
 )
 from ._dynamics import (
     Drive as Drive,

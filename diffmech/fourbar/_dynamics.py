@@ -23,9 +23,12 @@ import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
+from .. import _closure
 from .._geometry import attitude, perp
+from .._validate import is_traced
 from . import _kinematics as _k
 from ._model import FourBar
 
@@ -48,23 +51,26 @@ def com_positions(fb: FourBar, q: Float[Array, "6"]) -> Float[Array, "3 2"]:
     return jnp.stack([r1, r2, r3])
 
 
-def link_rates(fb: FourBar, q: Float[Array, "6"]) -> Float[Array, "3"]:
-    """K_N = (1, K): the angular velocities (ωA, ωB, ωD) per unit crank rate (Eq. (36))."""
-    return jnp.concatenate([jnp.ones((1,), q.dtype), _k.velocity_ratios(fb, q)])
+def link_rates(fb: FourBar, q: Float[Array, "6"], linearised: bool = False) -> Float[Array, "3"]:
+    """K_N = (1, K): the angular velocities (ωA, ωB, ωD) per unit crank rate (Eq. (36)).
+    `linearised`: K and its variation by the paper's Eqs. (74)–(81)
+    (`velocity_ratios_linearised`) instead of Eq. (35) differentiated by JAX."""
+    K = _k.velocity_ratios_linearised(fb, q) if linearised else _k.velocity_ratios(fb, q)
+    return jnp.concatenate([jnp.ones((1,), q.dtype), K])
 
 
-def tangent(fb: FourBar, q: Float[Array, "6"]) -> Float[Array, "6"]:
+def tangent(fb: FourBar, q: Float[Array, "6"], linearised: bool = False) -> Float[Array, "6"]:
     """δq = S_q K_N: the tangent of the constraint manifold per unit crank rate
     (Eq. (20) for each attitude vector, q̇ᵢ = ωᵢ S1 qᵢ)."""
-    w = link_rates(fb, q)
+    w = link_rates(fb, q, linearised)
     qA, qB, qD = _links(q)
     return jnp.concatenate([w[0] * perp(qA), w[1] * perp(qB), w[2] * perp(qD)])
 
 
-def sigma(fb: FourBar, q: Float[Array, "6"]) -> Float[Array, ""]:
+def sigma(fb: FourBar, q: Float[Array, "6"], linearised: bool = False) -> Float[Array, ""]:
     """Σ(q) of Eq. (83): 2T/ω1², the generalised inertia about the crank."""
-    w = link_rates(fb, q)
-    _, v = jax.jvp(lambda qq: com_positions(fb, qq), (q,), (tangent(fb, q),))
+    w = link_rates(fb, q, linearised)
+    _, v = jax.jvp(lambda qq: com_positions(fb, qq), (q,), (tangent(fb, q, linearised),))
     return jnp.sum(fb.inertias * w**2) + jnp.sum(fb.masses * jnp.sum(v**2, axis=-1))
 
 
@@ -112,9 +118,9 @@ class Drive(eqx.Module):
         return self.generalised_force(fb, t, theta_A, omega_A, q) * omega_A
 
 
-def _pi_dot(fb, drive, t, theta_A, Pi, q):
-    tq = tangent(fb, q)
-    s, ds = jax.jvp(lambda qq: sigma(fb, qq), (q,), (tq,))
+def _pi_dot(fb, drive, t, theta_A, Pi, q, linearised):
+    tq = tangent(fb, q, linearised)
+    s, ds = jax.jvp(lambda qq: sigma(fb, qq, linearised), (q,), (tq,))
     _, dV = jax.jvp(lambda qq: potential(fb, qq), (q,), (tq,))
     omega = Pi / s
     Q = drive.generalised_force(fb, t, theta_A, omega, q)
@@ -122,24 +128,50 @@ def _pi_dot(fb, drive, t, theta_A, Pi, q):
 
 
 def _closure_q(fb, theta_A):
-    sol = _k.solve_position(fb, theta_A, condition=False)
-    return jnp.concatenate([attitude(theta_A), sol.value]), sol
+    """q on `fb.branch` at θA: by the closure core, or by the parallelogram mode's
+    closed form (qB = e1, qD = qA), which stays exact through its change points."""
+    par = _k.is_parallelogram_mode(fb)
+    qA = attitude(theta_A)
+    # the unused solve gets a regular angle: at a change point its Jacobian is singular
+    sol = _k.solve_position(fb, jnp.where(par, 0.5 * jnp.pi, theta_A), condition=False)
+    x = jnp.where(par, jnp.concatenate([jnp.array([1.0, 0.0], dtype=qA.dtype), qA]), sol.value)
+    ok = par | ((sol.result == _closure.RESULTS.successful) & jnp.all(jnp.isfinite(sol.value)))
+    return jnp.concatenate([qA, x]), ok
+
+
+def _rotate(q, phi):
+    # exp(φ S1) q for each attitude vector: a rotation, so unit norms hold exactly
+    c, s_ = jnp.cos(phi), jnp.sin(phi)
+    qs = q.reshape(3, 2)
+    return (c[:, None] * qs + s_[:, None] * jax.vmap(perp)(qs)).reshape(6)
 
 
 def _rhs_minimal(t, y, args):
-    fb, drive = args
+    fb, drive, lin = args
     theta_A, Pi = y[0], y[1]
     q, _ = _closure_q(fb, theta_A)
-    dPi, omega, _ = _pi_dot(fb, drive, t, theta_A, Pi, q)
+    dPi, omega, _ = _pi_dot(fb, drive, t, theta_A, Pi, q, lin)
     return jnp.stack([omega, dPi])
 
 
 def _rhs_paper(t, y, args):
-    fb, drive = args
+    fb, drive, lin = args
     Pi, q = y[0], y[1:]
     theta_A = jnp.arctan2(q[1], q[0])
-    dPi, omega, tq = _pi_dot(fb, drive, t, theta_A, Pi, q)
+    dPi, omega, tq = _pi_dot(fb, drive, t, theta_A, Pi, q, lin)
     return jnp.concatenate([dPi[None], omega * tq])
+
+
+def _rhs_lie(t, y, args):
+    # y = (Π1, φA, φB, φD) with qᵢ(t) = exp(φᵢ S1) qᵢ(0). SO(2) is abelian, so the
+    # Munthe-Kaas form of a Runge–Kutta method is the method applied to the rotation
+    # angles (dexp is the identity): every stage rotates the attitude vectors
+    fb, drive, lin, q0 = args
+    Pi, phi = y[0], y[1:]
+    q = _rotate(q0, phi)
+    theta_A = jnp.arctan2(q[1], q[0])
+    dPi, omega, _ = _pi_dot(fb, drive, t, theta_A, Pi, q, lin)
+    return jnp.concatenate([dPi[None], omega * link_rates(fb, q, lin)])
 
 
 class Trajectory(eqx.Module):
@@ -150,7 +182,11 @@ class Trajectory(eqx.Module):
     - `energy`: H at each save (its drift is the integration error; with a `Drive`,
       compare its change with the work, `Drive.power` integrated over time);
     - `closure_residual`: loop gap and unit-norm error per save;
-    - `result`: Diffrax's status; `num_steps`: accepted and rejected steps.
+    - `energy_drift`: max |H(t) − H(0)| / max T(t) (T the kinetic energy); meaningful
+      without a drive (with one, compare H with the work done);
+    - `result`: Diffrax's status; `closed`: per save, whether the closure core
+      converged (mode `"minimal"`; it fails e.g. at a toggle position of a non-Grashof
+      crank); `ok`: both; `num_steps`: accepted steps.
     """
 
     ts: Float[Array, " T"]
@@ -160,8 +196,14 @@ class Trajectory(eqx.Module):
     omega_A: Float[Array, " T"]
     energy: Float[Array, " T"]
     closure_residual: Float[Array, " T"]
+    energy_drift: Float[Array, ""]
     result: diffrax.RESULTS
+    closed: Array
     num_steps: Array
+
+    @property
+    def ok(self) -> Array:
+        return (self.result == diffrax.RESULTS.successful) & jnp.all(self.closed, axis=-1)
 
 
 _SOLVERS = {"tsit5": diffrax.Tsit5, "dopri5": diffrax.Dopri5, "dopri8": diffrax.Dopri8}
@@ -174,6 +216,9 @@ def project(fb: FourBar, q0) -> Float[Array, "6"]:
     theta = jnp.arctan2(q0[1], q0[0])
     q, _ = _closure_q(fb, theta)
     return q
+
+
+_MODES = ("minimal", "lie", "paper")
 
 
 def simulate(
@@ -189,6 +234,7 @@ def simulate(
     rtol: float = 1e-10,
     atol: float = 1e-12,
     drive: Drive | None = None,
+    linearised: bool = False,
     max_steps: int = 100_000,
     adjoint: diffrax.AbstractAdjoint | None = None,
 ) -> Trajectory:
@@ -201,45 +247,78 @@ def simulate(
       q0): it is projected onto the constraint at its crank angle on `fb.branch`.
     - `Pi0`: initial crank momentum Π1 (`momentum(fb, q, omega_A)` converts a rate).
     - `t1`, `t0`: time span (s); `saveat`: save times (default 501 points).
-    - `mode`: `"minimal"` (default: (θA, Π1) with qB, qD from the closure core, loop
-      closed to round-off at every save) or `"paper"` (the 7-D ODE of Eqs. (84)–(85)
-      in (Π1, q), which drifts off the constraint at the integrator's tolerance).
+    - `mode`:
+        - `"minimal"` (default): the ODE in (θA, Π1), qB and qD from the closure core
+          at every evaluation: loop closure and unit norms at round-off at every save,
+          energy drift at the integrator's tolerance;
+        - `"lie"`: (Π1, q) with the attitude vectors advanced by rotations
+          (qᵢ = exp(φᵢ S1) qᵢ(0), a Lie-group Runge–Kutta on SO(2)³): unit norms exact,
+          the loop gap drifts at the tolerance;
+        - `"paper"`: the 7-D ODE of Eqs. (84)–(85) in (Π1, q) as printed: both unit
+          norms and the loop drift at the tolerance.
     - `solver`: `"tsit5"`, `"dopri5"` or `"dopri8"`, with a PID step-size controller at
       `rtol`, `atol`.
     - `drive`: a `Drive` (crank torque, joint damping).
+    - `linearised`: K and δK by the paper's linearised constraint, Eqs. (74)–(81)
+      (corrected), instead of Eq. (35) differentiated by JAX; same results.
     - `adjoint`: a Diffrax adjoint for gradients (default: recursive checkpointing).
+
+    Works under `jax.vmap` (designs, initial states) and `jax.grad`. On a
+    parallelogram's parallelogram mode the change points θA = 0, π are passed
+    exactly (`is_parallelogram_mode`).
 
     **Returns:** a `Trajectory`.
     """
-    dt = fb.lengths.dtype
-    drive = drive if drive is not None else Drive()
-    q_init = project(fb, q0)
-    theta0 = jnp.arctan2(q_init[1], q_init[0])
-    Pi0 = jnp.asarray(Pi0, dtype=dt)
-    ts = jnp.linspace(t0, t1, 501, dtype=dt) if saveat is None else jnp.asarray(saveat, dtype=dt)
-    if mode == "minimal":
-        term, y0 = diffrax.ODETerm(_rhs_minimal), jnp.stack([theta0, Pi0])
-    elif mode == "paper":
-        term, y0 = diffrax.ODETerm(_rhs_paper), jnp.concatenate([Pi0[None], q_init])
-    else:
-        raise ValueError(f"simulate: `mode` must be 'minimal' or 'paper'; got {mode!r}")
+    if mode not in _MODES:
+        raise ValueError(f"simulate: `mode` must be one of {_MODES}; got {mode!r}")
     if solver not in _SOLVERS:
         raise ValueError(f"simulate: `solver` must be one of {sorted(_SOLVERS)}; got {solver!r}")
+    if np.shape(q0) != (6,):
+        raise ValueError(f"simulate: `q0` must hold the 6 attitude components (qA, qB, qD); got shape {np.shape(q0)}")
+    if not is_traced(t1, t0) and not float(t1) > float(t0):
+        raise ValueError(f"simulate: need t1 > t0; got t0={t0}, t1={t1}")
+    if not is_traced(rtol, atol) and not (rtol > 0 and atol > 0):
+        raise ValueError(f"simulate: `rtol` and `atol` must be positive; got {rtol}, {atol}")
+    dt = fb.lengths.dtype
+    ts = jnp.linspace(t0, t1, 501, dtype=dt) if saveat is None else jnp.asarray(saveat, dtype=dt)
+    drive = drive if drive is not None else Drive()
+    adjoint = adjoint if adjoint is not None else diffrax.RecursiveCheckpointAdjoint()
+    return _simulate(fb, jnp.asarray(q0, dtype=dt), jnp.asarray(Pi0, dtype=dt), jnp.asarray(t0, dtype=dt),
+                     jnp.asarray(t1, dtype=dt), ts, jnp.asarray(rtol, dtype=dt), jnp.asarray(atol, dtype=dt),
+                     drive, adjoint, mode, solver, linearised, max_steps)
+
+
+@eqx.filter_jit
+def _simulate(fb, q0, Pi0, t0, t1, ts, rtol, atol, drive, adjoint, mode, solver, linearised, max_steps):
+    q_init = project(fb, q0)
+    theta0 = jnp.arctan2(q_init[1], q_init[0])
+    if mode == "minimal":
+        term, y0, args = diffrax.ODETerm(_rhs_minimal), jnp.stack([theta0, Pi0]), (fb, drive, linearised)
+    elif mode == "paper":
+        term, y0, args = diffrax.ODETerm(_rhs_paper), jnp.concatenate([Pi0[None], q_init]), (fb, drive, linearised)
+    else:
+        term, y0, args = diffrax.ODETerm(_rhs_lie), jnp.concatenate([Pi0[None], jnp.zeros(3, q_init.dtype)]), (fb, drive, linearised, q_init)
     sol = diffrax.diffeqsolve(
-        term, _SOLVERS[solver](), t0, t1, None, y0, args=(fb, drive),  # dt0=None: first step chosen by the controller
-        saveat=diffrax.SaveAt(ts=ts), stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol, dtmin=None),
-        max_steps=max_steps, adjoint=adjoint if adjoint is not None else diffrax.RecursiveCheckpointAdjoint(),
-        throw=False,
+        term, _SOLVERS[solver](), t0, t1, None, y0, args=args,  # dt0=None: first step chosen by the controller
+        saveat=diffrax.SaveAt(ts=ts), stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+        max_steps=max_steps, adjoint=adjoint, throw=False,
     )
     ys = sol.ys
+    ok = jnp.ones(ts.shape, bool)
     if mode == "minimal":
         theta, Pi = ys[:, 0], ys[:, 1]
-        q = jax.vmap(lambda th: _closure_q(fb, th)[0])(theta)
-    else:
+        q, ok = jax.vmap(lambda th: _closure_q(fb, th))(theta)
+    elif mode == "paper":
         Pi, q = ys[:, 0], ys[:, 1:]
         theta = jnp.unwrap(jnp.arctan2(q[:, 1], q[:, 0]))
-    s = jax.vmap(lambda qq: sigma(fb, qq))(q)
+    else:
+        Pi, q = ys[:, 0], jax.vmap(lambda p: _rotate(q_init, p))(ys[:, 1:])
+        theta = theta0 + ys[:, 1]
+    s = jax.vmap(lambda qq: sigma(fb, qq, linearised))(q)
+    H = energy(fb, Pi, q)
+    T = Pi**2 / (2 * s)
     return Trajectory(
-        ts=ts, Pi=Pi, q=q, theta_A=theta, omega_A=Pi / s, energy=energy(fb, Pi, q),
-        closure_residual=_k.closure_residual(fb, q), result=sol.result, num_steps=sol.stats["num_steps"],
+        ts=ts, Pi=Pi, q=q, theta_A=theta, omega_A=Pi / s, energy=H,
+        closure_residual=_k.closure_residual(fb, q), energy_drift=jnp.max(jnp.abs(H - H[0])) / jnp.max(T),
+        result=sol.result, closed=ok, num_steps=sol.stats["num_accepted_steps"],
     )

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from .. import _closure
+from .. import _closure, _linalg
 from .._geometry import attitude, cross, perp
 from .._validate import is_traced
 from ._model import FourBar
@@ -61,6 +61,24 @@ def is_change_point(fb: FourBar, rtol: float = 1e-12) -> Array:
     l1, l2, l3, l4 = (fb.lengths[..., i] for i in range(4))
     gap = jnp.minimum(jnp.minimum(jnp.abs(l1 + l2 - l3 - l4), jnp.abs(l1 + l3 - l2 - l4)), jnp.abs(l1 + l4 - l2 - l3))
     return gap <= rtol * (l1 + l2 + l3 + l4)
+
+
+def is_parallelogram_mode(fb: FourBar, rtol: float = 1e-12) -> Array:
+    """True where the design is a parallelogram (l1 = l3, l2 = l4, to `rtol` of the
+    perimeter) followed on `branch = +1`, its parallelogram mode (jittable).
+
+    That mode is analytic through the change points θA = 0, π: qB = e1, qD = qA,
+    (ωB, ωD) = (0, 1) ωA for every θA. The generic formulas are 0/0 there (qB ∥ qD,
+    Eq. (35)'s denominator vanishes) and the closure Jacobian is singular, so the
+    velocity ratios, accelerations and the dynamics use the mode's closed form on
+    such designs. Derivatives with respect to the lengths are then those of the
+    parallelogram family (perturbing l1 alone leaves it): tie l1 = l3 and l2 = l4 when
+    differentiating.
+    """
+    l1, l2, l3, l4 = (fb.lengths[..., i] for i in range(4))
+    tol = rtol * (l1 + l2 + l3 + l4)
+    par = (jnp.abs(l1 - l3) <= tol) & (jnp.abs(l2 - l4) <= tol)
+    return par & (fb.branch == 1)
 
 
 def branch_sign_at(fb: FourBar, theta_A) -> Array:
@@ -301,13 +319,93 @@ def velocity_ratios(fb: FourBar, q: Float[Array, "6"]) -> Float[Array, "2"]:
     """K of Eq. (35): `(ωB, ωD) = K ωA` (Eq. (36); Eq. (27)'s ω2 means ωB).
 
     `K = −l1 / (l2 l3 qDᵀS1qB) · (l3 qDᵀS1qA, l2 qBᵀS1qA)`. Singular where qB ∥ qD
-    (toggle positions).
+    (toggle positions); `(0, 1)` on a parallelogram's parallelogram mode
+    (`is_parallelogram_mode`), whose change points are not singular for the motion.
     """
     l1, l2, l3 = fb.lengths[0], fb.lengths[1], fb.lengths[2]
     qA, qB, qD = q[0:2], q[2:4], q[4:6]
     # qᵀS1p = −(q × p); the ratio is written as printed, with the sign folded in
-    den = l2 * l3 * -cross(qD, qB)
-    return -l1 / den * jnp.stack([l3 * -cross(qD, qA), l2 * -cross(qB, qA)])
+    par = is_parallelogram_mode(fb)
+    den = jnp.where(par, 1.0, l2 * l3 * -cross(qD, qB))  # 0/0 at a parallelogram's change points
+    K = -l1 / den * jnp.stack([l3 * -cross(qD, qA), l2 * -cross(qB, qA)])
+    return jnp.where(par, jnp.array([0.0, 1.0], dtype=K.dtype), K)
+
+
+def _paper_q1(l, q):
+    # Eqs. (74)–(76): the cosines Q1 = (qBᵀqA, qDᵀqA, qDᵀqB) from the loop dotted with
+    # qB, qD, qA. The printed b1a = (l2, l3, l1) has the wrong sign on l3: dotting
+    # l1qA + l2qB − l3qD = l4e1 with qD gives l1 qDᵀqA + l2 qDᵀqB = l4 qDᵀe1 + l3
+    l1, l2, l3, l4 = l[0], l[1], l[2], l[3]
+    qA, qB, qD = q[0:2], q[2:4], q[4:6]
+    z = jnp.zeros_like(l1)
+    B1a = jnp.stack([jnp.stack([l1, z, -l3]), jnp.stack([z, l1, l2]), jnp.stack([l2, -l3, z])])
+    rhs = l4 * jnp.stack([qB[0], qD[0], qA[0]]) - jnp.stack([l2, -l3, l1])
+    return _linalg.solve(B1a, rhs)
+
+
+def _paper_q2(l, q):
+    # Eqs. (77)–(79): the sines Q2 = (qAᵀS1qB, qAᵀS1qD, qBᵀS1qD) from the loop crossed
+    # with qA, qB, qD. The printed B2a is singular (det = l1l2l3 − l1l2l3 = 0, null
+    # vector (l3, l2, −l1): a planar loop gives two independent cross products, not
+    # three), so Eq. (79)'s inverse does not exist; we take qBᵀS1qD directly and the
+    # other two from rows 2 and 3 of Eq. (78)
+    l1, l2, l3, l4 = l[0], l[1], l[2], l[3]
+    qB, qD = q[2:4], q[4:6]
+    s_BD = _dot(qB, perp(qD))
+    return jnp.stack([-(l4 * qB[1] + l3 * s_BD) / l1, -(l4 * qD[1] + l2 * s_BD) / l1, s_BD])
+
+
+def _ratios_linearised_primal(l, q):
+    Q2 = _paper_q2(l, q)
+    KA = l[0] / (l[1] * l[2] * Q2[2])                     # Eq. (80)
+    KB = -jnp.stack([l[2] * Q2[1], l[1] * Q2[0]])
+    return KA * KB
+
+
+@jax.custom_jvp
+def _ratios_linearised(l, q):
+    return _ratios_linearised_primal(l, q)
+
+
+@_ratios_linearised.defjvp
+def _ratios_linearised_jvp(primals, tangents):
+    # Eq. (81) for a general variation: each attitude vector turns by ηᵢ = qᵢ × δqᵢ,
+    # δK = δKA KB + KA δKB with
+    #   δKA = −(l2 l3 / l1) (e3ᵀQ1) KA² (ηB − ηD),
+    #   δKB = (l3 (e2ᵀQ1)(ηD − ηA), l2 (e1ᵀQ1)(ηB − ηA));
+    # the paper writes it along the manifold, (ηB, ηD) = K ηA, and prints δKB with the
+    # opposite sign: the last step of Eq. (73) drops it (δ(qDᵀS1qA) = (ηD − ηA) qDᵀqA
+    # since S1ᵀS1 = I and S1S1 = −I). Lengths enter explicitly
+    l, q = primals
+    dl, dq = tangents
+    K = _ratios_linearised_primal(l, q)
+    Q1, Q2 = _paper_q1(l, q), _paper_q2(l, q)
+    KA = l[0] / (l[1] * l[2] * Q2[2])
+    KB = -jnp.stack([l[2] * Q2[1], l[1] * Q2[0]])
+    eA, eB, eD = (cross(q[i:i + 2], dq[i:i + 2]) for i in (0, 2, 4))
+    dKA = -(l[1] * l[2] / l[0]) * Q1[2] * KA**2 * (eB - eD)
+    dKB = jnp.stack([l[2] * Q1[1] * (eD - eA), l[1] * Q1[0] * (eB - eA)])
+    _, dK_l = jax.jvp(lambda ll: _ratios_linearised_primal(ll, q), (l,), (dl,))
+    return K, dKA * KB + KA * dKB + dK_l
+
+
+def velocity_ratios_linearised(fb: FourBar, q: Float[Array, "6"]) -> Float[Array, "2"]:
+    """K by the paper's linearised constraint (Section 5, Eqs. (74)–(81)), with its
+    variation δK by Eq. (81) as a custom JVP (the direct form, `velocity_ratios`,
+    gets δK by differentiating Eq. (35)). Equal to `velocity_ratios` on the
+    constraint manifold, value and variation (tested).
+
+    Three printed errors are corrected (the physics wins): in Eq. (74)/(76) the
+    right-hand side of the qD row is `l4 qDᵀe1 + l3` (b1a = (l2, −l3, l1)); B2a of
+    Eqs. (78)/(79) is singular, so the sine qBᵀS1qD is evaluated directly and the
+    other two sines follow from Eq. (78); and δKB of Eqs. (71), (73), (81) has the
+    wrong sign.
+    """
+    par = is_parallelogram_mode(fb)
+    # a regular stand-in where unused, so that no 0/0 reaches a reverse-mode cotangent
+    q_safe = jnp.where(par, jnp.array([0.0, 1.0, 1.0, 0.0, 0.0, 1.0], dtype=q.dtype), q)
+    K = _ratios_linearised(fb.lengths, q_safe)
+    return jnp.where(par, jnp.array([0.0, 1.0], dtype=K.dtype), K)
 
 
 def angular_accelerations(fb: FourBar, q: Float[Array, "6"], omega_A, alpha_A) -> Float[Array, "2"]:
@@ -323,8 +421,11 @@ def angular_accelerations(fb: FourBar, q: Float[Array, "6"], omega_A, alpha_A) -
     qA, qB, qD = q[0:2], q[2:4], q[4:6]
     wB, wD = velocity_ratios(fb, q) * omega_A
     rhs = wB**2 * l2 * qB - wD**2 * l3 * qD + omega_A**2 * l1 * qA - alpha_A * l1 * perp(qA)
+    par = is_parallelogram_mode(fb)
     M = jnp.stack([l2 * perp(qB), -l3 * perp(qD)], axis=1)
-    return jnp.linalg.solve(M, rhs)
+    M = jnp.where(par, jnp.eye(2, dtype=M.dtype), M)  # singular at a parallelogram's change points
+    alpha = jnp.linalg.solve(M, rhs)
+    return jnp.where(par, jnp.stack([jnp.zeros_like(alpha_A), alpha_A]).astype(alpha.dtype), alpha)
 
 
 def rates(fb: FourBar, theta_A, q: Float[Array, "6"], omega_A, alpha_A=0.0) -> tuple[Float[Array, "6"], Float[Array, "6"]]:

@@ -69,6 +69,38 @@ def fourbar_track(fb, q, *, every: int = 10, point=None, ax=None, color="C0"):
     return ax
 
 
+def fourbar_dynamics(traj, *, title: str = "", fig=None):
+    """Bai et al. Figs. 5 and 7: the crank momentum Π1 and the attitude components
+    (qA, qB, qD) against time, with the loop-closure residual and the relative energy
+    error H(t)/H(0) − 1 (symmetric-log scales, so exact zeros show)."""
+    import matplotlib.pyplot as plt
+
+    fig = fig or plt.figure(figsize=(10, 6.5))
+    axs = fig.subplots(2, 2, sharex=True)
+    t = np.asarray(traj.ts)
+    q = np.asarray(traj.q)
+    axs[0, 0].plot(t, np.asarray(traj.Pi), "k-")
+    axs[0, 0].set_ylabel(r"$\Pi_1$ (kg m$^2$/s)")
+    for k, (name, c) in enumerate((("q_A", "C0"), ("q_B", "C1"), ("q_D", "C2"))):
+        axs[0, 1].plot(t, q[:, 2 * k], "-", color=c, label=f"${name}$ x")
+        axs[0, 1].plot(t, q[:, 2 * k + 1], "--", color=c, label=f"${name}$ y")
+    axs[0, 1].legend(fontsize=7, ncol=3)
+    axs[0, 1].set_ylabel("attitude components")
+    axs[1, 0].plot(t, np.asarray(traj.closure_residual), "k.", ms=2)
+    axs[1, 0].set_yscale("symlog", linthresh=1e-17)
+    axs[1, 0].set_ylabel("closure residual")
+    E = np.asarray(traj.energy)
+    axs[1, 1].plot(t, (E - E[0]) / max(abs(E[0]), 1e-300), "k-")
+    axs[1, 1].set_yscale("symlog", linthresh=1e-16)
+    axs[1, 1].set_ylabel("H(t)/H(0) − 1")
+    for ax in axs[1]:
+        ax.set_xlabel("t (s)")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
+
+
 def animate_fourbar(fb, sweep, *, point=None, interval: int = 30):
     """A `matplotlib.animation.FuncAnimation` of a four-bar sweep (display it in a
     notebook with `IPython.display.HTML(anim.to_jshtml())`)."""
@@ -92,4 +124,4 @@ def animate_fourbar(fb, sweep, *, point=None, interval: int = 30):
     return anim
 
 
-__all__ = ["fourbar_attitudes", "fourbar_track", "animate_fourbar"]
+__all__ = ["fourbar_attitudes", "fourbar_track", "fourbar_dynamics", "animate_fourbar"]

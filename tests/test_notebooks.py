@@ -21,3 +21,9 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert "converged: True" in text
         diff = float(text.split("max |implicit - finite difference| =")[1].split()[0])
         assert diff < 1e-7
+    if path.name.startswith("02_"):
+        assert "ok: True" in text and "all ok: True" in text
+        diff = float(text.split("max relative difference =")[1].split()[0])
+        assert diff < 1e-5
+        mismatch = float(text.split("mismatch")[1].split()[0])
+        assert mismatch < 1e-6

@@ -127,13 +127,21 @@ def _pi_dot(fb, drive, t, theta_A, Pi, q, linearised):
     return Pi**2 / (2 * s**2) * ds - dV + Q, omega, tq
 
 
+_NEWTON_STEPS = 2
+
+
 def _closure_q(fb, theta_A):
     """q on `fb.branch` at θA: by the closure core, or by the parallelogram mode's
     closed form (qB = e1, qD = qA), which stays exact through its change points."""
     par = _k.is_parallelogram_mode(fb)
     qA = attitude(theta_A)
     # the unused solve gets a regular angle: at a change point its Jacobian is singular
-    sol = _k.solve_position(fb, jnp.where(par, 0.5 * jnp.pi, theta_A), condition=False)
+    th = jnp.where(par, 0.5 * jnp.pi, theta_A)
+    # the circle intersection is exact to a few ulp away from toggles; two unrolled
+    # Newton steps of the core take it to round-off (no while_loop in the ODE's RHS),
+    # and the core's custom_root gives the implicit derivatives
+    guess, _ = _k.closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(th))
+    sol = _closure.root(_k.residual, guess, th, fb, min_steps=_NEWTON_STEPS, max_steps=_NEWTON_STEPS, robust=False)
     x = jnp.where(par, jnp.concatenate([jnp.array([1.0, 0.0], dtype=qA.dtype), qA]), sol.value)
     ok = par | ((sol.result == _closure.RESULTS.successful) & jnp.all(jnp.isfinite(sol.value)))
     return jnp.concatenate([qA, x]), ok

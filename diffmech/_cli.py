@@ -74,7 +74,7 @@ def _demo_dynamics(args, crank_rocker):
     import diffmech as dm
     from diffmech import fourbar as fbk, plot
 
-    print(f"  Sections 7.2-7.3 dynamics: released from rest, gravity {tuple(np.asarray(crank_rocker.gravity))} m/s², "
+    print(f"  Sections 7.2-7.3 dynamics: released from rest, gravity {tuple(float(g) for g in np.asarray(crank_rocker.gravity))} m/s², "
           f"COM at link midpoints, {args.t1:g} s, mode 'minimal', rtol 1e-10")
     cases = {
         "crank_rocker": (crank_rocker, [1, 0, 0.3044, 0.9534, -0.3996, 0.9167], "5", "6"),

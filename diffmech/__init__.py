@@ -2,8 +2,9 @@
 
 import importlib.metadata
 
-from . import closure as closure, fourbar as fourbar
+from . import closure as closure, examples as examples, fourbar as fourbar, linkage as linkage
 from .fourbar import FourBar as FourBar
+from .linkage import Linkage as Linkage
 
 try:
     __version__ = importlib.metadata.version("diffmech")

@@ -386,9 +386,15 @@ def sweep(
             # also polish lanes that converged but not to round-off
             retry = alive & (~sol.converged | (sol.last_step > polish))
             start = jnp.where(sol.converged, sol.value, xs[0])
-            sol2 = root(fn, start, u, params, atol=atol, xtol=xtol, max_steps=max_steps,
-                        condition=condition, active=retry, robust=robust_fallback)
-            sol = jax.tree.map(lambda a, b: jnp.where(retry, a, b), sol2, sol)
+
+            def polish_lanes(sol):
+                sol2 = root(fn, start, u, params, atol=atol, xtol=xtol, max_steps=max_steps,
+                            condition=condition, active=retry, robust=robust_fallback)
+                return jax.tree.map(lambda a, b: jnp.where(retry, a, b), sol2, sol)
+
+            # skipped outright when no lane needs it (unbatched; under vmap the
+            # predicate is batched and `cond` becomes a select of both branches)
+            sol = jax.lax.cond(jnp.any(retry), polish_lanes, lambda s: s, sol)
         ok, status = record(sol, u, alive)
         x_new = jnp.where(ok, sol.value, xs[0])
         xs = (x_new, jnp.where(ok, xs[0], xs[1]), jnp.where(ok, xs[1], xs[2]))
@@ -412,6 +418,24 @@ def sweep(
     return SweepSolution(
         inputs=inputs, value=xs, converged=oks, status=statuses, residual=res, condition=conds, steps=steps,
     )
+
+
+def mask_after(converged: Bool[Array, "*batch N"], status: RESULTS, bad: Bool[Array, "*batch N"],
+               reason: RESULTS) -> tuple[Bool[Array, "*batch N"], RESULTS]:
+    """Fail the first converged input where `bad` holds (with status `reason`) and
+    mask every later input (`not_reached`), along the last axis. Used for checks
+    made after a sweep on all its solutions at once (a branch invariant, say)."""
+    hit = converged & bad
+    before = jnp.cumsum(hit.astype(jnp.int32), axis=-1) - hit.astype(jnp.int32)  # hits strictly before
+    ok = converged & ~hit & (before == 0)
+    first = hit & (before == 0)
+
+    def put(pred, item, status):  # element-wise `where` on an enumeration (its leaf)
+        return jax.tree.map(lambda s, r: jnp.where(pred, r, s), status, item)
+
+    status = put(first, reason, status)
+    status = put(converged & ~ok & ~first, RESULTS.not_reached, status)
+    return ok, status
 
 
 def rates(

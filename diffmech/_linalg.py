@@ -11,7 +11,7 @@ operations is instead one fused, SIMD-friendly kernel over the whole batch. Abov
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-_UNROLL_MAX = 12
+_UNROLL_MAX = 4
 
 
 def solve(A: Float[Array, "n n"], b: Float[Array, "n *k"]) -> Float[Array, "n *k"]:
@@ -38,28 +38,11 @@ def solve(A: Float[Array, "n n"], b: Float[Array, "n *k"]) -> Float[Array, "n *k
     # elimination is then pure element-wise work that XLA fuses into a few kernels
     R = [[A[i, j] for j in range(n)] + [B[i, c] for c in range(k_rhs)] for i in range(n)]
     for k in range(n):
-        # partial pivoting: the first row among k..n-1 with the largest |entry| in
-        # column k, chosen by comparisons and `where` (no gathers, no reductions)
-        mags = [jnp.abs(R[i][k]) for i in range(k, n)]
-        biggest = mags[0]
-        for m in mags[1:]:
-            biggest = jnp.maximum(biggest, m)
-        found = mags[0] == biggest
-        picks = []
-        for m in mags[1:]:
-            pick = (m == biggest) & ~found
-            found = found | pick
-            picks.append(pick)
-        old_k = R[k]
-        new_k = list(old_k)
-        for pick, i in zip(picks, range(k + 1, n)):
-            new_k = [jnp.where(pick, R[i][c], new_k[c]) for c in range(width)]
-            R[i] = [jnp.where(pick, old_k[c], R[i][c]) for c in range(width)]
-        R[k] = new_k
-        inv = 1.0 / new_k[k]
+        R, _ = _pivot(R, k, n, width)
+        inv = 1.0 / R[k][k]
         for i in range(k + 1, n):
             f = R[i][k] * inv
-            R[i] = [R[i][c] - f * new_k[c] if c > k else R[i][c] for c in range(width)]
+            R[i] = [R[i][c] - f * R[k][c] if c > k else R[i][c] for c in range(width)]
     X = [[None] * k_rhs for _ in range(n)]
     for i in reversed(range(n)):
         inv = 1.0 / R[i][i]
@@ -70,6 +53,50 @@ def solve(A: Float[Array, "n n"], b: Float[Array, "n *k"]) -> Float[Array, "n *k
             X[i][c] = acc * inv
     out = jnp.stack([jnp.stack(row) for row in X])
     return out[:, 0] if vector else out
+
+
+def _pivot(R, k, n, width):
+    """Partial pivoting on the rows-of-scalars matrix `R`: move the first row among
+    k..n-1 with the largest |entry| in column k to row k, chosen by comparisons and
+    `where` (no gathers, no reductions). Returns `(R, swapped)`."""
+    mags = [jnp.abs(R[i][k]) for i in range(k, n)]
+    biggest = mags[0]
+    for m in mags[1:]:
+        biggest = jnp.maximum(biggest, m)
+    found = mags[0] == biggest
+    picks = []
+    for m in mags[1:]:
+        pick = (m == biggest) & ~found
+        found = found | pick
+        picks.append(pick)
+    R = list(R)
+    old_k = R[k]
+    new_k = list(old_k)
+    for pick, i in zip(picks, range(k + 1, n)):
+        new_k = [jnp.where(pick, R[i][c], new_k[c]) for c in range(width)]
+        R[i] = [jnp.where(pick, old_k[c], R[i][c]) for c in range(width)]
+    R[k] = new_k
+    swapped = ~(mags[0] == biggest)
+    return R, swapped
+
+
+def det(A: Float[Array, "n n"]) -> Float[Array, ""]:
+    """The determinant of a small square `A` (the same unrolled elimination as
+    `solve`; LAPACK above `_UNROLL_MAX`). Its sign is a branch invariant of a
+    closure: it changes only through a singular configuration."""
+    n = A.shape[-1]
+    if n > _UNROLL_MAX:
+        return jnp.linalg.det(A)
+    R = [[A[i, j] for j in range(n)] for i in range(n)]
+    d = jnp.ones((), A.dtype)
+    for k in range(n):
+        R, swapped = _pivot(R, k, n, n)
+        d = jnp.where(swapped, -d, d) * R[k][k]
+        inv = 1.0 / R[k][k]
+        for i in range(k + 1, n):
+            f = R[i][k] * inv
+            R[i] = [R[i][c] - f * R[k][c] if c > k else R[i][c] for c in range(n)]
+    return d
 
 
 def condition_1(A: Float[Array, "n n"]) -> Float[Array, ""]:

@@ -1,0 +1,54 @@
+"""The seed's linkages (Sharma & Purwar, seed 003), bundled by name, joints named as
+in its tables (J1, J2, …; the four-bar's A, B, C, D and tracer P). Each function
+returns a fresh `diffmech.Linkage`; the data files are in `diffmech/linkage/data/`
+(`path(name)`), and each says where its numbers come from."""
+
+from pathlib import Path
+
+from .linkage._model import Linkage
+
+_DATA = Path(__file__).parent / "linkage" / "data"
+NAMES = ("fourbar", "stephenson2", "theo_jansen", "spherical_rrpr", "spherical_watt1", "ss5")
+
+
+def path(name: str) -> Path:
+    """The bundled description file of an example."""
+    if name not in NAMES:
+        raise ValueError(f"diffmech.examples: unknown example {name!r}; available: {NAMES}")
+    return _DATA / f"{name}.json"
+
+
+def load(name: str) -> Linkage:
+    """An example by name (one of `NAMES`)."""
+    return Linkage.load(path(name))
+
+
+def fourbar() -> Linkage:
+    """Planar crank-rocker (Sec. 4.1 gives no numbers: Bai et al.'s l = 0.12, 0.25,
+    0.26, 0.30 m), A = (0, 0), D = (0.3, 0), C above AD, tracer P mid-BC."""
+    return load("fourbar")
+
+
+def stephenson2() -> Linkage:
+    """Planar Stephenson-II six-bar with two prismatic joints (Table 1, Fig. 2)."""
+    return load("stephenson2")
+
+
+def theo_jansen() -> Linkage:
+    """Modified Theo Jansen linkage with a floating prismatic joint (Table 3, Fig. 6)."""
+    return load("theo_jansen")
+
+
+def spherical_rrpr() -> Linkage:
+    """Spherical RRPR four-bar (Table 2, Fig. 3)."""
+    return load("spherical_rrpr")
+
+
+def spherical_watt1() -> Linkage:
+    """Spherical Watt-I six-bar with a prismatic input (Table 4, Fig. 7)."""
+    return load("spherical_watt1")
+
+
+def ss5() -> Linkage:
+    """Spatial 5-SS platform linkage driven by an actuator J1–J7 (Table 5, Fig. 8)."""
+    return load("ss5")

@@ -1,0 +1,22 @@
+"""Linkages of points, lines and planes (Sharma & Purwar, seed 003): planar,
+spherical and spatial n-bars with revolute, prismatic and spherical joints, one input
+(revolute, prismatic or a linear actuator), simulated on the closure core."""
+
+from ._model import GEOMETRIES as GEOMETRIES, Linkage as Linkage, LinkageError as LinkageError, residual as residual
+from ._simulate import (
+    Motion as Motion,
+    check_initial as check_initial,
+    default_inputs as default_inputs,
+    mobility as mobility,
+    motion_rates as motion_rates,
+    rates as rates,
+    simulate as simulate,
+    simulate_functional as simulate_functional,
+    solve as solve,
+)
+
+
+def load(path, **kw) -> Linkage:
+    """Load a linkage description from a JSON or TOML file (see `Linkage.from_dict`
+    for the format); errors name the file, the item and the reason."""
+    return Linkage.load(path, **kw)

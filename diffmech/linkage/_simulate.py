@@ -1,0 +1,249 @@
+"""Simulation of a `Linkage` on the closure core: one configuration, a whole range of
+the input as one jitted scan, mobility from the Jacobian's rank, and exact rates by
+the implicit function theorem."""
+
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float
+
+from .. import _closure, _linalg
+from .._validate import is_traced
+from ._model import Linkage, LinkageError, _assemble, _carry_tracers, _prepare, _residual, residual
+
+
+def solve(lk: Linkage, u, guess: Float[Array, " n"] | None = None, *, throw: bool = False) -> _closure.Solution:
+    """The configuration at input `u` by Newton from `guess` (default: the initial
+    configuration); functional (a status, no exception unless `throw`). `.value` is
+    the state; `lk.full(value, u)` gives every joint."""
+    u = jnp.asarray(u, dtype=lk.coords.dtype)
+    x0 = lk.x0() if guess is None else guess
+    return _closure.root(_residual, jax.lax.stop_gradient(x0), u, _prepare(lk), throw=throw)
+
+
+class Motion(eqx.Module):
+    """A simulated range of motion, one row per input value.
+
+    - `inputs` `(N,)`: the input (radians for a revolute input, length units for a
+      prismatic joint or actuator; arc length = radians on the unit sphere), from 0 at
+      the initial configuration;
+    - `coords` `(N, J, 3)`: every joint and tracer (planar points in the first two
+      columns; lines `(a, b, c)` with unit normal; spherical points and plane normals
+      as unit vectors). Rows where `converged` is False repeat the last converged
+      configuration (finite, so masked losses keep finite gradients): use `path` or
+      `masked()` for plotting;
+    - `converged` `(N,)`: False from the first failure on (a motion limit: the curve
+      is open and stops there; or a branch switch);
+    - `status` (a `diffmech.closure.RESULTS` per row), `result` (the first failure,
+      or `successful`), `condition` `(N,)` (the closure Jacobian's 1-norm condition
+      number, which grows near a motion limit), `residual` `(N,)`;
+    - `names` (static): joint names, `dim` (static): 2 (planar) or 3.
+
+    `motion["J8"]` is a joint's `(N, dim)` path (`(N, 3)` for a line or plane) and
+    `motion.as_dict()` all of them by name.
+    """
+
+    inputs: Float[Array, " N"]
+    coords: Float[Array, "N J 3"]
+    converged: Bool[Array, " N"]
+    status: _closure.RESULTS
+    condition: Float[Array, " N"]
+    residual: Float[Array, " N"]
+    names: tuple[str, ...] = eqx.field(static=True)
+    widths: tuple[int, ...] = eqx.field(static=True)
+
+    @property
+    def result(self) -> _closure.RESULTS:
+        return _closure.first_failure(self.converged, self.status)
+
+    @property
+    def n_converged(self):
+        return jnp.sum(self.converged, axis=-1)
+
+    def __getitem__(self, name: str) -> Array:
+        if name not in self.names:
+            raise KeyError(f"no joint {name!r}; joints are {list(self.names)}")
+        j = self.names.index(name)
+        return self.coords[..., j, : self.widths[j]]
+
+    def path(self, name: str) -> Array:
+        """A joint's coordinates with unconverged rows set to NaN (for plotting)."""
+        return jnp.where(self.converged[..., None], self[name], jnp.nan)
+
+    def masked(self) -> Array:
+        return jnp.where(self.converged[..., None, None], self.coords, jnp.nan)
+
+    def as_dict(self) -> dict:
+        return {n: self[n] for n in self.names}
+
+
+def _widths(lk):
+    return tuple(3 if (t == "P" or lk.geometry != "planar") else 2 for t in lk.types)
+
+
+def default_inputs(lk: Linkage, steps: int | None = None, step: float | None = None):
+    """The seed's range: `steps` inputs `0, step, 2 step, …` (default 180 of 2π/180,
+    or the linkage's own `steps`/`step`)."""
+    steps = lk.steps if steps is None else int(steps)
+    step = (lk.step if lk.step is not None else 2 * math.pi / 180) if step is None else step
+    return jnp.arange(steps, dtype=lk.coords.dtype) * jnp.asarray(step, lk.coords.dtype)
+
+
+def simulate_functional(lk: Linkage, inputs: Float[Array, " N"], *, branch: bool = True,
+                        condition: bool = True) -> Motion:
+    """Follow the input through `inputs` (which starts at the initial configuration,
+    input 0) by continuation: one `lax.scan` through the closure core
+    (`diffmech.closure.sweep`). Jittable, vmappable over designs (a batch of
+    `coords`), differentiable with respect to the initial coordinates (implicit
+    function theorem at every step). With `branch`, the sign of the Jacobian's
+    determinant is the branch invariant: a step that jumps to another assembly mode
+    fails (`branch_switch`) instead of flipping silently."""
+    inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
+    prep = _prepare(lk)
+    sol = _closure.sweep(_residual, lk.x0(), inputs, prep, condition=False)
+    converged, status = sol.converged, sol.status
+    if branch or condition:
+        # checked after the scan, on all solutions at once (one batched kernel instead
+        # of work inside every continuation step); masking everything after the first
+        # switch gives the same result as stopping there
+        J = jax.vmap(jax.jacfwd(_residual), in_axes=(0, 0, None))(sol.value, inputs, prep)
+    if branch:
+        det = jax.vmap(_linalg.det)(J)
+        flipped = jnp.sign(det) != jnp.sign(det[0])
+        converged, status = _closure.mask_after(converged, status, flipped, _closure.RESULTS.branch_switch)
+    cond = jax.vmap(_linalg.condition_1)(J) if condition else jnp.full(inputs.shape, jnp.nan, inputs.dtype)
+    coords = jax.vmap(lambda x, u: _carry_tracers(prep, _assemble(x, u, prep)))(sol.value, inputs)
+    return Motion(inputs=inputs, coords=coords, converged=converged, status=status,
+                  condition=cond, residual=sol.residual, names=lk.names, widths=_widths(lk))
+
+
+@eqx.filter_jit
+def _simulate_jit(lk, inputs, branch, condition):
+    return simulate_functional(lk, inputs, branch=branch, condition=condition)
+
+
+def simulate(lk: Linkage, steps: int | None = None, step: float | None = None, *, inputs=None,
+             branch: bool = True, condition: bool = True, check: bool = True) -> Motion:
+    """Simulate a range of the input (Algorithm 1 of the seed, on the closure core).
+
+    **Arguments:**
+
+    - `lk`: the linkage;
+    - `steps`, `step`: the inputs `0, step, …, (steps − 1) step`; `step` in radians for
+      a revolute input (anticlockwise in the plane, right-handed about the input axis
+      on the sphere) and in length units for a prismatic joint or an actuator
+      (positive = extension; along `(b, −a)` for a planar line; an angle on the unit
+      sphere). Defaults: the linkage's (the seed's 180 steps of 2°, 0.01 for the 5-SS);
+    - `inputs`: explicit input values instead (1-D, starting at 0);
+    - `branch`: keep the assembly branch (see `simulate_functional`);
+    - `check`: verify the initial configuration first (`check`, eager only).
+
+    **Returns:** a `Motion`: every joint's coordinates by name at every step, the
+    converged mask, the status (a motion limit stops an open curve) and the
+    conditioning.
+    """
+    if inputs is None:
+        inputs = default_inputs(lk, steps, step)
+    inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
+    if not is_traced(inputs):
+        v = np.asarray(inputs)
+        if v.ndim != 1 or v.size < 1 or not np.all(np.isfinite(v)):
+            raise ValueError(f"linkage.simulate: inputs must be a finite 1-D array; got shape {v.shape}")
+    if check and not is_traced(lk):
+        check_initial(lk)
+    return _simulate_jit(lk, inputs, branch, condition)
+
+
+# --------------------------------------------------------------------------- checks
+
+
+_residual_jit = eqx.filter_jit(residual)
+
+
+@eqx.filter_jit
+def _jacobians(x, u, lk):
+    Jx = jax.jacfwd(residual)(x, u, lk)
+    Ju = jax.jacfwd(residual, argnums=1)(x, u, lk)
+    return Jx, Ju
+
+
+def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: float = 1e-9) -> dict:
+    """Degrees of freedom at a configuration from the Jacobian's rank (eager).
+
+    **Returns:** a dict with `mobility` (`n + 1 − rank[∂Φ/∂x, ∂Φ/∂u]`: 1 for a
+    linkage the input drives; 0 if locked), `rank` and `n_unknowns`, `rank_x`
+    (`rank ∂Φ/∂x`: below `n` at a singular configuration, where the input does not
+    determine the rest) and the singular values `sv_x` of `∂Φ/∂x`.
+    """
+    x = lk.x0() if x is None else x
+    u = jnp.asarray(u, dtype=lk.coords.dtype)
+    Jx, Ju = (np.asarray(a) for a in _jacobians(x, u, lk))
+    n = Jx.shape[1]
+    s_full = np.linalg.svd(np.concatenate([Jx, Ju[:, None]], axis=1), compute_uv=False)
+    s_x = np.linalg.svd(Jx, compute_uv=False)
+    scale = max(s_full[0], 1e-300)
+    rank = int(np.sum(s_full > rtol * scale))
+    rank_x = int(np.sum(s_x > rtol * scale))
+    return dict(mobility=n + 1 - rank, rank=rank, rank_x=rank_x, n_unknowns=n, sv_x=s_x)
+
+
+def check_initial(lk: Linkage, tol: float = 1e-10) -> None:
+    """Raise `LinkageError` unless the initial configuration satisfies its own
+    equations (to `tol`) and the input determines the linkage there (the closure
+    Jacobian has full rank `n` and the mobility is 1)."""
+    r = np.asarray(_residual_jit(lk.x0(), jnp.asarray(0.0, lk.coords.dtype), lk))
+    if r.size and not np.all(np.abs(r) <= tol):
+        raise LinkageError(f"linkage {lk.name!r}: the initial configuration violates its own constraints "
+                           f"(max residual {np.abs(r).max():.2e} > {tol:g})")
+    m = mobility(lk)
+    if m["rank_x"] < m["n_unknowns"] or m["mobility"] != 1:
+        raise LinkageError(
+            f"linkage {lk.name!r}: the constraints do not determine the linkage at its initial configuration: "
+            f"closure Jacobian rank {m['rank_x']} of {m['n_unknowns']} unknowns, mobility {m['mobility']} "
+            f"(smallest singular values {np.sort(m['sv_x'])[:3]})")
+
+
+# --------------------------------------------------------------------------- rates
+
+
+def rates(lk: Linkage, u, x: Float[Array, " n"], udot=1.0, uddot=0.0) -> tuple[Float[Array, "J 3"], Float[Array, "J 3"]]:
+    """Velocities and accelerations of every joint and tracer (rows as in
+    `Motion.coords`) for an input motion `(u, u̇, ü)`, by the implicit function
+    theorem through the closure (the seed uses numerical differentiation). Exact to
+    round-off; jittable and differentiable."""
+    dt = lk.coords.dtype
+    u, udot, uddot = (jnp.asarray(v, dt) for v in (u, udot, uddot))
+    prep = _prepare(lk)
+    xdot, xddot = _closure.rates(_residual, x, u, prep, udot, uddot)
+
+    def pos(s):
+        # the coordinates along the path (x(t), u(t)) to second order in t
+        return _carry_tracers(prep, _assemble(x + s * xdot + 0.5 * s**2 * xddot, u + s * udot + 0.5 * s**2 * uddot, prep))
+
+    zero, one = jnp.zeros((), dt), jnp.ones((), dt)
+    vel = jax.jvp(pos, (zero,), (one,))[1]
+    acc = jax.jvp(lambda s: jax.jvp(pos, (s,), (one,))[1], (zero,), (one,))[1]
+    return vel, acc
+
+
+@eqx.filter_jit
+def motion_rates(lk: Linkage, motion: Motion, udot=1.0, uddot=0.0):
+    """`rates` at every step of a `Motion` (rows of unconverged steps are NaN):
+    velocities and accelerations `(N, J, 3)` for an input rate `udot` (and `uddot`)."""
+    dt = lk.coords.dtype
+
+    def one(u, C):
+        x = _state_from_coords(lk, C)
+        return rates(lk, u, x, udot, uddot)
+
+    vel, acc = jax.vmap(one)(motion.inputs.astype(dt), motion.coords)
+    ok = motion.converged[:, None, None]
+    return jnp.where(ok, vel, jnp.nan), jnp.where(ok, acc, jnp.nan)
+
+
+def _state_from_coords(lk: Linkage, C: Float[Array, "J 3"]) -> Float[Array, " n"]:
+    parts = [C[j, :w] for j, _, w in lk.plan.unknowns]
+    return jnp.concatenate(parts) if parts else jnp.zeros((0,), C.dtype)

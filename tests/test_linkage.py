@@ -1,0 +1,384 @@
+"""Linkages of points, lines and planes (seed 003): every example against invariants
+computed here from the coordinates alone (pairwise rigidity metrics, Eqs. (1)–(9)),
+the four-bar module, an independent rigid-body-pose model (tests/reference), closed
+forms, and central finite differences."""
+
+import json
+import math
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import diffmech as dm
+from diffmech import linkage as L
+from diffmech.closure import RESULTS
+
+from helpers import central_diff
+
+EXAMPLES = dm.examples.NAMES
+
+
+@pytest.fixture(scope="module")
+def motions():
+    return {n: (getattr(dm.examples, n)(), L.simulate(getattr(dm.examples, n)())) for n in EXAMPLES}
+
+
+# ------------------------------------------------------------------ independent metrics
+
+
+def pair_metrics(lk, C):
+    """Every pairwise rigidity metric of every link (tracers included), from the
+    coordinates `C` (J, 3) alone: planar distances, point-line offsets (Eq. (5)), line
+    angles as (cos, sin) (Eq. (7)); spherical dot products (Eqs. (1), (4), (6)); spatial
+    distances (Eq. (1))."""
+    out = []
+    for link in lk.links:
+        for i, a in enumerate(link):
+            for b in link[i + 1:]:
+                ta, tb = lk.types[a], lk.types[b]
+                if lk.geometry == "spherical":
+                    out.append(C[a] @ C[b])
+                elif lk.geometry == "spatial":
+                    out.append(np.linalg.norm(C[a] - C[b]))
+                elif ta != "P" and tb != "P":
+                    out.append(np.linalg.norm(C[a, :2] - C[b, :2]))
+                elif ta == "P" and tb == "P":
+                    out += [C[a, :2] @ C[b, :2], C[a, 0] * C[b, 1] - C[a, 1] * C[b, 0]]
+                else:
+                    p, ln = (a, b) if tb == "P" else (b, a)
+                    out.append(C[ln, :2] @ C[p, :2] + C[ln, 2])
+    return np.array(out)
+
+
+def unit_norms(lk, C):
+    """|p| for spherical points and planes, |(a, b)| for planar lines (Eqs. (8), (9))."""
+    if lk.geometry == "spherical":
+        return np.linalg.norm(C, axis=1)
+    lines = [j for j, t in enumerate(lk.types) if t == "P"]
+    return np.linalg.norm(C[lines, :2], axis=1)
+
+
+def test_counts_match_the_paper():
+    # Sec. 4: 11 unknowns for Stephenson-II and Theo Jansen, 6 for the spherical RRPR,
+    # 12 for Watt-I, 18 for the 5-SS (the paper's state holds the tracer too)
+    want = dict(stephenson2=11, theo_jansen=11, spherical_rrpr=6, spherical_watt1=12, ss5=18)
+    for name, n in want.items():
+        lk = getattr(dm.examples, name)()
+        c = lk.counts()
+        assert c["paper_unknowns"] == n, (name, c)
+        assert c["equations"] == c["unknowns"]
+        m = L.mobility(lk)
+        assert m["mobility"] == 1 and m["rank_x"] == c["unknowns"], (name, m)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_every_rigidity_metric_is_kept(motions, name):
+    lk, m = motions[name]
+    C = np.asarray(m.coords)
+    ok = np.asarray(m.converged)
+    assert ok[0] and ok.sum() >= 40, (name, ok.sum())
+    C0 = np.asarray(lk.initial())
+    m0 = pair_metrics(lk, C0)
+    assert np.max(np.abs(C[0] - C0)) <= 1e-14 * max(1.0, np.max(np.abs(C0)))
+    worst = max(np.max(np.abs(pair_metrics(lk, C[k]) - m0)) for k in np.flatnonzero(ok))
+    assert worst <= 1e-10, (name, worst)
+    if lk.geometry != "spatial" and (lk.geometry == "spherical" or "P" in lk.types):
+        worst_norm = max(np.max(np.abs(unit_norms(lk, C[k]) - 1)) for k in np.flatnonzero(ok))
+        assert worst_norm <= 1e-12, (name, worst_norm)
+    # the closure residual is at round-off at every converged step
+    assert float(np.max(np.asarray(m.residual)[ok])) <= 1e-12
+    # masked rows repeat the last converged configuration: finite
+    assert np.all(np.isfinite(C))
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_input_is_applied_exactly(motions, name):
+    """The input link moves by the exact rotation/translation of Sec. 3.1, and an
+    actuator's length grows by the input."""
+    lk, m = motions[name]
+    C = np.asarray(m.coords)
+    ok = np.flatnonzero(np.asarray(m.converged))
+    u = np.asarray(m.inputs)[ok]
+    C0 = np.asarray(lk.initial())
+    if lk.input_kind == "actuator":
+        a, b = lk.input_joints
+        r0 = np.linalg.norm(C0[b] - C0[a])
+        assert np.max(np.abs(np.linalg.norm(C[ok, b] - C[ok, a], axis=1) - (r0 + u))) <= 1e-10
+        return
+    (s,) = lk.input_joints
+    moving = [j for j in lk.links[lk.input_link] if j not in lk.links[lk.ground] and lk.types[j] != "P"]
+    for j in moving:
+        if lk.geometry == "planar" and lk.input_kind == "revolute":
+            d = C0[j, :2] - C0[s, :2]
+            want = C0[s, :2] + np.stack([np.cos(u) * d[0] - np.sin(u) * d[1], np.sin(u) * d[0] + np.cos(u) * d[1]], 1)
+            got = C[ok, j, :2]
+        else:  # spherical: right-handed rotation about the pivot / the slider plane's pole
+            k = C0[s]
+            p = C0[j]
+            want = (p * np.cos(u)[:, None] + np.cross(k, p) * np.sin(u)[:, None]
+                    + np.outer(1 - np.cos(u), k) * (k @ p))
+            got = C[ok, j]
+        assert np.max(np.abs(got - want)) <= 1e-13, (name, lk.names[j])
+
+
+def test_fourbar_matches_the_fourbar_module():
+    lk = dm.examples.fourbar()
+    m = L.simulate(lk, steps=180)
+    fb = dm.FourBar(lengths=(0.12, 0.25, 0.26, 0.30))
+    s = dm.fourbar.sweep(fb, m.inputs)
+    assert bool(jnp.all(m.converged)) and bool(jnp.all(s.converged))
+    q = np.asarray(s.q)
+    C = np.array([0.3, 0.0]) + 0.26 * q[:, 4:6]
+    B = 0.12 * q[:, 0:2]
+    P = B + 0.5 * 0.25 * q[:, 2:4]
+    assert np.max(np.abs(np.asarray(m["C"]) - C)) <= 1e-14
+    assert np.max(np.abs(np.asarray(m["P"]) - P)) <= 1e-14
+    assert np.max(np.abs(np.asarray(m["B"]) - B)) <= 1e-15
+
+
+# ------------------------------------------------------------------ independent reference model
+
+
+REF_CASES = {
+    "stephenson2": ("stephenson2", "J8", 2 * math.pi / 180),
+    "theo_jansen": ("theo_jansen", "J8", 2 * math.pi / 180),
+    "spherical_rrpr": ("spherical_rrpr", "J5", 2 * math.pi / 180),
+    "spherical_watt1": ("spherical_watt1", "J8", 2 * math.pi / 180),
+    "ss5": ("ss5", "J11", 0.01),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REF_CASES))
+def test_against_independent_pose_model(motions, name):
+    """Tracer paths against the rigid-body pose model of tests/reference (written
+    independently of diffmech), over the first 30 steps of the seed's range."""
+    ref = pytest.importorskip("reference.linkage_reference")
+    fn, tracer, step = REF_CASES[name]
+    lk, m = motions[name]
+    n = 30
+    u = np.arange(n) * step
+    want = np.asarray(getattr(ref, fn)(u)[tracer])
+    got = np.asarray(m[tracer])[:n]
+    assert np.all(np.asarray(m.converged)[:n])
+    assert np.max(np.abs(got - want)) <= 1e-9 * max(1.0, np.max(np.abs(want))), (name, np.max(np.abs(got - want)))
+
+
+# ------------------------------------------------------------------ derivatives
+
+
+@pytest.mark.parametrize("name", ["stephenson2", "spherical_watt1", "ss5"])
+def test_velocities_and_accelerations_against_finite_differences(motions, name):
+    lk, m = motions[name]
+    k = 10
+    u = float(m.inputs[k])
+    x = L._simulate._state_from_coords(lk, m.coords[k])
+    vel, acc = L.rates(lk, u, x, 1.0, 0.0)
+    h = 1e-4 if lk.input_kind != "actuator" else 1e-4
+
+    def coords_at(v):
+        sol = L.solve(lk, v, guess=x)
+        assert bool(sol.converged)
+        return np.asarray(lk.full(sol.value, v))
+
+    cp, c0, cm = coords_at(u + h), coords_at(u), coords_at(u - h)
+    fd_v = (cp - cm) / (2 * h)
+    fd_a = (cp - 2 * c0 + cm) / h**2
+    scale = max(1.0, np.max(np.abs(fd_v)))
+    assert np.max(np.abs(np.asarray(vel) - fd_v)) <= 1e-7 * scale
+    assert np.max(np.abs(np.asarray(acc) - fd_a)) <= 1e-4 * max(1.0, np.max(np.abs(fd_a)))
+    # and along the whole motion: velocities are tangent to every rigidity metric
+    V, _ = L.motion_rates(lk, m)
+    ok = np.flatnonzero(np.asarray(m.converged))
+    eps = 1e-7
+    for i in ok[::20]:
+        C, dC = np.asarray(m.coords[i]), np.asarray(V[i])
+        dm_ = (pair_metrics(lk, C + eps * dC) - pair_metrics(lk, C - eps * dC)) / (2 * eps)
+        assert np.max(np.abs(dm_)) <= 1e-6 * max(1.0, np.max(np.abs(dC)))
+
+
+@pytest.mark.parametrize("name,tracer", [("stephenson2", "J8"), ("spherical_rrpr", "J5")])
+def test_gradient_of_tracer_path_wrt_initial_coordinates(name, tracer):
+    """The design gradient of synthesis: d(tracer path)/d(initial joint coordinates)
+    through the whole continuation (implicit differentiation at every step), against
+    central differences of re-run simulations."""
+    lk = getattr(dm.examples, name)()
+    j = lk.joint(tracer)
+    inputs = jnp.arange(12.0) * (2 * math.pi / 180)
+
+    @jax.jit
+    def loss(coords):
+        m = L.simulate_functional(eqx.tree_at(lambda l: l.coords, lk, coords), inputs, condition=False)
+        p = m.coords[:, j, : lk.dim]
+        return jnp.sum(jnp.where(m.converged[:, None], p * jnp.arange(1.0, lk.dim + 1.0), 0.0))
+
+    C = lk.coords
+    g = np.asarray(jax.grad(loss)(C))
+    # the design variables that move: every coordinate of two joints that are solved
+    # or driven, plus the tracer's own
+    sel = [lk.joint(n) for n in lk.names if n != tracer][1:3] + [j]
+    flat = [(a, c) for a in sel for c in range(lk.dim)]
+
+    def f(v):
+        Cp = C
+        for (a, c), val in zip(flat, v):
+            Cp = Cp.at[a, c].set(val)
+        return float(loss(Cp))
+
+    v0 = np.array([float(C[a, c]) for a, c in flat])
+    fd = central_diff(f, v0, h=1e-6)
+    got = np.array([g[a, c] for a, c in flat])
+    assert np.max(np.abs(got - fd)) <= 1e-6 * max(1.0, np.max(np.abs(fd))), (got, fd)
+    assert np.max(np.abs(fd)) > 1e-3  # the check can fail
+
+
+def test_vmap_over_designs_equals_single_runs():
+    lk = dm.examples.theo_jansen()
+    rng = np.random.default_rng(0)
+    batch = lk.coords[None] + 0.02 * jnp.asarray(rng.normal(size=(4,) + lk.coords.shape)) * jnp.asarray(
+        [[1.0, 1.0, 0.0] if t != "P" else [0.0, 0.0, 1.0] for t in lk.types])
+    inputs = L.default_inputs(lk, steps=40)
+    f = eqx.filter_jit(eqx.filter_vmap(lambda c: L.simulate_functional(eqx.tree_at(lambda l: l.coords, lk, c), inputs)))
+    mb = f(batch)
+    for i in (0, 3):
+        mi = L.simulate(eqx.tree_at(lambda l: l.coords, lk, batch[i]), inputs=inputs)
+        np.testing.assert_allclose(np.asarray(mb.coords[i]), np.asarray(mi.coords), atol=1e-12)
+        assert bool(jnp.all(mb.converged[i] == mi.converged))
+
+
+# ------------------------------------------------------------------ inputs, limits, branch
+
+
+def cross2(a, b):
+    return a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+
+
+def slider_crank_spec(offset=0.0):
+    # an inverted slider-crank: B slides along the ground line y = offset (prismatic
+    # input, Eq. (13)), coupler BC, rocker CD about D = (0.1, 0.3)
+    return {"name": "slider", "geometry": "planar",
+            "joints": {"G": {"type": "P", "coords": [0.0, 1.0, -offset]}, "B": {"type": "R", "coords": [0.0, offset]},
+                       "C": {"type": "R", "coords": [0.2, 0.25]}, "D": {"type": "R", "coords": [0.1, 0.3]}},
+            "links": {"slider": ["G", "B"], "coupler": ["B", "C"], "rocker": ["C", "D"], "ground": ["G", "D"]},
+            "ground": "ground", "input": {"type": "prismatic", "link": "slider", "joint": "G"}}
+
+
+def test_planar_prismatic_input_against_circle_intersection():
+    lk = L.Linkage.from_dict(slider_crank_spec(0.05))
+    m = L.simulate(lk, steps=60, step=0.004)
+    s = np.asarray(m.inputs)
+    B = np.stack([s, np.full_like(s, 0.05)], 1)  # along (b, −a) = (1, 0)
+    D = np.array([0.1, 0.3])
+    C0 = np.array([0.2, 0.25])
+    r1, r2 = np.linalg.norm(C0 - np.array([0.0, 0.05])), np.linalg.norm(C0 - D)
+    d = np.linalg.norm(D - B, axis=1)
+    a = (r1**2 - r2**2 + d**2) / (2 * d)
+    h = np.sqrt(r1**2 - a**2)
+    e = (D - B) / d[:, None]
+    side = np.sign(cross2(D - np.array([0.0, 0.05]), C0 - np.array([0.0, 0.05])))
+    C = B + a[:, None] * e + side * h[:, None] * np.stack([-e[:, 1], e[:, 0]], 1)
+    ok = np.asarray(m.converged)
+    assert ok.all()
+    assert np.max(np.abs(np.asarray(m["C"]) - C)) <= 1e-13
+    assert np.max(np.abs(np.asarray(m["B"]) - B)) <= 1e-15
+
+
+def test_motion_limit_is_reported_and_the_branch_kept():
+    # a double rocker (non-Grashof): the crank cannot turn fully; the open curve stops
+    spec = {"geometry": "planar",
+            "joints": {"A": {"type": "R", "coords": [0, 0]}, "B": {"type": "R", "coords": [0.3, 0]},
+                       "C": {"type": "R", "coords": [0.55, 0.2]}, "D": {"type": "R", "coords": [0.5, 0]},
+                       "P": {"type": "tracer", "coords": [0.4, 0.3]}},
+            "links": {"crank": ["A", "B"], "coupler": ["B", "C", "P"], "rocker": ["C", "D"], "ground": ["A", "D"]},
+            "ground": "ground", "input": "crank"}
+    lk = L.Linkage.from_dict(spec)
+    m = L.simulate(lk)
+    ok = np.asarray(m.converged)
+    n = int(ok.sum())
+    assert 0 < n < 180 and ok[:n].all() and not ok[n:].any()
+    assert m.result in (RESULTS.motion_limit, RESULTS.branch_switch)
+    assert np.isnan(np.asarray(m.path("P"))[n:]).all() and np.isfinite(np.asarray(m.path("P"))[:n]).all()
+    # the branch (C on one side of BD) never flips on converged steps
+    C, B, D = (np.asarray(m[k])[:n] for k in "CBD")
+    side = np.sign(cross2(D - B, C - B))
+    assert np.all(side == side[0])
+    # the crank limit of this design, from the triangle inequality: |BD| ≤ l2 + l3
+    l1, l4 = 0.3, 0.5
+    l2, l3 = np.hypot(0.25, 0.2), np.hypot(0.05, 0.2)
+    th_max = np.arccos((l1**2 + l4**2 - (l2 + l3) ** 2) / (2 * l1 * l4))
+    u = np.asarray(m.inputs)
+    assert u[n - 1] <= th_max + 1e-12 < u[n]
+
+
+# ------------------------------------------------------------------ files
+
+
+@pytest.mark.parametrize("suffix", [".json", ".toml"])
+def test_file_round_trip(tmp_path, suffix):
+    for name in EXAMPLES:
+        lk = getattr(dm.examples, name)()
+        p = tmp_path / f"{name}{suffix}"
+        lk.save(p)
+        back = L.load(p)
+        assert back.names == lk.names and back.types == lk.types and back.links == lk.links
+        assert back.input_kind == lk.input_kind and back.input_joints == lk.input_joints
+        assert back.geometry == lk.geometry and back.steps == lk.steps and back.step == lk.step
+        np.testing.assert_allclose(np.asarray(back.coords), np.asarray(lk.coords), rtol=0, atol=1e-15)
+
+
+def base_spec():
+    return json.loads(dm.examples.path("stephenson2").read_text())
+
+
+@pytest.mark.parametrize("edit,match", [
+    (lambda s: s["links"]["L2"].append("J99"), "links.L2: unknown joint 'J99'"),
+    (lambda s: s["links"].update(L9=["J4"]), "links.L9: a link needs two or more joints"),
+    (lambda s: s["joints"]["J4"].update(coords=[1, 2, 3]), "joints.J4.coords: a point"),
+    (lambda s: s["joints"]["J3"].update(coords=[0, 0, 1]), "joints.J3.coords: the line .* cannot be normalised"),
+    (lambda s: s["joints"]["J3"].update(coords=[0, "x", 1]), "joints.J3.coords"),
+    (lambda s: s["joints"]["J5"].update(type="Q"), "joints.J5.type"),
+    (lambda s: s.update(ground="L9"), "ground: unknown link 'L9'"),
+    (lambda s: s.update(input="L9"), "input.link: unknown link 'L9'"),
+    (lambda s: s.update(colour="red"), "unknown key 'colour'"),
+    (lambda s: s["links"].pop("L3"), "joints.J3: a joint connects two or more links"),
+    (lambda s: s["links"].update(L3=["J3", "J6", "J5"]), "rigidity equations for .* unknown coordinates"),
+])
+def test_bad_descriptions_name_the_item(edit, match):
+    spec = base_spec()
+    edit(spec)
+    with pytest.raises(L.LinkageError, match=match):
+        L.Linkage.from_dict(spec)
+
+
+def test_bad_file_names_the_file(tmp_path):
+    p = tmp_path / "broken.json"
+    p.write_text("{not json")
+    with pytest.raises(L.LinkageError, match="broken.json: not valid JSON"):
+        L.load(p)
+    spec = base_spec()
+    spec["links"]["L2"][0] = "J42"
+    p.write_text(json.dumps(spec))
+    with pytest.raises(L.LinkageError, match="broken.json: links.L2: unknown joint 'J42'"):
+        L.load(p)
+
+
+def test_spherical_point_off_the_sphere_is_an_error():
+    spec = json.loads(dm.examples.path("spherical_rrpr").read_text())
+    spec["joints"]["J2"]["coords"] = [0.8, 0.27, 0.9]
+    with pytest.raises(L.LinkageError, match="joints.J2.coords: a spherical point must lie on the unit sphere"):
+        L.Linkage.from_dict(spec)
+
+
+def test_undetermined_configuration_is_an_error_with_its_rank():
+    # a four-bar assembled in a toggle (coupler and rocker collinear): the closure
+    # Jacobian loses rank at the initial configuration
+    spec = {"geometry": "planar",
+            "joints": {"A": {"type": "R", "coords": [0, 0]}, "B": {"type": "R", "coords": [0.1, 0]},
+                       "C": {"type": "R", "coords": [0.3, 0.0]}, "D": {"type": "R", "coords": [0.4, 0]}},
+            "links": {"crank": ["A", "B"], "coupler": ["B", "C"], "rocker": ["C", "D"], "ground": ["A", "D"]},
+            "ground": "ground", "input": "crank"}
+    lk = L.Linkage.from_dict(spec)
+    with pytest.raises(L.LinkageError, match="closure Jacobian rank 1 of 2"):
+        L.simulate(lk)

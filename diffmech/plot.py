@@ -126,4 +126,94 @@ def animate_fourbar(fb, sweep, *, point=None, interval: int = 30):
     return anim
 
 
-__all__ = ["fourbar_attitudes", "fourbar_track", "fourbar_dynamics", "animate_fourbar"]
+def _segments(lk, C):
+    """Line segments drawing each link at one configuration `C` (J, 3): between its
+    points (tracers included), closed polygons for ternary and larger links. Lines
+    and planes are not drawn as segments."""
+    segs = []
+    for link in lk.links:
+        pts = [j for j in link if lk.types[j] != "P"]
+        if len(pts) < 2:
+            continue
+        ring = pts + [pts[0]] if len(pts) > 2 else pts
+        segs.append(np.asarray(C)[ring, : lk.dim])
+    return segs
+
+
+def linkage_curve(lk, motion, *, tracers=None, every: int = 15, ax=None, title=None):
+    """A linkage's coupler curve(s) (the seed's Figs. 2, 3, 6, 7, 8): the tracer paths
+    over the converged steps, the mechanism drawn at its initial configuration (solid)
+    and every `every`-th step (faint), planar lines drawn across the view. 2-D for
+    planar linkages, 3-D (with the unit sphere for a spherical one) otherwise.
+    Returns the axes."""
+    import matplotlib.pyplot as plt
+
+    three = lk.dim == 3
+    if ax is None:
+        fig = plt.figure(figsize=(6, 5))
+        ax = fig.add_subplot(projection="3d" if three else None)
+    ok = np.asarray(motion.converged)
+    C = np.asarray(motion.coords)[ok]
+    tracers = tracers or [n for n, t in zip(lk.names, lk.types) if t == "tracer"]
+    for i in list(range(0, len(C), every)):
+        for seg in _segments(lk, C[i]):
+            ax.plot(*seg.T, "-", color="0.6", lw=0.7, alpha=0.5)
+    for seg in _segments(lk, C[0]):
+        ax.plot(*seg.T, "-o", color="C0", lw=2, ms=3)
+    ground = [j for j in lk.links[lk.ground] if lk.types[j] != "P"]
+    if ground:
+        ax.plot(*np.asarray(C[0])[ground, : lk.dim].T, "k^", ms=8, label="ground joints")
+    for k, name in enumerate(tracers):
+        path = np.asarray(motion.path(name))[ok]
+        ax.plot(*path.T, "-", color=f"C{k + 1}", lw=1.8, label=f"path of {name}")
+    if lk.geometry == "planar":
+        lo, hi = C[..., :2].reshape(-1, 2).min(0), C[..., :2].reshape(-1, 2).max(0)
+        pad = 0.1 * (hi - lo).max()
+        for j in (j for j, t in enumerate(lk.types) if t == "P"):
+            a, b, c = C[0, j]
+            t = np.linspace(-1, 1, 2) * (hi - lo).max() * 2
+            foot = -c * np.array([a, b])
+            xy = foot + t[:, None] * np.array([b, -a])
+            ax.plot(*xy.T, "--", color="0.3", lw=0.8)
+        ax.set_xlim(lo[0] - pad, hi[0] + pad)
+        ax.set_ylim(lo[1] - pad, hi[1] + pad)
+        ax.set_aspect("equal")
+    else:
+        if lk.geometry == "spherical":
+            u, v = np.mgrid[0 : 2 * np.pi : 24j, 0 : np.pi : 12j]
+            ax.plot_wireframe(np.cos(u) * np.sin(v), np.sin(u) * np.sin(v), np.cos(v), color="0.85", lw=0.4)
+        ax.set_box_aspect((1, 1, 1))
+        ax.set_zlabel("z")
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    ax.set_title(title or f"{lk.name}: {int(ok.sum())} of {len(ok)} steps")
+    ax.legend(fontsize=7)
+    return ax
+
+
+def animate_linkage(lk, motion, *, interval: int = 40):
+    """A `matplotlib.animation.FuncAnimation` of a linkage's motion over its converged
+    steps, with the tracer paths (in a notebook: `HTML(anim.to_jshtml())`)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.animation import FuncAnimation
+
+    ok = np.asarray(motion.converged)
+    C = np.asarray(motion.coords)[ok]
+    ax = linkage_curve(lk, motion, every=len(C) + 1)
+    fig = ax.figure
+    lines = [ax.plot(*seg.T, "-o", color="C3", lw=2, ms=3)[0] for seg in _segments(lk, C[0])]
+
+    def frame(i):
+        for line, seg in zip(lines, _segments(lk, C[i])):
+            line.set_data(seg[:, 0], seg[:, 1])
+            if lk.dim == 3:
+                line.set_3d_properties(seg[:, 2])
+        return lines
+
+    anim = FuncAnimation(fig, frame, frames=len(C), interval=interval, blit=lk.dim == 2)
+    plt.close(fig)
+    return anim
+
+
+__all__ = ["fourbar_attitudes", "fourbar_track", "fourbar_dynamics", "animate_fourbar", "linkage_curve",
+           "animate_linkage"]

@@ -21,6 +21,12 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert "converged: True" in text
         diff = float(text.split("max |implicit - finite difference| =")[1].split()[0])
         assert diff < 1e-7
+    if path.name.startswith("03_"):
+        drifts = [float(line.split("=")[1]) for line in text.splitlines() if "max |metric - initial|" in line]
+        assert len(drifts) == 6 and max(drifts) <= 1e-10
+        assert float(text.split("max |IFT velocity - finite difference| =")[1].split()[0]) < 1e-6
+        assert float(text.split("max |implicit - finite difference| =")[1].split()[0]) < 1e-6
+        assert "LinkageError: " in text and "unknown joint 'X'" in text
     if path.name.startswith("02_"):
         assert "ok: True" in text and "all ok: True" in text
         diff = float(text.split("max relative difference =")[1].split()[0])

@@ -103,7 +103,7 @@ def simulate_functional(lk: Linkage, inputs: Float[Array, " N"], *, branch: bool
     fails (`branch_switch`) instead of flipping silently."""
     inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
     prep = _prepare(lk)
-    sol = _closure.sweep(_residual, lk.x0(), inputs, prep, condition=False)
+    sol = _closure.sweep(_residual, lk.x0(), inputs, prep, condition=False, max_steps=10)
     converged, status = sol.converged, sol.status
     if branch or condition:
         # checked after the scan, on all solutions at once (one batched kernel instead

@@ -37,12 +37,7 @@ def solve(A: Float[Array, "n n"], b: Float[Array, "n *k"]) -> Float[Array, "n *k
     # every entry is its own array (a scalar, or a batch lane under vmap): the
     # elimination is then pure element-wise work that XLA fuses into a few kernels
     R = [[A[i, j] for j in range(n)] + [B[i, c] for c in range(k_rhs)] for i in range(n)]
-    for k in range(n):
-        R, _ = _pivot(R, k, n, width)
-        inv = 1.0 / R[k][k]
-        for i in range(k + 1, n):
-            f = R[i][k] * inv
-            R[i] = [R[i][c] - f * R[k][c] if c > k else R[i][c] for c in range(width)]
+    R, _ = _forward(R, n, width)
     X = [[None] * k_rhs for _ in range(n)]
     for i in reversed(range(n)):
         inv = 1.0 / R[i][i]
@@ -80,6 +75,21 @@ def _pivot(R, k, n, width):
     return R, swapped
 
 
+def _forward(R, n, width):
+    """Forward elimination with partial pivoting on the rows-of-scalars matrix `R`
+    (`n` rows, `width` columns): returns the upper-triangular rows and the sign of
+    the row permutation."""
+    sign = jnp.ones((), R[0][0].dtype)
+    for k in range(n):
+        R, swapped = _pivot(R, k, n, width)
+        sign = jnp.where(swapped, -sign, sign)
+        inv = 1.0 / R[k][k]
+        for i in range(k + 1, n):
+            f = R[i][k] * inv
+            R[i] = [R[i][c] - f * R[k][c] if c > k else R[i][c] for c in range(width)]
+    return R, sign
+
+
 def det(A: Float[Array, "n n"]) -> Float[Array, ""]:
     """The determinant of a small square `A` (the same unrolled elimination as
     `solve`; LAPACK above `_UNROLL_MAX`). Its sign is a branch invariant of a
@@ -87,15 +97,10 @@ def det(A: Float[Array, "n n"]) -> Float[Array, ""]:
     n = A.shape[-1]
     if n > _UNROLL_MAX:
         return jnp.linalg.det(A)
-    R = [[A[i, j] for j in range(n)] for i in range(n)]
-    d = jnp.ones((), A.dtype)
+    R, sign = _forward([[A[i, j] for j in range(n)] for i in range(n)], n, n)
+    d = sign
     for k in range(n):
-        R, swapped = _pivot(R, k, n, n)
-        d = jnp.where(swapped, -d, d) * R[k][k]
-        inv = 1.0 / R[k][k]
-        for i in range(k + 1, n):
-            f = R[i][k] * inv
-            R[i] = [R[i][c] - f * R[k][c] if c > k else R[i][c] for c in range(n)]
+        d = d * R[k][k]
     return d
 
 

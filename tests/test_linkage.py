@@ -186,7 +186,7 @@ def test_velocities_and_accelerations_against_finite_differences(motions, name):
     lk, m = motions[name]
     k, h = 10, 1e-4
     u = m.inputs[k]
-    x = L._simulate._state_from_coords(lk, m.coords[k])
+    x = lk.state(m.coords[k])
 
     @jax.jit
     def everything(lk, x, u):

@@ -116,11 +116,8 @@ class _Topology:
     input_link: int  # -1 for an actuator
     input_joints: tuple[int, ...]  # (pivot or slider joint,) or the actuator's (a, b)
 
-    def is_line(self, j):
-        return self.types[j] == "P"
-
     def width(self, j):
-        return 2 if (self.geometry == "planar" and not self.is_line(j)) else 3
+        return 2 if (self.geometry == "planar" and self.types[j] != "P") else 3
 
     @property
     def known(self) -> tuple[bool, ...]:
@@ -147,9 +144,6 @@ class _Plan:
     n_unknowns: int
     frames: tuple  # per link: ("pp", a, b) | ("pl", p, ln) | ("ss", u, v) | ("ppp", a, b, c) | None
     tracers: tuple  # (tracer joint, link)
-
-    def __hash__(self):
-        return id(self)
 
 
 def _frame_of(topo: _Topology, link: int):
@@ -262,10 +256,6 @@ def _compile(topo: _Topology, names: tuple, link_names: tuple) -> _Plan:
                     "spatial": "three non-collinear joints"}[topo.geometry]
             raise LinkageError(f"joints.{names[j]}: a tracer's link ({link_names[li]}) needs a frame: {need}")
         tracers.append((j, li))
-    # index arrays of the state layout
-    ux = [(j, o, w) for j, o, w in unknowns]
-    groups["x2"] = np.array([(j, o) for j, o, w in ux if w == 2], dtype=int).reshape(-1, 2)
-    groups["x3"] = np.array([(j, o) for j, o, w in ux if w == 3], dtype=int).reshape(-1, 2)
     return _Plan(groups=groups, n_equations=n_eq, unknowns=tuple(unknowns), n_unknowns=off,
                  frames=tuple(frames), tracers=tuple(tracers))
 
@@ -566,11 +556,15 @@ class Linkage(eqx.Module):
         prep = _prepare(self)
         return _carry_tracers(prep, _assemble(x, u, prep))
 
-    def x0(self) -> Float[Array, " n"]:
-        """The initial state: the initial coordinates of the solved joints."""
-        C = self.initial()
+    def state(self, C: Float[Array, "J 3"]) -> Float[Array, " n"]:
+        """The solved state `x` read from all coordinates `C` (e.g. a row of
+        `Motion.coords`): the coordinates of the solved joints, in order."""
         parts = [C[j, :w] for j, _, w in self.plan.unknowns]
         return jnp.concatenate(parts) if parts else jnp.zeros((0,), C.dtype)
+
+    def x0(self) -> Float[Array, " n"]:
+        """The initial state: the initial coordinates of the solved joints."""
+        return self.state(self.initial())
 
 
 def _parse_input(inp, geometry, names, types, link_names, link_tuples, g):

@@ -236,14 +236,9 @@ def motion_rates(lk: Linkage, motion: Motion, udot=1.0, uddot=0.0):
     dt = lk.coords.dtype
 
     def one(u, C):
-        x = _state_from_coords(lk, C)
-        return rates(lk, u, x, udot, uddot)
+        return rates(lk, u, lk.state(C), udot, uddot)
 
     vel, acc = jax.vmap(one)(motion.inputs.astype(dt), motion.coords)
     ok = motion.converged[:, None, None]
     return jnp.where(ok, vel, jnp.nan), jnp.where(ok, acc, jnp.nan)
 
-
-def _state_from_coords(lk: Linkage, C: Float[Array, "J 3"]) -> Float[Array, " n"]:
-    parts = [C[j, :w] for j, _, w in lk.plan.unknowns]
-    return jnp.concatenate(parts) if parts else jnp.zeros((0,), C.dtype)

@@ -46,6 +46,10 @@ class RESULTS(optx.RESULTS):  # pyright: ignore
         "a singular configuration)."
     )
     not_reached = "An earlier input of the continuation failed; this one was not solved."
+    singular_configuration = (
+        "The screw system is singular here (rank-deficient joint screws or wrench "
+        "system): the joint rates or the joint wrenches are not determined."
+    )
 
 
 Residual = Callable[[Float[Array, " n"], Any, PyTree], Float[Array, " n"]]

@@ -217,3 +217,17 @@ def animate_linkage(lk, motion, *, interval: int = 40):
 
 __all__ = ["fourbar_attitudes", "fourbar_track", "fourbar_dynamics", "animate_fourbar", "linkage_curve",
            "animate_linkage"]
+
+
+def time_series(times, values, labels, *, ax=None, title: str = "", ylabel: str = ""):
+    """Plot the columns of `values` `(N, k)` against `times`, one labelled line each
+    (the joint and force histories of the parallel-mechanism figures)."""
+    ax = _axes(ax)
+    t, v = np.asarray(times), np.asarray(values)
+    for i, lab in enumerate(labels):
+        ax.plot(t, v[:, i], lw=1.0, label=lab)
+    ax.set_xlabel("t [s]")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=6, ncol=max(1, len(labels) // 6))
+    return ax

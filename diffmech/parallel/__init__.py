@@ -1,0 +1,32 @@
+"""Parallel mechanisms in screw coordinates (Zhao, Wei, Sun: seeds 002 and 004):
+chains of R and P joints between a base and a platform, inverse kinematics along a
+trajectory (exact closure or the seeds' one-step scheme), mobility by reciprocal
+screws, and Newton–Euler / momentum-screw wrench solves for every joint."""
+
+from ._kinematics import (
+    Kinematics as Kinematics,
+    Mobility as Mobility,
+    chain_poses as chain_poses,
+    chain_ranks as chain_ranks,
+    chain_screws as chain_screws,
+    inverse_kinematics as inverse_kinematics,
+    mobility as mobility,
+    residual as residual,
+    screw_rates as screw_rates,
+)
+from ._dynamics import Dynamics as Dynamics, body_motion as body_motion, inverse_dynamics as inverse_dynamics, wrench_rank as wrench_rank
+from ._model import (
+    AbstractParallelMechanism as AbstractParallelMechanism,
+    Chain as Chain,
+    StewartPlatform as StewartPlatform,
+    ThreeUPSUPUS as ThreeUPSUPUS,
+    chain as chain,
+    cylinder_inertia as cylinder_inertia,
+)
+from ._trajectory import (
+    Trajectory as Trajectory,
+    stewart_spiral as stewart_spiral,
+    tilt_circle as tilt_circle,
+    trajectory as trajectory,
+    uniform_times as uniform_times,
+)

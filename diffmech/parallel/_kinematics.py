@@ -1,0 +1,445 @@
+"""Inverse kinematics of parallel mechanisms along a platform trajectory.
+
+Two modes:
+
+- `"exact"`: positions by the closure core (`diffmech.closure.sweep`: Newton,
+  warm-started and continued along the trajectory) on one square system — every
+  chain's joint displacements and the platform's displacement, with the chains'
+  loop closures and the trajectory's prescribed coordinates as equations; velocities
+  and accelerations by the implicit function theorem (`diffmech.closure.rates`, jvp).
+  Joint rates also follow by least squares on each chain's screw matrix
+  (`screw_rates`, Eq. 14 of seed 002); the two agree to round-off.
+- `"one_step"`: the seeds' scheme, reproduced faithfully (seed 002 Eqs. 14–17, seed
+  004 Eqs. 7–9): joint rates by the pseudo-inverse of each chain's screw matrix at the
+  integrated configuration, positions by an explicit Euler step, accelerations by
+  backward differences. It drifts off the constraints at O(Δt).
+
+The unknown vector is `x = (θ_1, …, θ_C, φ, d)`: the chains' joint displacements from
+home, the platform's rotation vector and its translation (displacement from home).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float
+
+from .. import _closure, _screw
+from .._closure import RESULTS
+from .._validate import is_traced
+from . import _trajectory
+from ._model import AbstractParallelMechanism, Chain
+
+
+def chain_poses(chain: Chain, theta: Float[Array, " n"]):
+    """Displacements from home of the links after every joint (product of
+    exponentials): `(R (n, 3, 3), p (n, 3))`; entry `j` is the link after joint `j`.
+
+    One `lax.scan` over the joints (R and P joints share the step, selected by a mask),
+    so the compiled program does not grow with the number of joints.
+    """
+    xi = chain.screws()
+    is_p = jnp.asarray([k == "P" for k in chain.kinds])
+
+    def step(g, inp):
+        s, th, p_ = inp
+        Rj, tj = _screw.exp(s, th, False)
+        Rj = jnp.where(p_, jnp.eye(3, dtype=th.dtype), Rj)
+        tj = jnp.where(p_, th * s[3:], tj)
+        g = _screw.compose(g, (Rj, tj))
+        return g, g
+
+    g0 = (jnp.eye(3, dtype=theta.dtype), jnp.zeros(3, dtype=theta.dtype))
+    _, (Rs, ps) = jax.lax.scan(step, g0, (xi, theta, is_p))
+    return Rs, ps
+
+
+def chain_screws(chain: Chain, theta: Float[Array, " n"]) -> Float[Array, "6 n"]:
+    """The chain's screw matrix `S = [ξ'_1 … ξ'_n]` at displacement `theta`: each unit
+    joint twist moved by the displacement of the links before it (Eqs. 6–7 of seed 002)."""
+    xi = chain.screws()
+    Rs, ps = chain_poses(chain, theta)
+    cols = [xi[0]] + [_screw.transform(Rs[j - 1], ps[j - 1], xi[j]) for j in range(1, chain.n)]
+    return jnp.stack(cols, axis=1)
+
+
+def split(mech: AbstractParallelMechanism, x):
+    """`x → ([θ_c], φ, d)`."""
+    out, k = [], 0
+    for n in mech.sizes:
+        out.append(x[..., k:k + n])
+        k += n
+    return out, x[..., k:k + 3], x[..., k + 3:k + 6]
+
+
+def groups(mech: AbstractParallelMechanism) -> tuple[tuple[int, ...], ...]:
+    """Indices of chains with identical joint kinds and bodies (static): each group is
+    evaluated under one `vmap`, which keeps the compiled program small."""
+    keys: dict = {}
+    for c, ch in enumerate(mech.chains):
+        keys.setdefault((ch.kinds, ch.body_after), []).append(c)
+    return tuple(tuple(v) for v in keys.values())
+
+
+def stacked(mech: AbstractParallelMechanism, group: tuple[int, ...]) -> Chain:
+    """The chains of `group` stacked into one `Chain` with a leading axis."""
+    leaves = [jax.tree.leaves(mech.chains[c]) for c in group]
+    return jax.tree.unflatten(jax.tree.structure(mech.chains[group[0]]), [jnp.stack(ls) for ls in zip(*leaves)])
+
+
+def _closure_rows(ch: Chain, th, R, d, scale):
+    Rs, ps = chain_poses(ch, th)
+    Rc, pc = Rs[-1], ps[-1]
+    return jnp.concatenate([_screw.vee(_screw.matmul(Rc, R.T)), (_screw.matvec(Rc - R, ch.attach) + pc - d) / scale])
+
+
+def residual(x, u, mech: AbstractParallelMechanism):
+    """Closure of every chain on the platform, then the prescribed coordinates.
+
+    Chain rows: the orientation error `vee(R_c R_Pᵀ)` and the position error of the
+    chain's platform-side joint centre (divided by `length_scale`), chains grouped as
+    in `groups`. `u = (R_t, d_t)` is the trajectory's displacement at this time.
+    """
+    thetas, phi, d = split(mech, x)
+    R = _screw.rotation_vector(phi)
+    rows = []
+    for g in groups(mech):
+        th = jnp.stack([thetas[c] for c in g])
+        rows.append(jax.vmap(_closure_rows, (0, 0, None, None, None))(stacked(mech, g), th, R, d, mech.length_scale).reshape(-1))
+    rows.append(mech.task(R, d, *u))
+    return jnp.concatenate(rows)
+
+
+def platform_state(phi, d, phid, dd):
+    """Platform displacement `(R, d)` and space twist from `(φ, d)` and their rates."""
+    R, Rd = jax.jvp(_screw.rotation_vector, (phi,), (phid,))
+    return R, d, _screw.twist_of(R, d, Rd, dd)
+
+
+def screw_rates(mech: AbstractParallelMechanism, theta, platform_twist) -> Float[Array, " n"]:
+    """Joint rates (displacement `theta` `(n_joints,)`) by least squares on every chain's screw matrix,
+    `θ̇_c = (S_cᵀ S_c)⁻¹ S_cᵀ V` (Eq. 14 of seed 002, Eq. 7 of seed 004), where `V` is
+    the platform's space twist (the chain's last link is the platform)."""
+    out = []
+    for ch, th in zip(mech.chains, _split_joints(mech, theta)):
+        S = chain_screws(ch, th)
+        out.append(jnp.linalg.solve(S.T @ S, S.T @ platform_twist))
+    return jnp.concatenate(out)
+
+
+def _split_joints(mech, theta):
+    out, k = [], 0
+    for n in mech.sizes:
+        out.append(theta[k:k + n])
+        k += n
+    return out
+
+
+class Kinematics(eqx.Module):
+    """Inverse kinematics along a trajectory (every array has leading axis `N`, the
+    time samples).
+
+    **Fields:**
+
+    - `times`; `labels`, `rates`, `accelerations` `(N, n_joints)`: joint values (home
+      label + displacement; rad or m) and their first and second time derivatives, in
+      chain order (`mechanism.joint_names()`).
+    - `platform_R` `(N, 3, 3)`, `platform_d` `(N, 3)`: the platform displacement from
+      home; `platform_twist`, `platform_accel` `(N, 6)`: its space twist and its time
+      derivative.
+    - `state`, `state_rate`, `state_accel` `(N, n_joints + 6)`: the unknown vector
+      `(θ, φ, d)` and its derivatives (exact mode; used by the dynamics' jvps).
+    - `converged` `(N,)`, `result` (a `RESULTS` per sample), `residual` `(N,)` (closure
+      max-norm), `condition` `(N,)` (1-norm condition number of the closure Jacobian).
+    - `method`: `"exact"` or `"one_step"` (static).
+    """
+
+    times: Float[Array, " N"]
+    labels: Float[Array, "N n"]
+    rates: Float[Array, "N n"]
+    accelerations: Float[Array, "N n"]
+    platform_R: Float[Array, "N 3 3"]
+    platform_d: Float[Array, "N 3"]
+    platform_twist: Float[Array, "N 6"]
+    platform_accel: Float[Array, "N 6"]
+    state: Float[Array, "N m"]
+    state_rate: Float[Array, "N m"]
+    state_accel: Float[Array, "N m"]
+    converged: Bool[Array, " N"]
+    result: RESULTS
+    residual: Float[Array, " N"]
+    condition: Float[Array, " N"]
+    method: str = eqx.field(static=True)
+
+    def chain(self, mech: AbstractParallelMechanism, c: int, field: str = "labels") -> Float[Array, "N k"]:
+        """The columns of `field` that belong to chain `c`."""
+        k = sum(mech.sizes[:c])
+        return getattr(self, field)[..., k:k + mech.sizes[c]]
+
+
+def _closure_errors(mech, theta, R, d):
+    """Per-sample max-norm of the chains' closure errors at displacements `theta`
+    against the platform displacement `(R, d)` (used to measure the one-step drift)."""
+    def one(th, R_, d_):
+        rows = []
+        for ch, t in zip(mech.chains, _split_joints(mech, th)):
+            Rs, ps = chain_poses(ch, t)
+            rows.append(jnp.abs(_screw.vee(Rs[-1] @ R_.T)))
+            rows.append(jnp.abs((Rs[-1] - R_) @ ch.attach + ps[-1] - d_))
+        return jnp.max(jnp.concatenate(rows))
+    return jax.vmap(one)(theta, R, d)
+
+
+def _limits_ok(mech, labels):
+    lo = jnp.concatenate([c.lower for c in mech.chains])
+    hi = jnp.concatenate([c.upper for c in mech.chains])
+    return jnp.all((labels >= lo) & (labels <= hi), axis=-1)
+
+
+_COND_LIMIT = 1e12
+
+
+def _hermite(x0, x1, v0, v1, h, s):
+    """Cubic Hermite interpolation at fraction `s` of an interval of length `h`."""
+    s2, s3 = s * s, s * s * s
+    return ((2 * s3 - 3 * s2 + 1) * x0 + (s3 - 2 * s2 + s) * h * v0
+            + (-2 * s3 + 3 * s2) * x1 + (s3 - s2) * h * v1)
+
+
+def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride: int, fallback: bool = False) -> Kinematics:
+    (R_t, d_t), (Rd_t, dd_t), (Rdd_t, ddd_t) = traj.displacement(mech.reference)
+    N = traj.times.shape[0]
+    n = mech.n_joints + 6
+    x0 = jnp.zeros(n, dtype=traj.times.dtype)
+    # 1. continuation (sequential) through every `stride`-th sample and the last one
+    idx = jnp.asarray(sorted(set(range(0, N, stride)) | {N - 1}))
+    take = lambda a: a[idx]  # noqa: E731
+    sol = _closure.sweep(residual, x0, (take(R_t), take(d_t)), mech, condition=True, fallback=fallback)
+    xc = sol.value
+
+    def velocity(x_, u, ud):
+        J = jax.jacfwd(residual)(x_, u, mech)
+        return jnp.linalg.solve(J, -jax.jvp(lambda u_: residual(x_, u_, mech), (u,), (ud,))[1])
+
+    if stride > 1:
+        xdc = jax.vmap(velocity)(xc, (take(R_t), take(d_t)), (take(Rd_t), take(dd_t)))
+    # 2. every sample in parallel: Newton from the Hermite interpolant of the continuation
+    k = jnp.arange(N)
+    i = jnp.clip(jnp.searchsorted(idx, k, side="right") - 1, 0, idx.shape[0] - 2)
+    if stride == 1:
+        x, res, fine_ok = xc, sol.residual, sol.converged
+    else:
+        t = traj.times
+        h = t[idx[i + 1]] - t[idx[i]]
+        frac = (t - t[idx[i]]) / h
+        guess = jax.vmap(_hermite)(xc[i], xc[i + 1], xdc[i], xdc[i + 1], h, frac)
+        fine = jax.vmap(lambda g, u: _closure.root(residual, g, u, mech, min_steps=2, max_steps=2, robust=False))(
+            guess, (R_t, d_t)
+        )
+        x, res, fine_ok = fine.value, fine.residual, fine.converged
+    xd, xdd = jax.vmap(lambda x_, u, ud, udd: _closure.rates(residual, x_, u, mech, ud, udd))(
+        x, (R_t, d_t), (Rd_t, dd_t), (Rdd_t, ddd_t)
+    )
+
+    def pstate(z, zd):
+        return platform_state(z[0], z[1], zd[0], zd[1])
+
+    z, zd, zdd = (split(mech, v)[1:] for v in (x, xd, xdd))
+    (R, d_, V), (_, _, A) = jax.vmap(lambda a, b, c: jax.jvp(pstate, (a, b), (b, c)))(z, zd, zdd)
+    theta = x[:, :mech.n_joints]
+    labels = theta + mech.home_labels()
+    # a sample is good if the continuation reached its interval and its own Newton converged
+    reached = sol.converged[i]
+    condition = jnp.maximum(sol.condition[i], sol.condition[i + 1])
+    status = jax.tree.map(lambda s_: s_[jnp.where(sol.converged[i], i + 1, i)], sol.status)
+    ok = reached & fine_ok
+    status = jax.vmap(lambda o, st: RESULTS.where(o, RESULTS.successful, st))(
+        ok, jax.vmap(lambda r_, st: RESULTS.where(r_, RESULTS.motion_limit, st))(reached, status)
+    )
+    converged, result = _closure.mask_after(ok, status, ~_limits_ok(mech, labels), RESULTS.motion_limit)
+    converged, result = _closure.mask_after(converged, result, ~(condition < _COND_LIMIT) & converged,
+                                            RESULTS.singular_configuration)
+    return Kinematics(
+        times=traj.times, labels=labels, rates=xd[:, :mech.n_joints], accelerations=xdd[:, :mech.n_joints],
+        platform_R=R, platform_d=d_, platform_twist=V, platform_accel=A, state=x, state_rate=xd, state_accel=xdd,
+        converged=converged, result=result, residual=res, condition=condition, method="exact",
+    )
+
+
+def _one_step(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory) -> Kinematics:
+    times = traj.times
+    dt = times[1] - times[0]
+    V = traj.twist
+    (R_t, d_t), _, _ = traj.displacement(mech.reference)
+
+    def step(theta, Vk):
+        rates = screw_rates(mech, theta, Vk)
+        return theta + dt * rates, (theta, rates)
+
+    _, (theta, rates) = jax.lax.scan(step, jnp.zeros(mech.n_joints, dtype=times.dtype), V)
+    acc = jnp.concatenate([(rates[1:2] - rates[:1]), rates[1:] - rates[:-1]]) / dt
+    Vacc = jnp.concatenate([(V[1:2] - V[:1]), V[1:] - V[:-1]]) / dt
+    err = _closure_errors(mech, theta, R_t, d_t)
+    labels = theta + mech.home_labels()
+    ok = jnp.isfinite(err) & _limits_ok(mech, labels)
+    status = jax.vmap(lambda o: RESULTS.where(o, RESULTS.successful, RESULTS.motion_limit))(ok)
+    converged, result = _closure.mask_after(ok, status, ~ok, RESULTS.motion_limit)
+    nanm = jnp.full((times.shape[0], mech.n_joints + 6), jnp.nan, dtype=times.dtype)
+    return Kinematics(
+        times=times, labels=labels, rates=rates, accelerations=acc, platform_R=R_t, platform_d=d_t,
+        platform_twist=V, platform_accel=Vacc, state=nanm, state_rate=nanm, state_accel=nanm,
+        converged=converged, result=result, residual=err, condition=jnp.full_like(err, jnp.nan), method="one_step",
+    )
+
+
+_exact_jit = eqx.filter_jit(_exact)  # stride is static (an int)
+_one_step_jit = eqx.filter_jit(_one_step)
+
+
+def inverse_kinematics(mechanism: AbstractParallelMechanism, trajectory: _trajectory.Trajectory, *,
+                       method: str = "exact", stride: int | None = None, throw: bool = True) -> Kinematics:
+    """Joint positions, rates and accelerations along a platform trajectory.
+
+    **Arguments:**
+
+    - `mechanism`: a parallel mechanism (`StewartPlatform`, `ThreeUPSUPUS`, …).
+    - `trajectory`: a `Trajectory` (see `diffmech.parallel.trajectory`).
+    - `method`: `"exact"` (closure by Newton, rates by the implicit function theorem)
+      or `"one_step"` (the seeds' explicit scheme; needs uniform time steps).
+    - `stride`: exact mode: the continuation runs sequentially through every
+      `stride`-th sample (default: `max(1, N // 400)`); all samples are then solved in parallel by Newton from the
+      cubic Hermite interpolant (positions and IFT rates) of the continuation. The
+      condition number reported for a sample is the larger of its two continuation
+      samples'.
+    - `throw`: in eager use, raise `ValueError` at the first sample that failed
+      (naming the time, the reason and, for limits, the joint). Under `jit`/`vmap`
+      nothing is raised: read `converged` and `result`.
+
+    **Returns:** a `Kinematics`.
+    """
+    if method not in ("exact", "one_step"):
+        raise ValueError(f"inverse_kinematics: `method` must be 'exact' or 'one_step'; got {method!r}")
+    eager = not is_traced(mechanism, trajectory)
+    if eager:
+        _trajectory.check(trajectory, uniform=method == "one_step")
+    fn = (_exact_jit if method == "exact" else _one_step_jit) if eager else (_exact if method == "exact" else _one_step)
+    if stride is None:
+        stride = max(1, trajectory.times.shape[-1] // 400)
+    kin = fn(mechanism, trajectory, stride) if method == "exact" else fn(mechanism, trajectory)
+    if eager and throw:
+        raise_failure(mechanism, kin)
+    return kin
+
+
+def raise_failure(mech: AbstractParallelMechanism, kin: Kinematics) -> None:
+    """Eager: raise a `ValueError` describing the first failed sample, if any."""
+    conv = np.asarray(kin.converged)
+    if conv.all():
+        return
+    k = int(np.argmin(conv))
+    t = float(kin.times[k])
+    labels = np.asarray(kin.labels[k])
+    lo = np.concatenate([np.asarray(c.lower) for c in mech.chains])
+    hi = np.concatenate([np.asarray(c.upper) for c in mech.chains])
+    names = mech.joint_names()
+    out = [f"{names[i]} = {labels[i]:.6g} outside [{lo[i]:.6g}, {hi[i]:.6g}]"
+           for i in range(len(names)) if not (lo[i] <= labels[i] <= hi[i])]
+    name = type(mech).__name__
+    if out:
+        raise ValueError(f"{name}: the trajectory leaves the joint limits at sample {k} (t = {t:.6g} s): " + "; ".join(out))
+    if np.isfinite(kin.condition[k]) and kin.condition[k] >= _COND_LIMIT:
+        ranks = chain_ranks(mech, kin.labels[k])
+        raise ValueError(
+            f"{name}: singular configuration at sample {k} (t = {t:.6g} s): closure Jacobian condition number "
+            f"{float(kin.condition[k]):.3g}; chain screw-matrix ranks {ranks}"
+        )
+    raise ValueError(
+        f"{name}: no closed configuration at sample {k} (t = {t:.6g} s): a leg cannot reach the platform pose "
+        f"(closure residual {float(kin.residual[k]):.3g})"
+    )
+
+
+def chain_ranks(mech: AbstractParallelMechanism, labels, rtol: float = 1e-9) -> dict[str, int]:
+    """Numerical rank of every chain's screw matrix at joint labels `labels` (eager)."""
+    theta = jnp.asarray(labels) - mech.home_labels()
+    out = {}
+    for ch, th in zip(mech.chains, _split_joints(mech, theta)):
+        s = np.linalg.svd(np.asarray(chain_screws(ch, th)), compute_uv=False)
+        out[ch.name] = int(np.sum(s > rtol * max(s[0], 1e-300)))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Mobility:
+    """Mobility of a parallel mechanism at one configuration, by reciprocal screws
+    (seed 004, Eqs. 10–18). Plain NumPy values (an eager analysis).
+
+    **Fields:**
+
+    - `dof`: `6 − rank` of the constraint wrenches (the platform's instantaneous
+      degrees of freedom with the actuators free).
+    - `free_twists` `(dof, 6)`: an orthonormal basis of the platform twists reciprocal
+      to every constraint wrench.
+    - `constraint_wrenches` `(k, 6)`: per chain, a basis of the wrenches reciprocal to
+      all its joint screws, stacked; `constraint_rank` their rank.
+    - `chain_ranks`: rank of each chain's screw matrix (a chain whose rank is below its
+      number of joints has a redundant or singular screw system).
+    - `actuated_rank`: rank of the constraint and actuation wrenches together (6: the
+      locked actuators hold the platform; below 6: an actuation singularity).
+    - `redundancy`: number of actuators beyond those needed (`n_act − (actuated_rank −
+      constraint_rank)`).
+    """
+
+    dof: int
+    free_twists: np.ndarray
+    constraint_wrenches: np.ndarray
+    constraint_rank: int
+    chain_ranks: dict
+    actuated_rank: int
+    redundancy: int
+
+
+def _null(M, rtol):
+    """Orthonormal basis (rows) of the null space of `M` (rows × 6), and its rank."""
+    if M.shape[0] == 0:
+        return np.eye(M.shape[1]), 0
+    _, s, vt = np.linalg.svd(M)
+    r = int(np.sum(s > rtol * max(s[0], 1e-300)))
+    return vt[r:], r
+
+
+def mobility(mechanism: AbstractParallelMechanism, pose=None, *, rtol: float = 1e-9) -> Mobility:
+    """Degrees of freedom, free twists and constraint wrenches at a platform pose.
+
+    **Arguments:** `pose`: `None` (home) or `(R, position)` of the platform's reference
+    point, where the chains are closed by Newton from home first (`ValueError` if they
+    cannot be); `rtol`: relative singular-value threshold for ranks.
+    """
+    N6 = np.asarray(_screw.N_MATRIX)
+    if pose is None:
+        x = jnp.zeros(mechanism.n_joints + 6)
+    else:
+        R, pos = (jnp.asarray(v, dtype=float) for v in pose)
+        d = pos - R @ mechanism.reference
+        sol = _closure.root(residual, jnp.zeros(mechanism.n_joints + 6), (R, d), mechanism)
+        if not bool(sol.converged):
+            raise ValueError(f"mobility: the chains of {type(mechanism).__name__} cannot reach this pose "
+                             f"(closure residual {float(sol.residual):.3g})")
+        x = sol.value
+    cons, act, ranks = [], [], {}
+    for ch, th in zip(mechanism.chains, _split_joints(mechanism, x[:mechanism.n_joints])):
+        S = np.asarray(chain_screws(ch, th))
+        w, r = _null(S.T @ N6, rtol)
+        ranks[ch.name] = r
+        cons.append(w)
+        passive = S[:, [j for j in range(ch.n) if not ch.actuated[j]]]
+        act.append(_null(passive.T @ N6, rtol)[0])
+    W = np.vstack(cons) if cons else np.zeros((0, 6))
+    free, rc = _null(W @ N6, rtol)
+    _, ra = _null(np.vstack(cons + act), rtol)
+    n_act = len(mechanism.actuated)
+    return Mobility(dof=6 - rc, free_twists=free, constraint_wrenches=W, constraint_rank=rc, chain_ranks=ranks,
+                    actuated_rank=ra, redundancy=n_act - (ra - rc))

@@ -33,3 +33,14 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert diff < 1e-5
         mismatch = float(text.split("mismatch")[1].split()[0])
         assert mismatch < 1e-6
+    if path.name.startswith(("04_", "05_")):
+        assert "all samples converged: True" in text
+        assert float(text.split("max closure residual =")[1].split()[0]) <= 1e-10
+        order = float(text.split("one-step order ≈")[1].split()[0])
+        assert 0.8 < order < 1.2  # Euler: first order in Δt
+        rel = float(text.split("max relative difference =")[1].split()[0])
+        assert rel <= 1e-8
+    if path.name.startswith("04_"):
+        assert float(text.split("max |least-squares rates − IFT rates| =")[1].split()[0]) <= 1e-10
+    if path.name.startswith("05_"):
+        assert "degrees of freedom: 2" in text and "null-space dimension of the wrench system: 2" in text

@@ -1,0 +1,198 @@
+"""Parallel mechanisms (seeds 002 and 004): screw algebra, closure, mobility, wrench
+solves. Expected values come from physics (invariance of the reciprocal product,
+power balance), an independent formulation (tests/reference/stewart_dasgupta.py:
+closed-form leg kinematics and per-leg Newton–Euler in the manner of Dasgupta), the
+papers (Eqs. 13 and 18 of seed 004) and finite differences."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from diffmech import parallel as par, screw
+from diffmech.parallel import _dynamics
+
+# the sizes used here are also those of the notebooks under DIFFMECH_SMALL (shared compiled programs)
+DT, DURATION = 0.01, 2.0
+STEWART_LOAD = jnp.array([0.0, 0.0, 10.0, 10.0, 0.0, 0.0])
+UPU_LOAD = jnp.array([0.0, 0.0, 1000.0, 1000.0, 0.0, 0.0])
+
+
+def test_reciprocal_product_is_invariant_and_joint_screws_are_reciprocal():
+    rng = np.random.default_rng(0)
+    R = screw.rotation_vector(jnp.asarray(rng.normal(size=3)))
+    p = jnp.asarray(rng.normal(size=3))
+    V, W = jnp.asarray(rng.normal(size=6)), jnp.asarray(rng.normal(size=6))
+    Ad = screw.adjoint(R, p)
+    assert abs(float(screw.reciprocal(Ad @ V, Ad @ W) - screw.reciprocal(V, W))) < 1e-12
+    assert np.allclose(screw.transform(R, p, V), Ad @ V, atol=1e-14)
+    # a force through a revolute axis, or parallel to it, does no work on its rotation
+    e, r = jnp.array([0.0, 0.6, 0.8]), jnp.array([0.3, -0.2, 0.5])
+    xi = screw.revolute(e, r)
+    assert abs(float(screw.reciprocal(xi, screw.wrench(jnp.array([1.0, 2.0, -1.0]), r)))) < 1e-15
+    assert abs(float(screw.reciprocal(xi, screw.wrench(e, jnp.array([2.0, 0.0, 1.0]))))) < 1e-15
+    # a prismatic joint transmits any couple and any force across its axis
+    assert abs(float(screw.reciprocal(screw.prismatic(e), jnp.concatenate([jnp.cross(e, r), jnp.ones(3)])))) < 1e-15
+    # exp of a revolute screw fixes its axis; twist_of recovers the screw from the motion
+    Rr, pr = screw.exp(xi, jnp.asarray(0.7), False)
+    assert np.allclose(Rr @ r + pr, r, atol=1e-15)
+    f = lambda t: screw.exp(xi, t, False)  # noqa: E731
+    (Rt, pt), (Rd, pd) = jax.jvp(f, (jnp.asarray(0.7),), (jnp.asarray(1.0),))
+    assert np.allclose(screw.twist_of(Rt, pt, Rd, pd), xi, atol=1e-14)
+
+
+def test_screw_matrix_is_the_velocity_jacobian():
+    mech = par.ThreeUPSUPUS()
+    rng = np.random.default_rng(1)
+    for ch in mech.chains:
+        th, thd = jnp.asarray(rng.normal(size=ch.n) * 0.3), jnp.asarray(rng.normal(size=ch.n))
+        (Rs, ps), (Rd, pd) = jax.jvp(lambda t: par.chain_poses(ch, t), (th,), (thd,))
+        V = screw.twist_of(Rs[-1], ps[-1], Rd[-1], pd[-1])
+        assert np.allclose(par.chain_screws(ch, th) @ thd, V, atol=1e-13)
+
+
+def test_mobility_of_3ups_upu_s_matches_eqs_13_and_18():
+    mech = par.ThreeUPSUPUS()
+    mob = par.mobility(mech)
+    assert mob.dof == 2 and mob.redundancy == 2 and mob.actuated_rank == 6
+    # Eq. 18: the free twists are the rotations about x and y through O
+    assert np.allclose(mob.free_twists.T @ mob.free_twists, np.diag([1.0, 1, 0, 0, 0, 0]), atol=1e-12)
+    # Eq. 13: the UPU chain's constraint is a force along y through (−R + L/sin θ, y, 0) = (0.4, y, 0)
+    k = mob.chain_ranks["UPU1"]
+    assert k == 5
+    w = mob.constraint_wrenches[0]
+    w = w / w[1]
+    assert np.allclose(w, [0.0, 1.0, 0.0, 0.0, 0.0, 0.4], atol=1e-12)
+    stewart = par.mobility(par.StewartPlatform())
+    assert (stewart.dof, stewart.actuated_rank, stewart.redundancy) == (6, 6, 0)
+
+
+def test_singular_architecture_is_reported_with_its_rank():
+    # legs in vertical planes through the axis (platform joints at the base joints'
+    # azimuths): the locked actuators cannot stop a rotation about z
+    run = 0.05 - 0.02
+    radial = par.StewartPlatform(tilt=float(np.arcsin(run / 0.1)))
+    mob = par.mobility(radial)
+    assert mob.dof == 6 and mob.actuated_rank < 6
+    times = jnp.arange(0.0, DURATION, DT)
+    still = par.trajectory(lambda t: jnp.eye(3), lambda t: radial.reference + 0.0 * t, times)
+    kin = par.inverse_kinematics(radial, still)
+    assert bool(kin.converged.all())
+    with pytest.raises(ValueError, match=rf"wrench system is singular at sample 0 .*rank {30 + mob.actuated_rank} of 36"):
+        par.inverse_dynamics(radial, still, kinematics=kin)
+
+
+def test_bad_input_is_named():
+    mech = par.StewartPlatform()
+    times = jnp.arange(0.0, DURATION, DT)
+    traj = par.stewart_spiral(mech, times)
+    bad = jax.tree.map(lambda a: a, traj)
+    bad = eqx_set(bad, "position", traj.position.at[7, 1].set(jnp.nan))
+    with pytest.raises(ValueError, match=r"`position` is not finite at sample 7"):
+        par.inverse_kinematics(mech, bad)
+    with pytest.raises(ValueError, match="cannot join base radius"):
+        par.StewartPlatform(platform_radius=0.2)
+    with pytest.raises(ValueError, match="`platform_mass` must be positive"):
+        par.StewartPlatform(platform_mass=-1.0)
+    with pytest.raises(ValueError, match="method"):
+        par.inverse_kinematics(mech, traj, method="euler")
+    # a spiral ten times wider than the legs can follow: the stroke limit is named
+    wide = par.stewart_spiral(mech, times, radius=0.05)
+    with pytest.raises(ValueError, match=r"leaves the joint limits at sample \d+ .*leg\d\.P4"):
+        par.inverse_kinematics(mech, wide)
+    kin = par.inverse_kinematics(mech, wide, throw=False)
+    assert not bool(kin.converged.all())
+
+
+def eqx_set(tree, name, value):
+    import equinox as eqx
+    return eqx.tree_at(lambda t: getattr(t, name), tree, value)
+
+
+@functools.lru_cache
+def _stewart():
+    mech = par.StewartPlatform()
+    traj = par.stewart_spiral(mech, jnp.arange(0.0, DURATION, DT))
+    kin = par.inverse_kinematics(mech, traj)
+    dyn = {m: par.inverse_dynamics(mech, traj, STEWART_LOAD, kinematics=kin, method=m) for m in _dynamics.METHODS}
+    return mech, traj, kin, dyn
+
+
+def test_stewart_against_dasgupta_newton_euler():
+    from reference import stewart_dasgupta as ref
+
+    mech, traj, kin, dyn = _stewart()
+    assert bool(kin.converged.all()) and float(kin.residual.max()) <= 1e-10
+    # leg lengths: closure against the closed form
+    legs = np.asarray(kin.labels[:, 3::6]) + 0.05
+    assert np.abs(legs - ref.leg_lengths(np.asarray(traj.times))).max() < 1e-12
+    # joint rates: least squares on the screw matrices = implicit function theorem
+    sr = jax.vmap(lambda th, V: par.screw_rates(mech, th, V))(kin.labels - mech.home_labels(), kin.platform_twist)
+    assert np.abs(sr - kin.rates).max() <= 1e-10 * np.abs(kin.rates).max()
+    # accelerations (jvp) against a central difference of the rates
+    fd = (kin.rates[2:] - kin.rates[:-2]) / (2 * DT)
+    assert np.abs(fd - kin.accelerations[1:-1]).max() < 1e-3 * np.abs(kin.accelerations).max()
+    F = np.asarray(ref.actuator_forces(np.asarray(traj.times), F_ext=(0.0, 0.0, 10.0), M_ext=(10.0, 0.0, 0.0)))
+    for method, d in dyn.items():
+        assert bool(d.converged.all()), method
+        assert np.abs(np.asarray(d.actuator_forces) - F).max() <= 1e-8 * np.abs(F).max(), method
+
+
+def _energy_power_residual(mech, kin, dyn, load):
+    """Σ actuator power + external power − d(kinetic + potential energy)/dt, with the
+    energy's rate taken by jvp of an energy function of the closure state (no wrenches)."""
+    def energy(x, xd):
+        th, thd = x[:mech.n_joints], xd[:mech.n_joints]
+        E = 0.0
+        for ch, t, td in zip(mech.chains, par._kinematics._split_joints(mech, th), par._kinematics._split_joints(mech, thd)):
+            if not ch.body_after:
+                continue
+            _, c, J, V, _ = _dynamics._chain_bodies(ch, t, td)
+            w, v = V[:, :3], V[:, 3:]
+            vc = v + jnp.cross(w, c)
+            E += jnp.sum(0.5 * ch.masses * jnp.sum(vc * vc, 1) + 0.5 * jnp.einsum("bi,bij,bj->b", w, J, w)
+                         - ch.masses * (c @ mech.gravity))
+        z, zd = par._kinematics.split(mech, x)[1:], par._kinematics.split(mech, xd)[1:]
+        R, d, V = par._kinematics.platform_state(z[0], z[1], zd[0], zd[1])
+        c, J, _ = _dynamics.body_state(mech.mass, mech.com, mech.inertia, R, d, V)
+        vc = V[3:] + jnp.cross(V[:3], c)
+        return E + 0.5 * mech.mass * vc @ vc + 0.5 * V[:3] @ J @ V[:3] - mech.mass * (c @ mech.gravity)
+
+    dE = jax.vmap(lambda x, xd, xdd: jax.jvp(energy, (x, xd), (xd, xdd))[1])(kin.state, kin.state_rate, kin.state_accel)
+    idx = jnp.asarray([sum(mech.sizes[:c]) + j for c, j in mech.actuated])
+    p_act = jnp.sum(dyn.actuator_forces * kin.rates[:, idx], axis=1)
+    ref = jax.vmap(lambda R, d: R @ mech.reference + d)(kin.platform_R, kin.platform_d)
+    V = kin.platform_twist
+    v_ref = V[:, 3:] + jnp.cross(V[:, :3], ref)
+    p_ext = v_ref @ load[:3] + V[:, :3] @ load[3:]
+    scale = jnp.abs(p_act).max() + jnp.abs(p_ext).max() + jnp.abs(dE).max()
+    return float(jnp.abs(p_act + p_ext - dE).max() / scale)
+
+
+def test_stewart_power_balance():
+    mech, traj, kin, dyn = _stewart()
+    assert _energy_power_residual(mech, kin, dyn["newton_euler"], STEWART_LOAD) < 1e-10
+
+
+def test_3ups_upu_s_momentum_screw_equals_newton_euler_and_power_balance():
+    mech = par.ThreeUPSUPUS()
+    traj = par.tilt_circle(mech, jnp.arange(0.0, DURATION, DT))
+    kin = par.inverse_kinematics(mech, traj)
+    assert bool(kin.converged.all()) and float(kin.residual.max()) <= 1e-10
+    sr = jax.vmap(lambda th, V: par.screw_rates(mech, th, V))(kin.labels - mech.home_labels(), kin.platform_twist)
+    assert np.abs(sr - kin.rates).max() <= 1e-10 * np.abs(kin.rates).max()
+    # the platform pivots about O, its normal follows the prescribed tilt
+    E = jax.vmap(lambda R, d: R @ mech.reference + d)(kin.platform_R, kin.platform_d)
+    assert np.abs(E - traj.position).max() < 1e-12
+    A = par.inverse_dynamics(mech, traj, UPU_LOAD, kinematics=kin, method="momentum")
+    B = par.inverse_dynamics(mech, traj, UPU_LOAD, kinematics=kin, method="newton_euler")
+    assert A.null_dim == 2 and bool(A.converged.all()) and bool(B.converged.all())
+    rel = np.abs(np.asarray(A.actuator_forces - B.actuator_forces)).max() / np.abs(np.asarray(B.actuator_forces)).max()
+    assert rel <= 1e-8
+    assert np.abs(np.asarray(A.joint_wrenches - B.joint_wrenches)).max() <= 1e-8 * np.abs(np.asarray(B.joint_wrenches)).max()
+    assert _energy_power_residual(mech, kin, A, UPU_LOAD) < 1e-10
+    # two free rotations along the path, as at home
+    k = traj.times.shape[0] // 2
+    assert par.mobility(mech, (traj.R[k], traj.position[k])).dof == 2

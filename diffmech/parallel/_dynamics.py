@@ -269,7 +269,7 @@ def inverse_dynamics(mechanism: AbstractParallelMechanism, trajectory, external_
         if not conv.all():
             k = int(np.argmin(conv))
             _kin.raise_failure(mechanism, kin)
-            rank = wrench_rank(mechanism, kin, k)
+            rank = wrench_rank(mechanism, kin.labels[k])
             raise ValueError(
                 f"{type(mechanism).__name__}: the wrench system is singular at sample {k} "
                 f"(t = {float(kin.times[k]):.6g} s): rank {rank[0]} of {rank[1]} equations, condition number "
@@ -278,10 +278,10 @@ def inverse_dynamics(mechanism: AbstractParallelMechanism, trajectory, external_
     return dyn
 
 
-def wrench_rank(mech: AbstractParallelMechanism, kin: Kinematics, k: int, rtol: float = 1e-10) -> tuple[int, int]:
-    """Eager: numerical rank of the wrench system's matrix at sample `k`, and its
-    number of equations."""
-    theta = np.asarray(kin.labels[k]) - np.asarray(mech.home_labels())
+def wrench_rank(mech: AbstractParallelMechanism, labels, rtol: float = 1e-10) -> tuple[int, int]:
+    """Eager: numerical rank of the wrench system's matrix at joint labels `labels`,
+    and its number of equations."""
+    theta = np.asarray(labels) - np.asarray(mech.home_labels())
     rows = []
     C = len(mech.chains)
     for c, (ch, th) in enumerate(zip(mech.chains, _kin._split_joints(mech, jnp.asarray(theta)))):

@@ -77,8 +77,7 @@ def _chain_bodies(ch: Chain, th, thd):
     """Screw matrix, and for each massive link: mass, centre of mass, inertia, twist,
     momentum screw."""
     Rs, ps = _kin.chain_poses(ch, th)
-    xi = ch.screws()
-    S = jnp.stack([xi[0]] + [_screw.transform(Rs[j - 1], ps[j - 1], xi[j]) for j in range(1, ch.n)], axis=1)
+    S = _kin.chain_screws(ch, th, (Rs, ps))
     cum = jnp.cumsum(S * thd[None, :], axis=1)
     idx = jnp.asarray(ch.body_after, dtype=int)
     V = cum[:, idx].T

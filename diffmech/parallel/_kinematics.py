@@ -57,22 +57,20 @@ def chain_poses(chain: Chain, theta: Float[Array, " n"]):
     return Rs, ps
 
 
-def chain_screws(chain: Chain, theta: Float[Array, " n"]) -> Float[Array, "6 n"]:
+def chain_screws(chain: Chain, theta: Float[Array, " n"], poses=None) -> Float[Array, "6 n"]:
     """The chain's screw matrix `S = [ξ'_1 … ξ'_n]` at displacement `theta`: each unit
-    joint twist moved by the displacement of the links before it (Eqs. 6–7 of seed 002)."""
+    joint twist moved by the displacement of the links before it (Eqs. 6–7 of seed 002).
+    `poses`: `chain_poses(chain, theta)` if already computed."""
     xi = chain.screws()
-    Rs, ps = chain_poses(chain, theta)
+    Rs, ps = chain_poses(chain, theta) if poses is None else poses
     cols = [xi[0]] + [_screw.transform(Rs[j - 1], ps[j - 1], xi[j]) for j in range(1, chain.n)]
     return jnp.stack(cols, axis=1)
 
 
 def split(mech: AbstractParallelMechanism, x):
     """`x → ([θ_c], φ, d)`."""
-    out, k = [], 0
-    for n in mech.sizes:
-        out.append(x[..., k:k + n])
-        k += n
-    return out, x[..., k:k + 3], x[..., k + 3:k + 6]
+    n = mech.n_joints
+    return _split_joints(mech, x[..., :n]), x[..., n:n + 3], x[..., n + 3:n + 6]
 
 
 def groups(mech: AbstractParallelMechanism) -> tuple[tuple[int, ...], ...]:
@@ -133,7 +131,7 @@ def screw_rates(mech: AbstractParallelMechanism, theta, platform_twist) -> Float
 def _split_joints(mech, theta):
     out, k = [], 0
     for n in mech.sizes:
-        out.append(theta[k:k + n])
+        out.append(theta[..., k:k + n])
         k += n
     return out
 
@@ -181,15 +179,11 @@ class Kinematics(eqx.Module):
 
 
 def _closure_errors(mech, theta, R, d):
-    """Per-sample max-norm of the chains' closure errors at displacements `theta`
-    against the platform displacement `(R, d)` (used to measure the one-step drift)."""
+    """Per-sample max-norm of the chains' closure errors (unscaled) at displacements
+    `theta` against the platform displacement `(R, d)` (the one-step drift)."""
     def one(th, R_, d_):
-        rows = []
-        for ch, t in zip(mech.chains, _split_joints(mech, th)):
-            Rs, ps = chain_poses(ch, t)
-            rows.append(jnp.abs(_screw.vee(Rs[-1] @ R_.T)))
-            rows.append(jnp.abs((Rs[-1] - R_) @ ch.attach + ps[-1] - d_))
-        return jnp.max(jnp.concatenate(rows))
+        rows = [_closure_rows(ch, t, R_, d_, 1.0) for ch, t in zip(mech.chains, _split_joints(mech, th))]
+        return jnp.max(jnp.abs(jnp.concatenate(rows)))
     return jax.vmap(one)(theta, R, d)
 
 

@@ -214,4 +214,7 @@ def test_vmap_over_a_thousand_designs_and_initial_states():
     assert float(jnp.median(tr.energy_drift)) < 1e-8
     for i in (0, 517, n - 1):
         single = one(jnp.asarray(L[i]), th0[i], w0[i])
-        np.testing.assert_allclose(tr.theta_A[i], single.theta_A, rtol=0, atol=1e-9)
+        # batched and single arithmetic differ at round-off, which can flip an
+        # accept/reject decision of the step-size controller: lanes agree to the
+        # integration tolerance (rtol 1e-10 per step, accumulated), not bit for bit
+        np.testing.assert_allclose(tr.theta_A[i], single.theta_A, rtol=0, atol=1e-8)

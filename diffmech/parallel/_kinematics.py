@@ -203,37 +203,66 @@ def _hermite(x0, x1, v0, v1, h, s):
             + (-2 * s3 + 3 * s2) * x1 + (s3 - s2) * h * v1)
 
 
-def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride: int, fallback: bool = False) -> Kinematics:
+def _continue(mech, times, u, fallback_steps: int = 24):
+    """Sequential continuation through the samples `times`/`u` (positions only: a
+    warm start, no derivatives). Each sample is solved by the core Newton (`root`,
+    to convergence) from the quadratic extrapolation in time of the last three
+    solutions; after a failure every later sample is left unsolved."""
+    mech = jax.lax.stop_gradient(mech)
+    n = mech.n_joints + 6
+    x0 = jnp.zeros(n, dtype=times.dtype)
+
+    def body(carry, inp):
+        (x1, x2, x3), (t1, t2, t3), count, alive = carry
+        u_k, t = inp
+        lin = x1 + (x1 - x2) * ((t - t1) / jnp.where(t1 != t2, t1 - t2, 1.0))
+        quad = (x1 * ((t - t2) * (t - t3)) / jnp.where(count >= 3, (t1 - t2) * (t1 - t3), 1.0)
+                + x2 * ((t - t1) * (t - t3)) / jnp.where(count >= 3, (t2 - t1) * (t2 - t3), 1.0)
+                + x3 * ((t - t1) * (t - t2)) / jnp.where(count >= 3, (t3 - t1) * (t3 - t2), 1.0))
+        guess = jnp.where(count >= 3, quad, jnp.where(count >= 2, lin, x1))
+        sol = _closure.root(residual, guess, u_k, mech, max_steps=fallback_steps, robust=False, active=alive)
+        ok = alive & sol.converged
+        x = jnp.where(ok, sol.value, x1)
+        new, old = ((x, x1, x2), (t, t1, t2), count + 1), ((x1, x2, x3), (t1, t2, t3), count)
+        carry = jax.tree.map(lambda a_, b_: jnp.where(ok, a_, b_), new, old) + (ok,)
+        return carry, (x, ok, RESULTS.where(alive, sol.result, RESULTS.not_reached))
+
+    t0 = times[0]
+    carry0 = ((x0, x0, x0), (t0, t0, t0), jnp.asarray(0), jnp.asarray(True))
+    _, (xs, oks, status) = jax.lax.scan(body, carry0, (u, times))
+    return xs, oks, status
+
+
+def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride: int) -> Kinematics:
     (R_t, d_t), (Rd_t, dd_t), (Rdd_t, ddd_t) = traj.displacement(mech.reference)
     N = traj.times.shape[0]
-    n = mech.n_joints + 6
-    x0 = jnp.zeros(n, dtype=traj.times.dtype)
+    t = traj.times
     # 1. continuation (sequential) through every `stride`-th sample and the last one
-    idx = jnp.asarray(sorted(set(range(0, N, stride)) | {N - 1}))
+    idx = np.asarray(sorted(set(range(0, N, stride)) | {N - 1}))
     take = lambda a: a[idx]  # noqa: E731
-    sol = _closure.sweep(residual, x0, (take(R_t), take(d_t)), mech, condition=True, fallback=fallback)
-    xc = sol.value
-
-    def velocity(x_, u, ud):
-        J = jax.jacfwd(residual)(x_, u, mech)
-        return jnp.linalg.solve(J, -jax.jvp(lambda u_: residual(x_, u_, mech), (u,), (ud,))[1])
-
-    if stride > 1:
-        xdc = jax.vmap(velocity)(xc, (take(R_t), take(d_t)), (take(Rd_t), take(dd_t)))
-    # 2. every sample in parallel: Newton from the Hermite interpolant of the continuation
-    k = jnp.arange(N)
-    i = jnp.clip(jnp.searchsorted(idx, k, side="right") - 1, 0, idx.shape[0] - 2)
+    xc, reached_c, status_c = _continue(mech, take(t), (take(R_t), take(d_t)))
+    # the closure Jacobian's condition number at the continuation samples (after the scan, batched)
+    cond_c = jax.vmap(lambda x_, u: _closure.condition(residual, x_, u, jax.lax.stop_gradient(mech)))(
+        xc, (take(R_t), take(d_t)))
+    # 2. every sample in parallel: Newton from the continuation (stride 1) or from the
+    # cubic Hermite interpolant of the continuation's positions and IFT rates
     if stride == 1:
-        x, res, fine_ok = xc, sol.residual, sol.converged
+        guess = xc
+        i = j = jnp.arange(N)
     else:
-        t = traj.times
-        h = t[idx[i + 1]] - t[idx[i]]
-        frac = (t - t[idx[i]]) / h
+        i = jnp.clip(jnp.searchsorted(jnp.asarray(idx), jnp.arange(N), side="right") - 1, 0, idx.shape[0] - 2)
+        def velocity(x_, u, ud):
+            return _closure.rates(residual, x_, u, jax.lax.stop_gradient(mech), ud)[0]
+        xdc = jax.vmap(velocity)(xc, (take(R_t), take(d_t)), (take(Rd_t), take(dd_t)))
+        tc = take(t)
+        h = tc[i + 1] - tc[i]
+        frac = (t - tc[i]) / h
         guess = jax.vmap(_hermite)(xc[i], xc[i + 1], xdc[i], xdc[i + 1], h, frac)
-        fine = jax.vmap(lambda g, u: _closure.root(residual, g, u, mech, min_steps=2, max_steps=2, robust=False))(
-            guess, (R_t, d_t)
-        )
-        x, res, fine_ok = fine.value, fine.residual, fine.converged
+        j = i + 1
+    fine = jax.vmap(lambda g, u: _closure.root(residual, g, u, mech, min_steps=2, max_steps=2, robust=False))(
+        guess, (R_t, d_t)
+    )
+    x, res, fine_ok = fine.value, fine.residual, fine.converged
     xd, xdd = jax.vmap(lambda x_, u, ud, udd: _closure.rates(residual, x_, u, mech, ud, udd))(
         x, (R_t, d_t), (Rd_t, dd_t), (Rdd_t, ddd_t)
     )
@@ -245,10 +274,10 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
     (R, d_, V), (_, _, A) = jax.vmap(lambda a, b, c: jax.jvp(pstate, (a, b), (b, c)))(z, zd, zdd)
     theta = x[:, :mech.n_joints]
     labels = theta + mech.home_labels()
-    # a sample is good if the continuation reached its interval and its own Newton converged
-    reached = sol.converged[i]
-    condition = jnp.maximum(sol.condition[i], sol.condition[i + 1])
-    status = jax.tree.map(lambda s_: s_[jnp.where(sol.converged[i], i + 1, i)], sol.status)
+    # a sample is good if the continuation reached both ends of its interval and its own Newton converged
+    reached = reached_c[i] & reached_c[j]
+    condition = jnp.maximum(cond_c[i], cond_c[j])
+    status = jax.tree.map(lambda s_: s_[jnp.where(reached_c[i], j, i)], status_c)
     ok = reached & fine_ok
     status = jax.vmap(lambda o, st: RESULTS.where(o, RESULTS.successful, st))(
         ok, jax.vmap(lambda r_, st: RESULTS.where(r_, RESULTS.motion_limit, st))(reached, status)
@@ -405,6 +434,15 @@ def _null(M, rtol):
     return vt[r:], r
 
 
+@eqx.filter_jit
+def _pose_screws(mechanism, R, pos):
+    """Close the chains at the pose (R, pos) from home by Newton, one compiled program;
+    returns (converged, residual, screw matrix of every chain)."""
+    sol = _closure.root(residual, jnp.zeros(mechanism.n_joints + 6), (R, pos - R @ mechanism.reference), mechanism)
+    th = _split_joints(mechanism, sol.value[:mechanism.n_joints])
+    return sol.converged, sol.residual, [chain_screws(ch, t) for ch, t in zip(mechanism.chains, th)]
+
+
 def mobility(mechanism: AbstractParallelMechanism, pose=None, *, rtol: float = 1e-9) -> Mobility:
     """Degrees of freedom, free twists and constraint wrenches at a platform pose.
 
@@ -414,18 +452,16 @@ def mobility(mechanism: AbstractParallelMechanism, pose=None, *, rtol: float = 1
     """
     N6 = np.asarray(_screw.N_MATRIX)
     if pose is None:
-        x = jnp.zeros(mechanism.n_joints + 6)
+        R, pos = jnp.eye(3), mechanism.reference
     else:
         R, pos = (jnp.asarray(v, dtype=float) for v in pose)
-        d = pos - R @ mechanism.reference
-        sol = _closure.root(residual, jnp.zeros(mechanism.n_joints + 6), (R, d), mechanism)
-        if not bool(sol.converged):
-            raise ValueError(f"mobility: the chains of {type(mechanism).__name__} cannot reach this pose "
-                             f"(closure residual {float(sol.residual):.3g})")
-        x = sol.value
+    converged, res, screws = _pose_screws(mechanism, R, pos)
+    if not bool(converged):
+        raise ValueError(f"mobility: the chains of {type(mechanism).__name__} cannot reach this pose "
+                         f"(closure residual {float(res):.3g})")
     cons, act, ranks = [], [], {}
-    for ch, th in zip(mechanism.chains, _split_joints(mechanism, x[:mechanism.n_joints])):
-        S = np.asarray(chain_screws(ch, th))
+    for ch, S in zip(mechanism.chains, screws):
+        S = np.asarray(S)
         w, r = _null(S.T @ N6, rtol)
         ranks[ch.name] = r
         cons.append(w)

@@ -222,3 +222,23 @@ def test_actuator_forces_differentiate_wrt_design_and_vmap_over_designs():
     assert np.abs(np.asarray(F[2]) - single).max() <= 1e-10 * np.abs(single).max()
     fd = central_diff(eager, np.asarray(designs[1]), h=1e-6)
     assert rel_err(J[1], fd) < 1e-6
+
+
+def test_one_step_forces_converge_to_exact_at_first_order():
+    """The seeds' one-step scheme (explicit in Δt) with its backward-difference
+    accelerations: its actuator forces approach the exact mode's at first order.
+    Both grids have 200 samples (Δt = 10 ms over 2 s, 5 ms over 1 s): the compiled
+    programs are shared; errors are compared on the common times."""
+    mech, traj, _, dyn = _stewart()
+    errs = []
+    for dt, tr, exact in ((DT, traj, dyn["newton_euler"].actuator_forces), (DT / 2, None, None)):
+        if tr is None:
+            tr = par.stewart_spiral(mech, jnp.arange(traj.times.shape[0], dtype=float) * dt)
+            exact = par.inverse_dynamics(mech, tr, STEWART_LOAD).actuator_forces
+        one = par.inverse_dynamics(mech, tr, STEWART_LOAD, ik_method="one_step")
+        assert bool(one.converged.all())
+        k = int(round(1.0 / dt))  # samples in [0, 1) s
+        e = np.abs(np.asarray(one.actuator_forces - exact)[:k:int(round(DT / dt))])
+        errs.append(e.max() / np.abs(np.asarray(exact)).max())
+    assert errs[0] < 1e-2
+    assert 1.6 < errs[0] / errs[1] < 2.5, errs

@@ -69,7 +69,7 @@ def newton_euler(mass, c, J, V, A):
 
 
 def gravity_wrench(mass, c, g):
-    f = mass[..., None] * g
+    f = jnp.broadcast_to(mass[..., None] * g, c.shape)
     return jnp.concatenate([f, _cross(c, f)], -1)
 
 

@@ -1,0 +1,223 @@
+"""One fitting layer on Optax: trainable fields chosen by an Equinox filter, positive
+fields kept feasible by a log reparametrisation, jitted update steps, multi-start by
+`vmap`, L-BFGS or Adam, a history per run, early stopping, masked failed solves."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from jaxtyping import Array, Bool, Float, Int
+
+__all__ = ["FitResult", "History", "fit", "masked_mean"]
+
+
+def masked_mean(residuals: Float[Array, "n ..."], valid: Bool[Array, " n"], penalty: float = 1e3) -> Float[Array, ""]:
+    """Mean of `residuals²` over the valid samples, with invalid samples (failed solves)
+    masked *before* the square reaches `grad`, so the wrong (finite) value a failed
+    closure solve returns contributes no gradient and a NaN there does not reach the
+    value (a NaN produced upstream *with a NaN derivative* would still reach `grad`:
+    the closure core returns finite guesses on failure for this reason), plus `penalty` × the
+    fraction of invalid samples (a value, no gradient: a line search sees a step into
+    unassemblable designs as an increase and rejects it)."""
+    r = jnp.asarray(residuals)
+    v = jnp.reshape(valid, valid.shape + (1,) * (r.ndim - valid.ndim))
+    safe = jnp.where(v, r, 0.0)
+    n = jnp.maximum(jnp.sum(valid), 1).astype(r.dtype)
+    per = jnp.sum(jnp.reshape(safe**2, (r.shape[0], -1)), axis=1)
+    frac_bad = 1.0 - jnp.mean(valid.astype(r.dtype))
+    return jnp.sum(per) / n + penalty * frac_bad
+
+
+class History(eqx.Module):
+    """Per iteration of one run (up to `steps` entries: the loop ends at the first chunk
+    after which every run has stopped; a batch of runs has a leading axis): `loss`, `grad_norm` (of the unconstrained parameters), `active` (False after
+    the run stopped early); `time` (wall seconds since the start, host-measured per
+    chunk of iterations)."""
+
+    loss: Float[Array, " steps"]
+    grad_norm: Float[Array, " steps"]
+    active: Bool[Array, " steps"]
+    time: Float[Array, " steps"]
+
+
+class FitResult(eqx.Module):
+    """`model`: the fitted model (multi-start: the start with the lowest final loss);
+    `params`: the fitted trainable fields of every start (a leading axis for
+    multi-start); `loss`, `steps` (iterations taken), `converged` (stopped on a
+    tolerance with a finite loss) per start; `history`; `best`: index of that start."""
+
+    model: Any
+    params: Any
+    loss: Float[Array, "*starts"]
+    steps: Int[Array, "*starts"]
+    converged: Bool[Array, "*starts"]
+    history: History
+    best: int = eqx.field(static=True)
+
+
+def _selector_spec(model, trainable):
+    """Boolean pytree: True on the leaves picked by `trainable` (a callable returning a
+    field, or a tuple of fields, of the model; None: every inexact array leaf)."""
+    is_float = lambda a: eqx.is_inexact_array(a)  # noqa: E731
+    if trainable is None:
+        return jax.tree.map(is_float, model)
+    if not callable(trainable):
+        return trainable  # already a filter spec
+    false = jax.tree.map(lambda _: False, model)
+    picked = trainable(model)
+    n = len(picked) if isinstance(picked, tuple) else 1
+    return eqx.tree_at(trainable, false, replace=(True,) * n if isinstance(picked, tuple) else True)
+
+
+def _optimizer(name, learning_rate):
+    if isinstance(name, (optax.GradientTransformation, optax.GradientTransformationExtraArgs)):
+        return name, False
+    if name == "lbfgs":
+        return optax.lbfgs(learning_rate=learning_rate), True
+    if name == "adam":
+        return optax.adam(1e-2 if learning_rate is None else learning_rate), False
+    raise ValueError(f"fit: `optimizer` must be 'lbfgs', 'adam' or an optax transformation; got {name!r}")
+
+
+def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, positive: bool | Callable = False,
+        optimizer="lbfgs", learning_rate=None, steps: int = 200, gtol: float = 1e-10, ftol: float = 0.0,
+        starts: int | None = None, spread: float = 0.1, seed: int = 0, chunk: int = 10,
+        progress: bool = False) -> FitResult:
+    """Minimise `loss(model, *args)` over the trainable fields of `model`.
+
+    **Arguments:**
+
+    - `loss`: a scalar function of the model (an Equinox module or any pytree) and `args`;
+      use `masked_mean` to mask failed solves out before `grad`.
+    - `trainable`: which fields move: a callable `lambda m: (m.lengths, m.inertias)`, a
+      boolean filter spec, or None (every floating-point array leaf).
+    - `positive`: keep the trainable leaves positive by optimising their logarithm
+      (lengths, masses, inertias); True for all of them, or a callable on the model
+      returning those that must stay positive.
+    - `optimizer`: `"lbfgs"` (optax.lbfgs with its zoom line search, the default),
+      `"adam"`, or any optax transformation; `learning_rate` for it.
+    - `steps`: the most iterations; `gtol`: stop when the gradient norm (unconstrained
+      parameters) falls below it; `ftol`: stop when the relative loss decrease of an
+      iteration falls below it (0: off).
+    - `starts`: multi-start: `starts` runs in one vmapped program, each from the
+      trainable leaves perturbed by `exp(spread · N(0, 1))` (positive) or
+      `+ spread · |x| · N(0, 1)`; start 0 is the given model. `seed` makes it reproducible.
+    - `chunk`: iterations per compiled call (the progress bar and the host-timed
+      history advance per chunk); `progress`: a text progress bar on stderr.
+
+    **Returns:** a `FitResult`.
+    """
+    if steps < 1:
+        raise ValueError(f"fit: `steps` must be ≥ 1; got {steps}")
+    spec = _selector_spec(model, trainable)
+    if not any(jax.tree.leaves(spec)):
+        raise ValueError("fit: `trainable` selects no floating-point array field of the model")
+    pos_spec = jax.tree.map(lambda s: bool(s) and bool(positive), spec) if not callable(positive) else \
+        jax.tree.map(lambda a, b: bool(a) and bool(b), spec, _selector_spec(model, positive))
+    params, static = eqx.partition(model, spec)
+    pos_tree = jax.tree.map(lambda a, s: s, params, eqx.filter(pos_spec, spec))
+    for a, s in zip(jax.tree.leaves(params), jax.tree.leaves(pos_tree)):
+        if s and not bool(jnp.all(a > 0)):
+            raise ValueError("fit: a field to be kept positive has a non-positive initial value")
+
+    def to_u(p):
+        return jax.tree.map(lambda a, s: jnp.log(a) if s else a, p, pos_tree)
+
+    def from_u(u):
+        return jax.tree.map(lambda a, s: jnp.exp(a) if s else a, u, pos_tree)
+
+    def objective(u):
+        return loss(eqx.combine(from_u(u), static), *args)
+
+    opt, needs_value = _optimizer(optimizer, learning_rate)
+    u0 = to_u(params)
+    if starts is not None:
+        if starts < 1:
+            raise ValueError(f"fit: `starts` must be ≥ 1; got {starts}")
+        keys = jax.random.split(jax.random.key(seed), len(jax.tree.leaves(u0)))
+        leaves, tdef = jax.tree.flatten(u0)
+        pos_l = jax.tree.leaves(pos_tree)
+        out = []
+        for a, k, s in zip(leaves, keys, pos_l):
+            z = jax.random.normal(k, (starts,) + a.shape, a.dtype).at[0].set(0.0)
+            out.append(a + spread * z if s else a + spread * jnp.abs(a) * z)
+        u0 = jax.tree.unflatten(tdef, out)
+
+    value_and_grad = optax.value_and_grad_from_state(objective) if needs_value else jax.value_and_grad(objective)
+
+    def init(u):
+        with jax.numpy_dtype_promotion("standard"):
+            return opt.init(u)
+
+    def one_step(carry, _):
+        u, state, active, prev, k = carry
+        # optax mixes int32 step counters with int64 and Python floats: it fails under
+        # strict dtype promotion, which a user (and our test suite) may have switched on
+        if needs_value:
+            value, grad = value_and_grad(u, state=state)
+            with jax.numpy_dtype_promotion("standard"):
+                updates, new_state = opt.update(grad, state, u, value=value, grad=grad, value_fn=objective)
+        else:
+            value, grad = value_and_grad(u)
+            with jax.numpy_dtype_promotion("standard"):
+                updates, new_state = opt.update(grad, state, u)
+        gnorm = optax.tree.norm(grad)
+        finite = jnp.isfinite(value) & jnp.isfinite(gnorm)
+        stop = (gnorm < gtol) | ~finite
+        if ftol > 0:
+            stop = stop | ((k > 0) & (prev - value <= ftol * jnp.abs(value)))
+        go = active & ~stop
+        new_u = jax.tree.map(lambda a, b: jnp.where(go, a, b), optax.apply_updates(u, updates), u)
+        new_state = jax.tree.map(lambda a, b: jnp.where(go, a, b) if eqx.is_array(a) else a, new_state, state)
+        return (new_u, new_state, go, jnp.where(active, value, prev), k + go.astype(k.dtype)), (value, gnorm, active)
+
+    def run_chunk(carry):
+        return jax.lax.scan(one_step, carry, None, length=chunk)
+
+    if starts is not None:
+        run_chunk = jax.vmap(run_chunk)  # noqa: F811
+        init = jax.vmap(init)  # noqa: F811
+    run_chunk = eqx.filter_jit(run_chunk)
+    init = eqx.filter_jit(init)
+
+    state = init(u0)
+    shape = () if starts is None else (starts,)
+    dtype = jax.tree.leaves(u0)[0].dtype
+    carry = (u0, state, jnp.ones(shape, bool), jnp.full(shape, jnp.inf, dtype), jnp.zeros(shape, jnp.int32))
+    losses, gnorms, actives, times = [], [], [], []
+    t0 = time.perf_counter()
+    n_chunks = -(-steps // chunk)
+    for c in range(n_chunks):
+        carry, (v, g, a) = run_chunk(carry)
+        jax.block_until_ready(v)
+        t = time.perf_counter() - t0
+        losses.append(v), gnorms.append(g), actives.append(a)
+        times.append(np.full(chunk, t))
+        if progress:
+            best = float(jnp.min(jnp.where(a[..., -1], v[..., -1], jnp.inf))) if bool(jnp.any(a[..., -1])) else float(jnp.min(v[..., -1]))
+            done = int(np.ceil(30 * (c + 1) / n_chunks))
+            print(f"\rfit [{'#' * done}{'.' * (30 - done)}] {(c + 1) * chunk}/{n_chunks * chunk}  loss {best:.3e}  {t:.1f} s",
+                  end="", file=sys.stderr, flush=True)
+        if not bool(jnp.any(carry[2])):
+            break
+    if progress:
+        print(file=sys.stderr)
+    axis = -1
+    hist = History(loss=jnp.concatenate(losses, axis)[..., :steps], grad_norm=jnp.concatenate(gnorms, axis)[..., :steps],
+                   active=jnp.concatenate(actives, axis)[..., :steps],
+                   time=jnp.broadcast_to(jnp.asarray(np.concatenate(times))[:steps], jnp.concatenate(losses, axis)[..., :steps].shape))
+    u, _, active, _, k = carry
+    final_loss = eqx.filter_jit(jax.vmap(objective) if starts is not None else objective)(u)
+    best = 0 if starts is None else int(jnp.argmin(jnp.where(jnp.isfinite(final_loss), final_loss, jnp.inf)))
+    fitted = from_u(u)
+    best_params = fitted if starts is None else jax.tree.map(lambda a: a[best], fitted)
+    return FitResult(model=eqx.combine(best_params, static), params=fitted, loss=final_loss, steps=k,
+                     converged=~active & jnp.isfinite(final_loss), history=hist, best=best)

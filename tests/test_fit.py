@@ -1,0 +1,70 @@
+"""The fitting layer: recovery against closed forms (linear least squares), start 0 of a
+multi-start batch against the single run, masking of failed solves."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from diffmech import fit as F
+
+
+class Decay(eqx.Module):
+    amplitude: jax.Array
+    offset: jax.Array
+
+
+T = jnp.linspace(0.0, 3.0, 40)
+
+
+def _data(noise, seed=0):
+    rng = np.random.default_rng(seed)
+    return 2.5 * jnp.exp(-T) - 0.7 + noise * jnp.asarray(rng.normal(size=T.shape))
+
+
+def _loss(m, y):
+    return jnp.mean((m.amplitude * jnp.exp(-T) + m.offset - y) ** 2)
+
+
+def test_lbfgs_reaches_the_least_squares_solution_and_keeps_positive_fields_positive():
+    y = _data(0.05)
+    ref, *_ = np.linalg.lstsq(np.stack([np.exp(-np.asarray(T)), np.ones(T.shape[0])], 1), np.asarray(y), rcond=None)
+    m0 = Decay(jnp.asarray(0.1), jnp.asarray(0.0))
+    r = F.fit(_loss, m0, y, trainable=lambda m: m.amplitude, positive=True, steps=5)
+    # only the amplitude moves
+    assert float(r.model.offset) == 0.0
+    r = F.fit(_loss, m0, y, positive=lambda m: m.amplitude, steps=100, gtol=1e-12)
+    assert bool(r.converged) and int(r.steps) < 100
+    np.testing.assert_allclose([float(r.model.amplitude), float(r.model.offset)], ref, rtol=1e-8)
+    h = np.asarray(r.history.loss)[np.asarray(r.history.active)]
+    assert np.all(np.diff(h) <= 1e-15)  # the line search never accepts an increase
+    with pytest.raises(ValueError, match="non-positive"):
+        F.fit(_loss, Decay(jnp.asarray(-1.0), jnp.asarray(0.0)), y, positive=True)
+    with pytest.raises(ValueError, match="optimizer"):
+        F.fit(_loss, m0, y, optimizer="sgd")
+
+
+def test_multistart_start_zero_equals_the_single_run_and_adam_moves_downhill():
+    y = _data(0.0)
+    m0 = Decay(jnp.asarray(1.0), jnp.asarray(0.3))
+    single = F.fit(_loss, m0, y, positive=lambda m: m.amplitude, steps=30, chunk=10)
+    multi = F.fit(_loss, m0, y, positive=lambda m: m.amplitude, steps=30, chunk=10, starts=4, spread=0.3, seed=1)
+    assert multi.loss.shape == (4,) and multi.history.loss.shape[0] == 4 and multi.history.loss.shape[1] <= 30
+    np.testing.assert_allclose(multi.params.amplitude[0], single.model.amplitude, rtol=1e-12)
+    assert float(multi.loss[multi.best]) == float(jnp.min(multi.loss))
+    again = F.fit(_loss, m0, y, positive=lambda m: m.amplitude, steps=30, chunk=10, starts=4, spread=0.3, seed=1)
+    np.testing.assert_array_equal(again.params.amplitude, multi.params.amplitude)  # reproducible
+    ad = F.fit(_loss, m0, y, optimizer="adam", learning_rate=0.05, steps=50)
+    assert float(ad.loss) < 0.1 * float(_loss(m0, y))
+
+
+def test_masked_mean_hides_failed_samples_from_the_gradient():
+    # a failed closure solve returns its (finite) guess: a wrong value that must not count
+    r = jnp.array([1.0, 7.0, 3.0])
+    ok = jnp.array([True, False, True])
+    g = jax.grad(lambda s: F.masked_mean(s * r, ok, penalty=0.0))(2.0)
+    assert float(g) == pytest.approx(2 * 2.0 * (1 + 9) / 2)  # d/ds of s²(1² + 3²)/2
+    assert float(F.masked_mean(r, ok, penalty=10.0)) == pytest.approx(5.0 + 10.0 / 3)
+    # a NaN in a failed sample does not reach the value
+    assert float(F.masked_mean(jnp.array([1.0, jnp.nan, 3.0]), ok, penalty=0.0)) == pytest.approx(5.0)

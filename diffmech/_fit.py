@@ -188,7 +188,11 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
     run_chunk = eqx.filter_jit(run_chunk)
     init = eqx.filter_jit(init)
 
-    state = init(u0)
+    # strong-typed leaves throughout (a weak-typed scalar in the model or the optimizer
+    # state would come back strong from the first chunk and cost a second compilation)
+    strong = lambda t: jax.tree.map(lambda a: jnp.array(a, dtype=a.dtype) if eqx.is_array(a) else a, t)  # noqa: E731
+    u0 = strong(u0)
+    state = strong(init(u0))
     shape = () if starts is None else (starts,)
     dtype = jax.tree.leaves(u0)[0].dtype
     carry = (u0, state, jnp.ones(shape, bool), jnp.full(shape, jnp.inf, dtype), jnp.zeros(shape, jnp.int32))

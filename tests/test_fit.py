@@ -7,8 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import diffmech as dm
-from diffmech import fit as F, fourbar as fbk
+from diffmech import fit as F
 
 
 class Decay(eqx.Module):
@@ -69,23 +68,3 @@ def test_masked_mean_hides_failed_samples_from_the_gradient():
     assert float(F.masked_mean(r, ok, penalty=10.0)) == pytest.approx(5.0 + 10.0 / 3)
     # a NaN in a failed sample does not reach the value
     assert float(F.masked_mean(jnp.array([1.0, jnp.nan, 3.0]), ok, penalty=0.0)) == pytest.approx(5.0)
-
-
-def test_fourbar_lengths_and_coupler_point_from_noise_free_tracer_positions():
-    theta = jnp.linspace(0.0, 2 * jnp.pi, 25)[:-1]
-    true = dm.FourBar(lengths=(0.12, 0.25, 0.26, 0.30))
-    point = jnp.array([0.1, 0.05])
-    data = fbk.coupler_point(true, fbk.sweep(true, theta).q, point)
-
-    class Model(eqx.Module):
-        lengths: jax.Array
-        point: jax.Array
-
-    def loss(m, data):
-        s = fbk.sweep_functional(dm.FourBar(lengths=m.lengths), theta, condition=False)
-        return F.masked_mean(fbk.coupler_point(dm.FourBar(lengths=m.lengths), s.q, m.point) - data, s.converged)
-
-    m0 = Model(jnp.array([0.125, 0.24, 0.27, 0.29]), jnp.array([0.09, 0.06]))
-    r = F.fit(loss, m0, data, positive=lambda m: m.lengths, steps=200, gtol=1e-13)
-    np.testing.assert_allclose(r.model.lengths, true.lengths, atol=1e-8)
-    np.testing.assert_allclose(r.model.point, point, atol=1e-8)

@@ -290,7 +290,7 @@ def sweep(
     branch: Callable[[Float[Array, " n"], Any, PyTree], Float[Array, ""]] | None = None,
     branch_sign: Float[Array, ""] | None = None,
     predictor: int = 2,
-    newton_steps: int = 2,
+    newton_steps: int | None = 2,
     atol: float = 1e-10,
     xtol: float = 1e-10,
     max_steps: int = 24,
@@ -318,6 +318,13 @@ def sweep(
     (`RESULTS.branch_switch`); every later step is `RESULTS.not_reached`, not solved
     and masked.
 
+    With `newton_steps=None` every input, the first included, is solved inside the
+    scan by Newton to convergence (`root`, at most `max_steps`, undamped) from the
+    predictor, with no polish or fallback: one Newton loop in the program, the
+    smallest to compile; meant for large input steps where a fixed step count would
+    not do (a warm start for a later parallel pass). It needs `branch_sign` when a
+    `branch` is given.
+
     **Arguments:** as `root`, plus `inputs` (leading axis `N`), `branch` (an
     invariant whose sign identifies the assembly branch; it vanishes only at
     singular configurations), `branch_sign` (the required sign; default: the sign at
@@ -334,7 +341,11 @@ def sweep(
     arc = jnp.concatenate([jnp.zeros((1,), dtype), jnp.cumsum(jnp.sqrt(jnp.sum(jnp.diff(flat_in, axis=0) ** 2, axis=1)))])
 
     order = max(0, min(int(predictor), 2))
-    n_head = min(order + 1, n_in)  # solved to convergence before the scan: the predictor's history
+    lean = newton_steps is None
+    if lean and branch is not None and branch_sign is None:
+        raise ValueError("sweep: `newton_steps=None` needs `branch_sign` when a `branch` invariant is given")
+    # solved to convergence before the scan: the predictor's history (lean: inside the scan)
+    n_head = 0 if lean else min(order + 1, n_in)
 
     def record(sol, u, alive):
         b_ok = jnp.asarray(True) if branch is None else jnp.sign(branch(sol.value, u, params)) == sign0
@@ -381,9 +392,13 @@ def sweep(
         xs, ss, count, alive = carry
         u, s = inp
         guess = extrapolate(xs, ss, count, s)
-        sol = root(fn, guess, u, params, atol=atol, xtol=0.0, max_steps=newton_steps,
-                   min_steps=newton_steps, condition=condition, active=alive, robust=False)
-        if fallback:
+        if lean:
+            sol = root(fn, guess, u, params, atol=atol, xtol=xtol, max_steps=max_steps, condition=condition,
+                       active=alive, robust=False)
+        else:
+            sol = root(fn, guess, u, params, atol=atol, xtol=0.0, max_steps=newton_steps,
+                       min_steps=newton_steps, condition=condition, active=alive, robust=False)
+        if fallback and not lean:
             # rare: the fixed steps did not converge (close to a fold or a singular
             # configuration). Newton to convergence from the last solution, only on
             # those lanes; the loop does no iteration when every lane converged.
@@ -407,6 +422,11 @@ def sweep(
         return carry, (x_new, ok, status, sol.residual, sol.condition, sol.steps)
 
     # history for the predictor: the last three accepted points (padded at the start)
+    if lean:
+        carry0 = ((x0,) * 3, (arc[0],) * 3, jnp.asarray(0, jnp.int32), jnp.asarray(True))
+        _, ys = jax.lax.scan(body, carry0, (inputs, arc), unroll=unroll)
+        return SweepSolution(inputs=inputs, value=ys[0], converged=ys[1], status=ys[2], residual=ys[3],
+                             condition=ys[4], steps=ys[5])
     xh = [h[0] for h in head][::-1] + [head[0][0]] * 3
     sh = [arc[k] for k in range(n_head)][::-1] + [arc[0]] * 3
     count = sum(h[1].astype(jnp.int32) for h in head)

@@ -203,36 +203,6 @@ def _hermite(x0, x1, v0, v1, h, s):
             + (-2 * s3 + 3 * s2) * x1 + (s3 - s2) * h * v1)
 
 
-def _continue(mech, times, u, fallback_steps: int = 24):
-    """Sequential continuation through the samples `times`/`u` (positions only: a
-    warm start, no derivatives). Each sample is solved by the core Newton (`root`,
-    to convergence) from the quadratic extrapolation in time of the last three
-    solutions; after a failure every later sample is left unsolved."""
-    mech = jax.lax.stop_gradient(mech)
-    n = mech.n_joints + 6
-    x0 = jnp.zeros(n, dtype=times.dtype)
-
-    def body(carry, inp):
-        (x1, x2, x3), (t1, t2, t3), count, alive = carry
-        u_k, t = inp
-        lin = x1 + (x1 - x2) * ((t - t1) / jnp.where(t1 != t2, t1 - t2, 1.0))
-        quad = (x1 * ((t - t2) * (t - t3)) / jnp.where(count >= 3, (t1 - t2) * (t1 - t3), 1.0)
-                + x2 * ((t - t1) * (t - t3)) / jnp.where(count >= 3, (t2 - t1) * (t2 - t3), 1.0)
-                + x3 * ((t - t1) * (t - t2)) / jnp.where(count >= 3, (t3 - t1) * (t3 - t2), 1.0))
-        guess = jnp.where(count >= 3, quad, jnp.where(count >= 2, lin, x1))
-        sol = _closure.root(residual, guess, u_k, mech, max_steps=fallback_steps, robust=False, active=alive)
-        ok = alive & sol.converged
-        x = jnp.where(ok, sol.value, x1)
-        new, old = ((x, x1, x2), (t, t1, t2), count + 1), ((x1, x2, x3), (t1, t2, t3), count)
-        carry = jax.tree.map(lambda a_, b_: jnp.where(ok, a_, b_), new, old) + (ok,)
-        return carry, (x, ok, RESULTS.where(alive, sol.result, RESULTS.not_reached))
-
-    t0 = times[0]
-    carry0 = ((x0, x0, x0), (t0, t0, t0), jnp.asarray(0), jnp.asarray(True))
-    _, (xs, oks, status) = jax.lax.scan(body, carry0, (u, times))
-    return xs, oks, status
-
-
 def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride: int) -> Kinematics:
     (R_t, d_t), (Rd_t, dd_t), (Rdd_t, ddd_t) = traj.displacement(mech.reference)
     N = traj.times.shape[0]
@@ -240,7 +210,10 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
     # 1. continuation (sequential) through every `stride`-th sample and the last one
     idx = np.asarray(sorted(set(range(0, N, stride)) | {N - 1}))
     take = lambda a: a[idx]  # noqa: E731
-    xc, reached_c, status_c = _continue(mech, take(t), (take(R_t), take(d_t)))
+    # (positions only, a warm start: Newton to convergence at each sample, no derivatives)
+    cont = _closure.sweep(residual, jnp.zeros(mech.n_joints + 6, dtype=t.dtype), (take(R_t), take(d_t)),
+                          jax.lax.stop_gradient(mech), newton_steps=None, condition=False)
+    xc, reached_c, status_c = cont.value, cont.converged, cont.status
     # the closure Jacobian's condition number at the continuation samples (after the scan, batched)
     cond_c = jax.vmap(lambda x_, u: _closure.condition(residual, x_, u, jax.lax.stop_gradient(mech)))(
         xc, (take(R_t), take(d_t)))

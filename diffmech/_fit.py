@@ -4,6 +4,7 @@ fields kept feasible by a log reparametrisation, jitted update steps, multi-star
 
 from __future__ import annotations
 
+import functools
 import sys
 import time
 from collections.abc import Callable
@@ -66,9 +67,8 @@ class FitResult(eqx.Module):
 def _selector_spec(model, trainable):
     """Boolean pytree: True on the leaves picked by `trainable` (a callable returning a
     field, or a tuple of fields, of the model; None: every inexact array leaf)."""
-    is_float = lambda a: eqx.is_inexact_array(a)  # noqa: E731
     if trainable is None:
-        return jax.tree.map(is_float, model)
+        return jax.tree.map(eqx.is_inexact_array, model)
     if not callable(trainable):
         return trainable  # already a filter spec
     false = jax.tree.map(lambda _: False, model)
@@ -77,13 +77,77 @@ def _selector_spec(model, trainable):
     return eqx.tree_at(trainable, false, replace=(True,) * n if isinstance(picked, tuple) else True)
 
 
+def _from_u(u, positive):
+    return jax.tree.map(lambda a, s: jnp.exp(a) if s else a, u, positive)
+
+
+def _objective(u, problem):
+    loss, static, args, positive = problem
+    return loss(eqx.combine(_from_u(u, positive), static), *args)
+
+
+def _step(carry, problem, opt, needs_value, gtol, ftol):
+    u, state, active, prev, k = carry
+    objective = functools.partial(_objective, problem=problem)
+    # optax mixes int32 step counters with int64 and Python floats: it fails under
+    # strict dtype promotion, which a user (and our test suite) may have switched on
+    if needs_value:
+        value, grad = optax.value_and_grad_from_state(objective)(u, state=state)
+        with jax.numpy_dtype_promotion("standard"):
+            updates, new_state = opt.update(grad, state, u, value=value, grad=grad, value_fn=objective)
+    else:
+        value, grad = jax.value_and_grad(objective)(u)
+        with jax.numpy_dtype_promotion("standard"):
+            updates, new_state = opt.update(grad, state, u)
+    gnorm = optax.tree.norm(grad)
+    stop = (gnorm < gtol) | ~(jnp.isfinite(value) & jnp.isfinite(gnorm))
+    if ftol > 0:
+        stop = stop | ((k > 0) & (prev - value <= ftol * jnp.abs(value)))
+    go = active & ~stop
+    new_u = jax.tree.map(lambda a, b: jnp.where(go, a, b), optax.apply_updates(u, updates), u)
+    new_state = jax.tree.map(lambda a, b: jnp.where(go, a, b) if eqx.is_array(a) else a, new_state, state)
+    return (new_u, new_state, go, jnp.where(active, value, prev), k + go.astype(k.dtype)), (value, gnorm, active)
+
+
+# Module-level and jitted once per (loss, model structure, optimizer, settings): repeated
+# `fit` calls with the same loss function (noise sweeps, restarts) reuse the compiled program.
+@eqx.filter_jit
+def _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched):
+    def run(c):
+        return jax.lax.scan(lambda c_, _: _step(c_, problem, opt, needs_value, gtol, ftol), c, None, length=chunk)
+    return jax.vmap(run)(carry) if batched else run(carry)
+
+
+@eqx.filter_jit
+def _init(u, opt, batched):
+    def init(u_):
+        with jax.numpy_dtype_promotion("standard"):
+            return opt.init(u_)
+    return jax.vmap(init)(u) if batched else init(u)
+
+
+@eqx.filter_jit
+def _final_loss(u, problem, batched):
+    f = functools.partial(_objective, problem=problem)
+    return jax.vmap(f)(u) if batched else f(u)
+
+
+@functools.lru_cache(maxsize=None)
+def _named_optimizer(name, learning_rate):
+    # cached: a fresh optax transformation is a new static argument (a recompilation)
+    if name == "lbfgs":
+        return optax.lbfgs(learning_rate=learning_rate), True
+    return optax.adam(1e-2 if learning_rate is None else learning_rate), False
+
+
 def _optimizer(name, learning_rate):
     if isinstance(name, (optax.GradientTransformation, optax.GradientTransformationExtraArgs)):
         return name, False
-    if name == "lbfgs":
-        return optax.lbfgs(learning_rate=learning_rate), True
-    if name == "adam":
-        return optax.adam(1e-2 if learning_rate is None else learning_rate), False
+    if name in ("lbfgs", "adam"):
+        try:
+            return _named_optimizer(name, learning_rate)
+        except TypeError:  # an unhashable learning rate (an array or a schedule)
+            return _named_optimizer.__wrapped__(name, learning_rate)
     raise ValueError(f"fit: `optimizer` must be 'lbfgs', 'adam' or an optax transformation; got {name!r}")
 
 
@@ -128,17 +192,9 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
         if s and not bool(jnp.all(a > 0)):
             raise ValueError("fit: a field to be kept positive has a non-positive initial value")
 
-    def to_u(p):
-        return jax.tree.map(lambda a, s: jnp.log(a) if s else a, p, pos_tree)
-
-    def from_u(u):
-        return jax.tree.map(lambda a, s: jnp.exp(a) if s else a, u, pos_tree)
-
-    def objective(u):
-        return loss(eqx.combine(from_u(u), static), *args)
-
+    problem = (loss, static, args, pos_tree)
     opt, needs_value = _optimizer(optimizer, learning_rate)
-    u0 = to_u(params)
+    u0 = jax.tree.map(lambda a, s: jnp.log(a) if s else a, params, pos_tree)
     if starts is not None:
         if starts < 1:
             raise ValueError(f"fit: `starts` must be ≥ 1; got {starts}")
@@ -151,48 +207,12 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
             out.append(a + spread * z if s else a + spread * jnp.abs(a) * z)
         u0 = jax.tree.unflatten(tdef, out)
 
-    value_and_grad = optax.value_and_grad_from_state(objective) if needs_value else jax.value_and_grad(objective)
-
-    def init(u):
-        with jax.numpy_dtype_promotion("standard"):
-            return opt.init(u)
-
-    def one_step(carry, _):
-        u, state, active, prev, k = carry
-        # optax mixes int32 step counters with int64 and Python floats: it fails under
-        # strict dtype promotion, which a user (and our test suite) may have switched on
-        if needs_value:
-            value, grad = value_and_grad(u, state=state)
-            with jax.numpy_dtype_promotion("standard"):
-                updates, new_state = opt.update(grad, state, u, value=value, grad=grad, value_fn=objective)
-        else:
-            value, grad = value_and_grad(u)
-            with jax.numpy_dtype_promotion("standard"):
-                updates, new_state = opt.update(grad, state, u)
-        gnorm = optax.tree.norm(grad)
-        finite = jnp.isfinite(value) & jnp.isfinite(gnorm)
-        stop = (gnorm < gtol) | ~finite
-        if ftol > 0:
-            stop = stop | ((k > 0) & (prev - value <= ftol * jnp.abs(value)))
-        go = active & ~stop
-        new_u = jax.tree.map(lambda a, b: jnp.where(go, a, b), optax.apply_updates(u, updates), u)
-        new_state = jax.tree.map(lambda a, b: jnp.where(go, a, b) if eqx.is_array(a) else a, new_state, state)
-        return (new_u, new_state, go, jnp.where(active, value, prev), k + go.astype(k.dtype)), (value, gnorm, active)
-
-    def run_chunk(carry):
-        return jax.lax.scan(one_step, carry, None, length=chunk)
-
-    if starts is not None:
-        run_chunk = jax.vmap(run_chunk)  # noqa: F811
-        init = jax.vmap(init)  # noqa: F811
-    run_chunk = eqx.filter_jit(run_chunk)
-    init = eqx.filter_jit(init)
-
+    batched = starts is not None
     # strong-typed leaves throughout (a weak-typed scalar in the model or the optimizer
     # state would come back strong from the first chunk and cost a second compilation)
     strong = lambda t: jax.tree.map(lambda a: jnp.array(a, dtype=a.dtype) if eqx.is_array(a) else a, t)  # noqa: E731
     u0 = strong(u0)
-    state = strong(init(u0))
+    state = strong(_init(u0, opt, batched))
     shape = () if starts is None else (starts,)
     dtype = jax.tree.leaves(u0)[0].dtype
     carry = (u0, state, jnp.ones(shape, bool), jnp.full(shape, jnp.inf, dtype), jnp.zeros(shape, jnp.int32))
@@ -200,13 +220,13 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
     t0 = time.perf_counter()
     n_chunks = -(-steps // chunk)
     for c in range(n_chunks):
-        carry, (v, g, a) = run_chunk(carry)
+        carry, (v, g, a) = _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched)
         jax.block_until_ready(v)
         t = time.perf_counter() - t0
         losses.append(v), gnorms.append(g), actives.append(a)
         times.append(np.full(chunk, t))
         if progress:
-            best = float(jnp.min(jnp.where(a[..., -1], v[..., -1], jnp.inf))) if bool(jnp.any(a[..., -1])) else float(jnp.min(v[..., -1]))
+            best = float(jnp.min(v[..., -1]))
             done = int(np.ceil(30 * (c + 1) / n_chunks))
             print(f"\rfit [{'#' * done}{'.' * (30 - done)}] {(c + 1) * chunk}/{n_chunks * chunk}  loss {best:.3e}  {t:.1f} s",
                   end="", file=sys.stderr, flush=True)
@@ -214,14 +234,14 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
             break
     if progress:
         print(file=sys.stderr)
-    axis = -1
-    hist = History(loss=jnp.concatenate(losses, axis)[..., :steps], grad_norm=jnp.concatenate(gnorms, axis)[..., :steps],
-                   active=jnp.concatenate(actives, axis)[..., :steps],
-                   time=jnp.broadcast_to(jnp.asarray(np.concatenate(times))[:steps], jnp.concatenate(losses, axis)[..., :steps].shape))
+    loss_h = jnp.concatenate(losses, -1)[..., :steps]
+    hist = History(loss=loss_h, grad_norm=jnp.concatenate(gnorms, -1)[..., :steps],
+                   active=jnp.concatenate(actives, -1)[..., :steps],
+                   time=jnp.broadcast_to(jnp.asarray(np.concatenate(times))[:steps], loss_h.shape))
     u, _, active, _, k = carry
-    final_loss = eqx.filter_jit(jax.vmap(objective) if starts is not None else objective)(u)
+    final_loss = _final_loss(u, problem, batched)
     best = 0 if starts is None else int(jnp.argmin(jnp.where(jnp.isfinite(final_loss), final_loss, jnp.inf)))
-    fitted = from_u(u)
+    fitted = _from_u(u, pos_tree)
     best_params = fitted if starts is None else jax.tree.map(lambda a: a[best], fitted)
     return FitResult(model=eqx.combine(best_params, static), params=fitted, loss=final_loss, steps=k,
                      converged=~active & jnp.isfinite(final_loss), history=hist, best=best)

@@ -101,26 +101,32 @@ def _branch_invariant(x, theta_A, fb):
     return jnp.where(is_change_point(fb), branch_sign(fb), cross(x[:2], x[2:]))
 
 
-def closed_form(fb: FourBar, theta_A) -> tuple[Float[Array, "4"], Float[Array, ""]]:
-    """The configuration on `fb.branch` by circle intersection (used as a warm start).
+def closed_form(fb: FourBar, theta_A, sigma=None) -> tuple[Float[Array, "4"], Float[Array, ""]]:
+    """The configuration on `fb.branch` by circle intersection (the sweeps' warm start,
+    and the synthesis layer's assembly).
+
+    `sigma`: the sign of qB × qD to assemble on (default: `branch_sign_at(fb, theta_A)`);
+    a traced ±1 lets one compiled program hold designs of both branches.
 
     **Returns:** `(x, gap)` with `x = (qB, qD)` and `gap ≤ 0` where the design can be
     assembled at `theta_A`; `gap > 0` is how far |BD| lies outside
     `[|l2 − l3|, l2 + l3]` (metres), and `x` is then the nearest collinear
-    configuration.
+    configuration. Differentiable everywhere off the toggle positions (`gap = 0`); the
+    gradient is finite (the collinear configuration's) where `gap > 0`.
     """
     l1, l2, l3, l4 = fb.lengths[0], fb.lengths[1], fb.lengths[2], fb.lengths[3]
     B = l1 * attitude(theta_A)
     D = jnp.stack([l4, jnp.zeros_like(l4)])
     BD = D - B
-    d = jnp.sqrt(_dot(BD, BD))
-    u = BD / jnp.where(d > 0, d, 1.0)
-    u = jnp.where(d > 0, u, jnp.array([1.0, 0.0], dtype=BD.dtype))
-    a = (l2**2 - l3**2 + d**2) / (2 * jnp.where(d > 0, d, 1.0))
+    d2 = _dot(BD, BD)
+    d_safe = jnp.sqrt(jnp.where(d2 > 0, d2, 1.0))  # no infinite derivative at B = D
+    d = jnp.where(d2 > 0, d_safe, 0.0)
+    u = jnp.where(d2 > 0, BD / d_safe, jnp.array([1.0, 0.0], dtype=BD.dtype))
+    a = (l2**2 - l3**2 + d2) / (2 * d_safe)
     h2 = l2**2 - a**2
     gap = jnp.maximum(d - (l2 + l3), jnp.abs(l2 - l3) - d)
-    h = jnp.sqrt(jnp.maximum(h2, 0.0))
-    sigma = branch_sign_at(fb, theta_A)
+    h = jnp.where(h2 > 0, jnp.sqrt(jnp.where(h2 > 0, h2, 1.0)), 0.0)  # double where: finite gradient
+    sigma = branch_sign_at(fb, theta_A) if sigma is None else sigma
     C = B + a * u + sigma * h * perp(u)
     qB = (C - B) / l2
     qD = (C - D) / l3
@@ -273,12 +279,16 @@ class Sweep(eqx.Module):
 
 
 def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: bool = True,
-                     predictor: int = 2, newton_steps: int = 2, fallback: bool = True, unroll: int = 1) -> Sweep:
+                     predictor: int = 2, newton_steps: int = 2, fallback: bool = True, unroll: int = 1,
+                     sigma=None) -> Sweep:
     """`sweep` for use inside `jit`/`vmap`/`grad` (no validation, no batching logic):
-    one design, one continuation through `theta_A` (options as `diffmech.closure.sweep`)."""
-    x0, _ = closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A[0]))
+    one design, one continuation through `theta_A` (options as `diffmech.closure.sweep`).
+    `sigma`: the sign of qB × qD to follow (default `branch_sign(fb)`), traced, so one
+    program can follow designs of both branches (see `closed_form`)."""
+    x0, _ = closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A[0]),
+                        None if sigma is None else jax.lax.stop_gradient(sigma))
     sol = _closure.sweep(
-        residual, x0, theta_A, fb, branch=_branch_invariant, branch_sign=branch_sign(fb),
+        residual, x0, theta_A, fb, branch=_branch_invariant, branch_sign=branch_sign(fb) if sigma is None else sigma,
         condition=condition, predictor=predictor, newton_steps=newton_steps, fallback=fallback, unroll=unroll,
     )
     q = _full_q(theta_A, sol.value)

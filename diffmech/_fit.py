@@ -91,13 +91,17 @@ def _step(carry, problem, opt, needs_value, gtol, ftol):
     objective = functools.partial(_objective, problem=problem)
     # optax mixes int32 step counters with int64 and Python floats: it fails under
     # strict dtype promotion, which a user (and our test suite) may have switched on
-    if needs_value:
+    # needs_value: "state" — a line-search method (L-BFGS) that stores the value and gradient
+    # at the accepted point in its state; "extra" — any transformation taking the value,
+    # gradient and objective as extra arguments (optax ignores them where unused)
+    if needs_value == "state":
         value, grad = optax.value_and_grad_from_state(objective)(u, state=state)
-        with jax.numpy_dtype_promotion("standard"):
-            updates, new_state = opt.update(grad, state, u, value=value, grad=grad, value_fn=objective)
     else:
         value, grad = jax.value_and_grad(objective)(u)
-        with jax.numpy_dtype_promotion("standard"):
+    with jax.numpy_dtype_promotion("standard"):
+        if needs_value:
+            updates, new_state = opt.update(grad, state, u, value=value, grad=grad, value_fn=objective)
+        else:
             updates, new_state = opt.update(grad, state, u)
     gnorm = optax.tree.norm(grad)
     stop = (gnorm < gtol) | ~(jnp.isfinite(value) & jnp.isfinite(gnorm))
@@ -111,11 +115,24 @@ def _step(carry, problem, opt, needs_value, gtol, ftol):
 
 # Module-level and jitted once per (loss, model structure, optimizer, settings): repeated
 # `fit` calls with the same loss function (noise sweeps, restarts) reuse the compiled program.
+def _per_start(fn, batched, own_static):
+    """`fn(x, problem)` vmapped over starts: the carry always, the frozen fields of the
+    model too when every start brings its own (`fit(..., batch=True)`)."""
+    if not batched:
+        return fn
+
+    def mapped(x, problem):
+        loss, static, args, pos = problem
+        one = lambda x_, st: fn(x_, (loss, st, args, pos))  # noqa: E731
+        return eqx.filter_vmap(one, in_axes=(0, eqx.if_array(0) if own_static else None))(x, static)
+    return mapped
+
+
 @eqx.filter_jit
-def _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched):
-    def run(c):
-        return jax.lax.scan(lambda c_, _: _step(c_, problem, opt, needs_value, gtol, ftol), c, None, length=chunk)
-    return jax.vmap(run)(carry) if batched else run(carry)
+def _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched, own_static=False):
+    def run(c, pr):
+        return jax.lax.scan(lambda c_, _: _step(c_, pr, opt, needs_value, gtol, ftol), c, None, length=chunk)
+    return _per_start(run, batched, own_static)(carry, problem)
 
 
 @eqx.filter_jit
@@ -127,22 +144,26 @@ def _init(u, opt, batched):
 
 
 @eqx.filter_jit
-def _final_loss(u, problem, batched):
-    f = functools.partial(_objective, problem=problem)
-    return jax.vmap(f)(u) if batched else f(u)
+def _final_loss(u, problem, batched, own_static=False):
+    return _per_start(_objective, batched, own_static)(u, problem)
 
 
 @functools.lru_cache(maxsize=None)
 def _named_optimizer(name, learning_rate):
     # cached: a fresh optax transformation is a new static argument (a recompilation)
     if name == "lbfgs":
-        return optax.lbfgs(learning_rate=learning_rate), True
-    return optax.adam(1e-2 if learning_rate is None else learning_rate), False
+        return optax.lbfgs(learning_rate=learning_rate), "state"
+    return optax.adam(1e-2 if learning_rate is None else learning_rate), ""
 
 
 def _optimizer(name, learning_rate):
-    if isinstance(name, (optax.GradientTransformation, optax.GradientTransformationExtraArgs)):
-        return name, False
+    if isinstance(name, optax.GradientTransformationExtraArgs):
+        # a zoom line search (optax.lbfgs(...) with options) keeps the value in its state
+        probe = name.init(jnp.zeros(1))
+        stores = optax.tree_utils.tree_get(probe, "value", default=None) is not None
+        return name, "state" if stores else "extra"
+    if isinstance(name, optax.GradientTransformation):
+        return name, ""
     if name in ("lbfgs", "adam"):
         try:
             return _named_optimizer(name, learning_rate)
@@ -153,7 +174,7 @@ def _optimizer(name, learning_rate):
 
 def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, positive: bool | Callable = False,
         optimizer="lbfgs", learning_rate=None, steps: int = 200, gtol: float = 1e-10, ftol: float = 0.0,
-        starts: int | None = None, spread: float = 0.1, seed: int = 0, chunk: int = 10,
+        starts: int | None = None, spread: float = 0.1, seed: int = 0, batch: bool = False, chunk: int = 10,
         progress: bool = False) -> FitResult:
     """Minimise `loss(model, *args)` over the trainable fields of `model`.
 
@@ -174,6 +195,9 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
     - `starts`: multi-start: `starts` runs in one vmapped program, each from the
       trainable leaves perturbed by `exp(spread · N(0, 1))` (positive) or
       `+ spread · |x| · N(0, 1)`; start 0 is the given model. `seed` makes it reproducible.
+    - `batch`: the starts are given: every array leaf of `model` has a leading axis of
+      starts (own initial designs; frozen fields may differ per start too, e.g. an
+      assembly branch). Excludes `starts`.
     - `chunk`: iterations per compiled call (the progress bar and the host-timed
       history advance per chunk); `progress`: a text progress bar on stderr.
 
@@ -195,6 +219,8 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
     problem = (loss, static, args, pos_tree)
     opt, needs_value = _optimizer(optimizer, learning_rate)
     u0 = jax.tree.map(lambda a, s: jnp.log(a) if s else a, params, pos_tree)
+    if batch and starts is not None:
+        raise ValueError("fit: give either `starts` (perturbed copies of one model) or `batch=True` (a batch of models)")
     if starts is not None:
         if starts < 1:
             raise ValueError(f"fit: `starts` must be ≥ 1; got {starts}")
@@ -207,20 +233,22 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
             out.append(a + spread * z if s else a + spread * jnp.abs(a) * z)
         u0 = jax.tree.unflatten(tdef, out)
 
-    batched = starts is not None
+    batched = starts is not None or batch
+    own_static = batch and any(eqx.is_array(a) for a in jax.tree.leaves(static))
+    n_starts = jax.tree.leaves(u0)[0].shape[0] if batch else starts
     # strong-typed leaves throughout (a weak-typed scalar in the model or the optimizer
     # state would come back strong from the first chunk and cost a second compilation)
     strong = lambda t: jax.tree.map(lambda a: jnp.array(a, dtype=a.dtype) if eqx.is_array(a) else a, t)  # noqa: E731
     u0 = strong(u0)
     state = strong(_init(u0, opt, batched))
-    shape = () if starts is None else (starts,)
+    shape = () if not batched else (n_starts,)
     dtype = jax.tree.leaves(u0)[0].dtype
     carry = (u0, state, jnp.ones(shape, bool), jnp.full(shape, jnp.inf, dtype), jnp.zeros(shape, jnp.int32))
     losses, gnorms, actives, times = [], [], [], []
     t0 = time.perf_counter()
     n_chunks = -(-steps // chunk)
     for c in range(n_chunks):
-        carry, (v, g, a) = _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched)
+        carry, (v, g, a) = _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched, own_static)
         jax.block_until_ready(v)
         t = time.perf_counter() - t0
         losses.append(v), gnorms.append(g), actives.append(a)
@@ -239,9 +267,10 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
                    active=jnp.concatenate(actives, -1)[..., :steps],
                    time=jnp.broadcast_to(jnp.asarray(np.concatenate(times))[:steps], loss_h.shape))
     u, _, active, _, k = carry
-    final_loss = _final_loss(u, problem, batched)
-    best = 0 if starts is None else int(jnp.argmin(jnp.where(jnp.isfinite(final_loss), final_loss, jnp.inf)))
+    final_loss = _final_loss(u, problem, batched, own_static)
+    best = 0 if not batched else int(jnp.argmin(jnp.where(jnp.isfinite(final_loss), final_loss, jnp.inf)))
     fitted = _from_u(u, pos_tree)
-    best_params = fitted if starts is None else jax.tree.map(lambda a: a[best], fitted)
-    return FitResult(model=eqx.combine(best_params, static), params=fitted, loss=final_loss, steps=k,
+    best_params = fitted if not batched else jax.tree.map(lambda a: a[best], fitted)
+    best_static = jax.tree.map(lambda a: a[best], static) if own_static else static
+    return FitResult(model=eqx.combine(best_params, best_static), params=fitted, loss=final_loss, steps=k,
                      converged=~active & jnp.isfinite(final_loss), history=hist, best=best)

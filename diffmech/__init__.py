@@ -2,7 +2,7 @@
 
 import importlib.metadata
 
-from . import closure as closure, examples as examples, fit as fit, fourbar as fourbar, linkage as linkage, parallel as parallel, screw as screw
+from . import closure as closure, examples as examples, fit as fit, fourbar as fourbar, identify as identify, linkage as linkage, parallel as parallel, screw as screw, synthesis as synthesis
 from .fourbar import FourBar as FourBar
 from .linkage import Linkage as Linkage
 

@@ -109,6 +109,51 @@ def _demo_dynamics(args, crank_rocker):
     return out
 
 
+def _synthesize(args) -> int:
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import numpy as np
+
+    from diffmech import plot, synthesis
+
+    try:
+        data = np.loadtxt(args.target, delimiter=",", ndmin=2, comments="#")
+    except ValueError:  # a header row
+        data = np.loadtxt(args.target, delimiter=",", ndmin=2, comments="#", skiprows=1)
+    if data.ndim != 2 or data.shape[1] not in (2, 3):
+        print(f"diffmech synthesize: {args.target} must hold rows 'x, y' (or 'x, y, crank angle' for prescribed timing); "
+              f"got {data.shape[1] if data.ndim == 2 else data.ndim} columns", file=sys.stderr)
+        return 2
+    timing = args.timing or ("prescribed" if data.shape[1] == 3 else "free")
+    angles = data[:, 2] if (data.shape[1] == 3 and timing == "prescribed") else None
+    t0 = time.perf_counter()
+    try:
+        r = synthesis.path_generation(data[:, :2], timing, crank_angles=angles, full_rotation=args.full_rotation,
+                                      starts=args.starts, steps=args.steps, seed=args.seed, progress=True)
+    except (ValueError, RuntimeError) as e:
+        print(f"diffmech synthesize: {e}", file=sys.stderr)
+        return 2
+    wall = time.perf_counter() - t0
+    os.makedirs(args.out, exist_ok=True)
+    design_path = os.path.join(args.out, "design.json")
+    synthesis.save_design(r, design_path)
+    ax = plot.synthesis(r, data[:, :2])
+    ax.figure.savefig(os.path.join(args.out, "synthesis.png"), dpi=110)
+    d = r.design
+    print(f"diffmech synthesize: {data.shape[0]} targets, timing {timing}, {args.starts} starts × ≤ {args.steps} L-BFGS steps, {wall:.1f} s")
+    print(f"  lengths (crank, coupler, rocker, ground) {np.array2string(np.asarray(d.lengths), precision=6)}, branch {d.branch:+d}")
+    print(f"  coupler point {np.array2string(np.asarray(d.point), precision=6)}, crank pivot {np.array2string(np.asarray(d.origin), precision=6)}, "
+          f"ground line at {float(d.angle):+.6f} rad")
+    print(f"  mean distance to the targets {r.error:.3e} (relative {r.relative_error:.2e}); "
+          f"starts within {1e-6:g}: {r.success_rate:.0%}; valid starts {int(np.sum(np.asarray(r.valid)))}/{args.starts}")
+    print(f"  wrote {design_path} (diffmech.linkage.load) and {os.path.join(args.out, 'synthesis.png')}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="diffmech", description="Differentiable closed-loop mechanisms.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -116,6 +161,17 @@ def main(argv=None) -> int:
     demo.add_argument("--out", default="demo_out", help="folder for the plots (default: demo_out)")
     demo.add_argument("--t1", type=float, default=5.0, help="simulated time of the dynamics cases (s; default 5)")
     demo.set_defaults(func=_demo)
+    syn = sub.add_parser("synthesize", help="four-bar path generation through target points from a CSV file")
+    syn.add_argument("target", help="CSV of target points: rows 'x, y', or 'x, y, crank angle' (rad) for prescribed timing")
+    syn.add_argument("--timing", choices=("free", "prescribed"), default=None,
+                     help="free: points in any order along the curve; prescribed: crank angles from the third column "
+                          "(or equal steps over a revolution). Default: prescribed with three columns, else free")
+    syn.add_argument("--full-rotation", action="store_true", help="require a crank that turns fully")
+    syn.add_argument("--starts", type=int, default=16, help="multi-start batch size (default 16)")
+    syn.add_argument("--steps", type=int, default=300, help="L-BFGS iterations per start (default 300)")
+    syn.add_argument("--seed", type=int, default=0, help="random seed of the starts (default 0)")
+    syn.add_argument("--out", default="synthesis_out", help="folder for design.json and synthesis.png")
+    syn.set_defaults(func=_synthesize)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -231,3 +231,38 @@ def time_series(times, values, labels, *, ax=None, title: str = "", ylabel: str 
     ax.set_title(title)
     ax.legend(fontsize=6, ncol=max(1, len(labels) // 6))
     return ax
+
+
+def synthesis(result, targets, *, ax=None, title: str | None = None):
+    """Target points against a synthesised design (`diffmech.synthesis.path_generation`):
+    the targets, the design's coupler curve (closure core; a four-bar over one crank
+    revolution from its first target, a linkage over its input range), its points at
+    the targets and the mechanism at the first target."""
+    import jax.numpy as jnp
+
+    from . import linkage as _lk
+    from ._synthesis import PlacedFourBar
+
+    ax = _axes(ax, figsize=(6, 5))
+    t = np.asarray(targets, dtype=float)
+    d = result.design
+    u = np.asarray(result.inputs)
+    if isinstance(d, PlacedFourBar):
+        curve, ok = d.path(u[0] + np.linspace(0.0, 2 * np.pi, 361))
+        curve = np.where(np.asarray(ok)[:, None], np.asarray(curve), np.nan)
+        j = {k: np.asarray(v) for k, v in d.joints(u[0]).items()}
+        for a, b in (("A", "B"), ("B", "C"), ("C", "D"), ("B", "P"), ("C", "P")):
+            ax.plot([j[a][0], j[b][0]], [j[a][1], j[b][1]], "-", color="0.35", lw=2)
+        ax.plot([j["A"][0], j["D"][0]], [j["A"][1], j["D"][1]], "^", color="0.2", ms=9, label="ground pivots")
+    else:
+        m = _lk.simulate(d, inputs=jnp.linspace(float(u.min()), float(u.max()), 181), condition=False)
+        k = int(np.argmin(np.linalg.norm(np.asarray(m.coords)[0, :, :2] - np.asarray(result.points)[0], axis=1)))
+        curve = np.where(np.asarray(m.converged)[:, None], np.asarray(m.coords)[:, k, :2], np.nan)
+    ax.plot(curve[:, 0], curve[:, 1], "-", color="C0", lw=1.5, label="coupler curve (closure core)")
+    ax.plot(t[:, 0], t[:, 1], "o", mfc="none", color="C3", ms=9, label="targets")
+    p = np.asarray(result.points)
+    ax.plot(p[:, 0], p[:, 1], "x", color="C0", ms=7, label=f"design at targets (mean error {result.error:.2e})")
+    ax.set_aspect("equal")
+    ax.legend(fontsize=8, loc="best")
+    ax.set_title(title or f"path generation: relative error {result.relative_error:.1e}")
+    return ax

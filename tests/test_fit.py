@@ -7,7 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from diffmech import fit as F
+from diffmech import fit as F, fourbar as fbk
+import diffmech as dm
 
 
 class Decay(eqx.Module):
@@ -68,3 +69,26 @@ def test_masked_mean_hides_failed_samples_from_the_gradient():
     assert float(F.masked_mean(r, ok, penalty=10.0)) == pytest.approx(5.0 + 10.0 / 3)
     # a NaN in a failed sample does not reach the value
     assert float(F.masked_mean(jnp.array([1.0, jnp.nan, 3.0]), ok, penalty=0.0)) == pytest.approx(5.0)
+
+
+def test_fourbar_tracer_identification_exact_without_noise_and_statistically_consistent_with_noise():
+    from diffmech import identify
+
+    theta = jnp.linspace(0.0, 2 * jnp.pi, 25)[:-1]
+    true = dm.FourBar(lengths=(0.12, 0.25, 0.26, 0.30))
+    point = jnp.array([0.1, 0.05])
+    clean = fbk.coupler_point(true, fbk.sweep(true, theta).q, point)
+    start = dm.FourBar(lengths=(0.125, 0.24, 0.27, 0.29))
+    r = identify.fourbar_tracer(theta, clean, start, (0.09, 0.06))
+    np.testing.assert_allclose(r.fourbar.lengths, true.lengths, atol=1e-8)
+    np.testing.assert_allclose(r.point, point, atol=1e-8)
+    # noise σ on both coordinates: a least-squares fit of p = 6 parameters to 2N = 48
+    # residuals leaves E[rms²] = σ² (2N − p) / 2N (same compiled program as above)
+    sigma = 1e-4
+    noisy = clean + sigma * jnp.asarray(np.random.default_rng(0).normal(size=clean.shape))
+    rn = identify.fourbar_tracer(theta, noisy, start, (0.09, 0.06))
+    expected = sigma * np.sqrt((48 - 6) / 48)
+    assert 0.6 * expected < rn.rms < 1.4 * expected
+    assert np.max(np.abs(np.asarray(rn.fourbar.lengths - true.lengths))) < 30 * sigma
+    with pytest.raises(ValueError, match="must match"):
+        identify.fourbar_tracer(theta, clean[:5], start, (0.09, 0.06))

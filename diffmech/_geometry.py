@@ -21,3 +21,9 @@ def cross(a: Float[Array, "*b 2"], b: Float[Array, "*b 2"]) -> Float[Array, "*b"
 def angle(q: Float[Array, "*b 2"]) -> Float[Array, "*b"]:
     """The angle θ of an attitude vector, in (−π, π]."""
     return jnp.arctan2(q[..., 1], q[..., 0])
+
+
+def rotation(theta: Float[Array, ""]) -> Float[Array, "2 2"]:
+    """The planar rotation matrix R(θ) (anticlockwise)."""
+    c, s = jnp.cos(theta), jnp.sin(theta)
+    return jnp.stack([jnp.stack([c, -s]), jnp.stack([s, c])])

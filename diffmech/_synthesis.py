@@ -27,7 +27,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from . import _fit
-from ._geometry import attitude
+from ._geometry import attitude, rotation
 from .fourbar import _kinematics as fbk
 from .fourbar._model import FourBar
 from .linkage import _simulate as lks
@@ -36,9 +36,9 @@ from .linkage._model import Linkage
 __all__ = ["PlacedFourBar", "Synthesis", "path_generation"]
 
 
-def _rot(angle):
-    c, s = jnp.cos(angle), jnp.sin(angle)
-    return jnp.stack([jnp.stack([c, -s]), jnp.stack([s, c])])
+def _to_world(design, local):
+    # a PlacedFourBar or a search candidate: local four-bar frame → world frame
+    return design.origin + local @ rotation(design.angle).T
 
 
 class PlacedFourBar(eqx.Module):
@@ -70,7 +70,7 @@ class PlacedFourBar(eqx.Module):
 
     def to_world(self, local: Float[Array, "*n 2"]) -> Float[Array, "*n 2"]:
         """Map points from the four-bar's frame to the world frame."""
-        return self.origin + local @ _rot(self.angle).T
+        return _to_world(self, local)
 
     def path(self, theta_A) -> tuple[Float[Array, "N 2"], Bool[Array, " N"]]:
         """The coupler point's world positions along a crank sweep through `theta_A`
@@ -189,7 +189,7 @@ def _coupler(c, theta):
     x, gap = jax.vmap(lambda th: fbk.closed_form(fb, th, c.sigma))(theta)
     q = jnp.concatenate([attitude(theta), x], axis=-1)
     local = fbk.coupler_point(fb, q, c.point)
-    return c.origin + local @ _rot(c.angle).T, gap
+    return _to_world(c, local), gap
 
 
 def _penalties(c, gap, full_rotation, margin):
@@ -199,10 +199,7 @@ def _penalties(c, gap, full_rotation, margin):
     p = jnp.mean(jax.nn.relu(gap + margin) ** 2)
     p = p + jnp.sum(jax.nn.relu(c.lengths - 50.0) ** 2 + jax.nn.relu(0.02 - c.lengths) ** 2)
     if full_rotation:
-        l1, l2, l3, l4 = c.lengths[0], c.lengths[1], c.lengths[2], c.lengths[3]
-        # crank_limits' cosines: the crank turns fully iff cos θ_min ≥ 1 and cos θ_max ≤ −1
-        c_min = (l1**2 + l4**2 - (l2 - l3) ** 2) / (2 * l1 * l4)
-        c_max = (l1**2 + l4**2 - (l2 + l3) ** 2) / (2 * l1 * l4)
+        c_min, c_max = fbk.crank_limit_cosines(c.lengths)
         p = p + jax.nn.relu(1.0 + margin - c_min) ** 2 + jax.nn.relu(c_max + 1.0 + margin) ** 2
     return p
 
@@ -279,7 +276,7 @@ def _check(c, targets, increments, free, margin, substeps):
     s = fbk.sweep_functional(fb, grid, condition=False, sigma=c.sigma)
     q = s.q[::substeps]
     local = fbk.coupler_point(fb, q, c.point)
-    pts = c.origin + local @ _rot(c.angle).T
+    pts = _to_world(c, local)
     inverse = jnp.argsort(order)
     return theta, pts[inverse], jnp.all(s.converged)
 

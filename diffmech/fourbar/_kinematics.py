@@ -536,6 +536,15 @@ class CrankRange(eqx.Module):
         return (t >= self.theta_min) & (t <= self.theta_max)
 
 
+def crank_limit_cosines(lengths: Float[Array, "*batch 4"]) -> tuple[Array, Array]:
+    """`(cos θ_min, cos θ_max)` of `crank_limits`, unclipped (smooth in the lengths):
+    the crank turns fully iff `cos θ_min ≥ 1` and `cos θ_max ≤ −1`."""
+    l1, l2, l3, l4 = (lengths[..., i] for i in range(4))
+    c_max = (l1**2 + l4**2 - (l2 + l3) ** 2) / (2 * l1 * l4)
+    c_min = (l1**2 + l4**2 - (l2 - l3) ** 2) / (2 * l1 * l4)
+    return c_min, c_max
+
+
 def crank_limits(fb: FourBar) -> CrankRange:
     """The crank's angular limits (closed form; jittable and batched).
 
@@ -544,9 +553,7 @@ def crank_limits(fb: FourBar) -> CrankRange:
     `cos θ_max = (l1² + l4² − (l2 + l3)²) / (2 l1 l4)` and
     `cos θ_min = (l1² + l4² − (l2 − l3)²) / (2 l1 l4)` (clipped to [−1, 1]).
     """
-    l1, l2, l3, l4 = (fb.lengths[..., i] for i in range(4))
-    c_max = (l1**2 + l4**2 - (l2 + l3) ** 2) / (2 * l1 * l4)
-    c_min = (l1**2 + l4**2 - (l2 - l3) ** 2) / (2 * l1 * l4)
+    c_min, c_max = crank_limit_cosines(fb.lengths)
     theta_max = jnp.where(c_max > 1, -1.0, jnp.arccos(jnp.clip(c_max, -1.0, 1.0)))  # -1: empty
     theta_min = jnp.where(c_min < -1, 4.0, jnp.arccos(jnp.clip(c_min, -1.0, 1.0)))  # 4 > π: empty
     return CrankRange(theta_min=theta_min, theta_max=theta_max)

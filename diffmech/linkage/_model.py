@@ -60,6 +60,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .._geometry import rotation
+
 GEOMETRIES = ("planar", "spherical", "spatial")
 _KEYS = ("name", "geometry", "description", "joints", "links", "ground", "input", "simulation")
 INPUTS = ("revolute", "prismatic", "actuator")
@@ -96,11 +98,6 @@ def _rodrigues(axis, angle):
     z = jnp.zeros_like(k[0])
     K = jnp.stack([jnp.stack([z, -k[2], k[1]]), jnp.stack([k[2], z, -k[0]]), jnp.stack([-k[1], k[0], z])])
     return jnp.eye(3, dtype=axis.dtype) + jnp.sin(angle) * K + (1 - jnp.cos(angle)) * (K @ K)
-
-
-def _rot2(theta):
-    c, s = jnp.cos(theta), jnp.sin(theta)
-    return jnp.stack([jnp.stack([c, -s]), jnp.stack([s, c])])
 
 
 # --------------------------------------------------------------------------- topology (static)
@@ -737,7 +734,7 @@ def _moved(prep: _Prepared, u):
     if lk.geometry == "planar":
         if lk.input_kind == "revolute":  # Eqs. (10)–(12)
             P = C[s, :2]
-            R = _rot2(u)
+            R = rotation(u)
             pts = P + (M[:, :2] - P) @ R.T
             n = M[:, :2] @ R.T
             c = M[:, 2] + _dot(M[:, :2] - n, P)

@@ -750,17 +750,19 @@ def _moved(prep: _Prepared, u):
 
 def _assemble(x, u, prep: _Prepared) -> Float[Array, "J 3"]:
     """All joint coordinates (tracers at their initial values) from the state `x`
-    (None: the initial values) at input `u`, built row by row from static indices."""
-    lk, C = prep.lk, prep.C0
-    rows = [C[j] for j in range(C.shape[0])]
+    (None: the initial values) at input `u`: two scatters with static indices (one op
+    each, whatever the number of joints: tracing cost matters on first calls)."""
+    lk, X = prep.lk, prep.C0
     moving, moved = _moved(prep, u)
     if moving is not None:
-        for i, j in enumerate(moving):
-            rows[j] = moved[i]
-    if x is not None:
-        for j, o, w in lk.plan.unknowns:
-            rows[j] = x[o:o + 3] if w == 3 else jnp.concatenate([x[o:o + 2], jnp.zeros((1,), x.dtype)])
-    return jnp.stack(rows)
+        X = X.at[moving].set(moved)
+    if x is not None and lk.plan.unknowns:
+        n = x.shape[0]
+        rows = np.array([j for j, _, _ in lk.plan.unknowns], dtype=int)
+        # a planar point or line keeps 2 (or 3) state components; index n is a zero
+        src = np.array([[o, o + 1, o + 2 if w == 3 else n] for _, o, w in lk.plan.unknowns], dtype=int)
+        X = X.at[rows].set(jnp.concatenate([x, jnp.zeros((1,), x.dtype)])[src])
+    return X
 
 
 def _carry_tracers(prep: _Prepared, X):

@@ -30,6 +30,7 @@ from ._dynamics import (
     Drive as Drive,
     Trajectory as Trajectory,
     com_positions as com_positions,
+    crank_torque as crank_torque,
     energy as energy,
     momentum as momentum,
     potential as potential,

@@ -95,6 +95,26 @@ def energy(fb: FourBar, Pi, q: Float[Array, "*n 6"]) -> Float[Array, "*n"]:
     return jax.vmap(one)(jnp.reshape(Pi, (-1,)), q.reshape(-1, 6)).reshape(q.shape[:-1])
 
 
+def crank_torque(fb: FourBar, theta_A, omega_A, alpha_A) -> Float[Array, "*n"]:
+    """Inverse dynamics: the crank torque that drives the motion (θA, ωA, αA) (no
+    damping), from the reduced model's equation of motion
+    τ = Σ(q) αA + ½ δΣ ωA² + δV (Eqs. (82)–(84) solved for the torque; δ: the
+    derivative along the constraint per unit crank angle). Batched over leading axes
+    of the three arguments; q from the closure core on `fb.branch`."""
+    th, w, a = jnp.broadcast_arrays(*(jnp.asarray(v, dtype=fb.lengths.dtype) for v in (theta_A, omega_A, alpha_A)))
+
+    def one(th_, w_, a_):
+        q, _ = _closure_q(fb, th_)
+        tq = tangent(fb, q)
+        s, ds = jax.jvp(lambda qq: sigma(fb, qq), (q,), (tq,))
+        _, dV = jax.jvp(lambda qq: potential(fb, qq), (q,), (tq,))
+        return s * a_ + 0.5 * ds * w_**2 + dV
+
+    if th.ndim == 0:
+        return one(th, w, a)
+    return jax.vmap(one)(th.reshape(-1), w.reshape(-1), a.reshape(-1)).reshape(th.shape)
+
+
 class Drive(eqx.Module):
     """Applied crank torque and viscous joint damping.
 

@@ -18,3 +18,33 @@ _CACHE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", _CACHE)
 jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+
+
+# --- scheduling (pytest-xdist `--dist loadgroup`, see pyproject) -----------------------
+# The suite is trace- and compile-bound. A notebook shares most of its programs with the
+# tests of its subject: each such test module is one xdist group with its notebooks
+# (tests/test_notebooks.py), run on one worker, the notebooks after the tests, so that
+# they reuse what the tests compiled in that process. Groups are ordered largest first
+# (longest-processing-time first); ungrouped tests fill in behind them.
+import pytest  # noqa: E402
+
+GROUPS = ("parallel", "fourbar_dynamics", "linkage", "fourbar_kinematics", "synthesis", "fit")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    def group(item):
+        mark = item.get_closest_marker("xdist_group")
+        if mark is not None:
+            return mark.args[0]
+        name = item.module.__name__.removeprefix("test_")
+        if name in GROUPS:
+            item.add_marker(pytest.mark.xdist_group(name))
+            return name
+        return None
+
+    def key(item):
+        g = group(item)
+        return (GROUPS.index(g) if g else len(GROUPS), item.module.__name__ == "test_notebooks")
+
+    items.sort(key=key)  # stable: collection order within a group

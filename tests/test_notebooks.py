@@ -1,22 +1,59 @@
-"""Run every notebook with small sizes (DIFFMECH_SMALL=1); any error fails the test."""
+"""Run every notebook with small sizes (DIFFMECH_SMALL=1); any error fails the test.
 
-import os
+The cells run in this worker's process, in an IPython shell (the interpreter a Jupyter
+kernel runs; magics and rich display included), under the suite's strict dtype
+promotion: stricter than a fresh kernel's standard promotion (code that runs under
+strict runs unchanged under standard), and part of JAX's cache key, so a notebook
+under standard promotion would recompile everything. In-process, a notebook reuses the programs the tests of its
+subject compiled in this worker already (same library functions, same shapes): each
+notebook is put in one `xdist_group` with those tests and ordered after them
+(`conftest.py`), which halves the notebooks' share of the suite's time on 2 cores."""
+
+import contextlib
+import io
 import pathlib
 
+import jax
+import matplotlib.pyplot as plt
 import nbformat
 import pytest
-from nbclient import NotebookClient
+from IPython.core.interactiveshell import InteractiveShell
 
 NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+# the test module whose programs each notebook shares (its xdist group)
+GROUP = {"01": "fourbar_kinematics", "02": "fourbar_dynamics", "03": "linkage", "04": "parallel",
+         "05": "parallel", "06": "fit", "07": "synthesis"}
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def _run(path) -> str:
+    """Execute the notebook's code cells in order in a clean IPython namespace; return
+    everything they printed (stdout and displayed values)."""
+    nb = nbformat.read(path, as_version=4)
+    shell = InteractiveShell.instance()
+    shell.reset(new_session=True)
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            for k, cell in enumerate(nb.cells):
+                if cell.cell_type != "code":
+                    continue
+                result = shell.run_cell(cell.source, store_history=False)
+                if not result.success:
+                    err = result.error_before_exec or result.error_in_exec
+                    raise AssertionError(f"{path.name}, cell {k}: {type(err).__name__}: {err}\n{out.getvalue()[-3000:]}")
+    finally:
+        plt.close("all")
+        shell.reset(new_session=True)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xdist_group(GROUP[p.name[:2]])) for p in NOTEBOOKS],
+                         ids=[p.name for p in NOTEBOOKS])
 def test_notebook_runs(path, monkeypatch, tmp_path):
     monkeypatch.setenv("DIFFMECH_SMALL", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")
-    nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}).execute()
-    text = "\n".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    monkeypatch.chdir(tmp_path)
+    text = _run(path)
     if path.name.startswith("01_"):
         assert "converged: True" in text
         diff = float(text.split("max |implicit - finite difference| =")[1].split()[0])

@@ -196,6 +196,8 @@ def test_3ups_upu_s_momentum_screw_equals_newton_euler_and_power_balance():
     assert par.mobility(mech, (traj.R[k], traj.position[k])).dof == 2
 
 
+@pytest.mark.slow  # 2 min of compilation on 2 cores; the payload regressor (tests/test_identify.py) keeps
+# forward-mode Jacobians of the wrench solve in the default suite
 def test_actuator_forces_differentiate_wrt_design_and_vmap_over_designs():
     """One compiled program, vmapped over three designs (base radius, platform mass),
     returns the actuator forces along the spiral and their forward-mode Jacobian

@@ -83,12 +83,13 @@ def test_fourbar_tracer_identification_exact_without_noise_and_statistically_con
     np.testing.assert_allclose(r.fourbar.lengths, true.lengths, atol=1e-8)
     np.testing.assert_allclose(r.point, point, atol=1e-8)
     # noise σ on both coordinates: a least-squares fit of p = 6 parameters to 2N = 48
-    # residuals leaves E[rms²] = σ² (2N − p) / 2N (same compiled program as above)
+    # residuals leaves E[Σ r²] = σ² (2N − p); `rms` is the rms *distance* over the N
+    # points (two coordinates each): E[rms²] = 2σ² (2N − p) / 2N (same compiled program)
     sigma = 1e-4
     noisy = clean + sigma * jnp.asarray(np.random.default_rng(0).normal(size=clean.shape))
     rn = identify.fourbar_tracer(theta, noisy, start, (0.09, 0.06))
-    expected = sigma * np.sqrt((48 - 6) / 48)
-    assert 0.6 * expected < rn.rms < 1.4 * expected
+    expected = sigma * np.sqrt(2 * (48 - 6) / 48)
+    assert 0.75 * expected < rn.rms < 1.25 * expected  # one draw: rms has a relative sd of 1/√84 ≈ 0.11
     assert np.max(np.abs(np.asarray(rn.fourbar.lengths - true.lengths))) < 30 * sigma
     with pytest.raises(ValueError, match="must match"):
         identify.fourbar_tracer(theta, clean[:5], start, (0.09, 0.06))

@@ -175,7 +175,7 @@ def test_dynamic_identification_noise_free():
         identify.fourbar_dynamics(ts.at[3].add(1e-3), th, NOMINAL, drive=drive)
 
 
-@pytest.mark.slow  # ~5 min on 2 cores: three fits of 13 parameters, Jacobians through the ODE solve
+@pytest.mark.slow  # ~3 min on 2 cores: three fits of 13 parameters, Jacobians through the ODE solve
 def test_dynamic_identification_with_lengths_and_noise():
     """From θA(t) under a known torque (1.6 s at 200 Hz) and a nominal design 1 % off
     (ground length known): noise-free, base parameters ≤ 1e-6 relative and lengths
@@ -202,6 +202,23 @@ def test_dynamic_identification_with_lengths_and_noise():
 LOAD = jnp.array([5.0, -3.0, 20.0, 0.5, -0.2, 0.1])  # known external wrench on the platform
 
 
+def exciting_motion(mech):
+    """An identification trajectory: the platform turns about three axes and moves
+    along three at different frequencies (the seed's spiral turns at 1 rad/s, too
+    slowly to weigh the inertia against 1e-3 N of force noise)."""
+    from diffmech import screw
+
+    def rot(t):
+        return (screw.rotation(jnp.array([0.0, 0.0, 1.0]), 0.1 * jnp.sin(3 * t))
+                @ screw.rotation(jnp.array([0.0, 1.0, 0.0]), 0.1 * jnp.sin(5 * t))
+                @ screw.rotation(jnp.array([1.0, 0.0, 0.0]), 0.1 * jnp.sin(4 * t)))
+
+    def pos(t):
+        return mech.reference + 0.005 * jnp.stack([jnp.sin(2 * t), jnp.cos(3 * t) - 1, jnp.sin(4 * t)])
+
+    return rot, pos
+
+
 def _payload_case(n=60):
     from diffmech import parallel as par
 
@@ -209,7 +226,7 @@ def _payload_case(n=60):
     J = jnp.array([[0.09, 0.004, -0.002], [0.004, 0.11, 0.003], [-0.002, 0.003, 0.16]])
     true = eqx.tree_at(lambda M: (M.mass, M.com, M.inertia), nominal,
                        (jnp.asarray(12.5), nominal.com + jnp.array([0.004, -0.003, 0.012]), J))
-    traj = par.stewart_spiral(nominal, jnp.linspace(0.0, 2 * np.pi, n, endpoint=False), roll=0.1, pitch=0.08)
+    traj = par.trajectory(*exciting_motion(nominal), jnp.linspace(0.0, 2 * np.pi, n, endpoint=False))
     kin = par.inverse_kinematics(nominal, traj)
     return par, nominal, true, traj, kin
 

@@ -25,8 +25,9 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from . import _fit
-from .fourbar import _kinematics as fbk
+from .fourbar import _dynamics as fbd, _kinematics as fbk
 from .fourbar._model import FourBar
+from .parallel import _dynamics as pd, _kinematics as pk
 
 __all__ = ["BASE_NAMES", "PAYLOAD_NAMES", "DynamicFit", "PayloadFit", "TracerFit", "fourbar_base_parameters",
            "fourbar_dynamics", "fourbar_from_base", "fourbar_regressor", "fourbar_tracer", "payload",
@@ -79,7 +80,6 @@ def fourbar_tracer(theta_A, points, initial: FourBar, point0, *, steps: int = 20
     res = _fit.fit(_tracer_loss, m0, theta, pts, initial.branch, positive=lambda m: m.lengths, steps=steps, gtol=gtol)
     rms = float(jnp.sqrt(res.loss))
     return TracerFit(fourbar=FourBar(lengths=res.model.lengths, branch=initial.branch), point=res.model.point, rms=rms, fit=res)
-
 
 
 # --- dynamic identification of the four-bar ------------------------------------------
@@ -139,8 +139,6 @@ def fourbar_regressor(fb: FourBar, theta_A, omega_A, alpha_A) -> Float[Array, "N
     """Y with `crank_torque(design, θA, ωA, αA) = Y @ fourbar_base_parameters(design)`
     for every design with `fb`'s lengths and gravity (the equation of motion is linear
     in the base parameters; Y is its exact Jacobian)."""
-    from .fourbar import _dynamics as fbd
-
     def torque(beta):
         return fbd.crank_torque(fourbar_from_base(fb, beta), theta_A, omega_A, alpha_A)
 
@@ -195,28 +193,32 @@ def _split(p, template, fixed, nscale, fit_lengths):
     return base, lengths
 
 
+def _ee_terms(fb, drive, times, theta, omega, alpha):
+    """At smoothed samples (θA, ωA, αA): the regressor, the applied torque (from the
+    `Drive`) and whether every sample closed."""
+    q, ok = jax.vmap(lambda a: fbd._closure_q(fb, a))(theta)
+    tau = jax.vmap(lambda t, a, w, qq: drive.generalised_force(fb, t, a, w, qq))(times, theta, omega, q)
+    return fourbar_regressor(fb, theta, omega, alpha), tau, jnp.all(ok)
+
+
 @eqx.filter_jit
 def _ee_linearise(p, template, drive, fixed, nscale, times, theta, omega, alpha, fit_lengths):
     """Equation error `regressor @ base − applied torque` at the smoothed (θA, ωA, αA),
-    whether every sample closed, and its Jacobian in `p`."""
-    from .fourbar import _dynamics as fbd
+    whether every sample closed, and its Jacobian in `p` (one forward-mode pass)."""
 
     def res(p):
         base, lengths = _split(p, template, fixed, nscale, fit_lengths)
-        fb = eqx.tree_at(lambda f: f.lengths, template, lengths)
-        q, ok = jax.vmap(lambda a: fbd._closure_q(fb, a))(theta)
-        tau = jax.vmap(lambda t, a, w, qq: drive.generalised_force(fb, t, a, w, qq))(times, theta, omega, q)
-        return fourbar_regressor(fb, theta, omega, alpha) @ base - tau, jnp.all(ok) & jnp.all(lengths > 0)
+        Y, tau, ok = _ee_terms(eqx.tree_at(lambda f: f.lengths, template, lengths), drive, times, theta, omega, alpha)
+        r = Y @ base - tau
+        return r, (r, ok & jnp.all(lengths > 0))
 
-    (r, ok), J = res(p), jax.jacfwd(lambda x: res(x)[0])(p)
+    J, (r, ok) = jax.jacfwd(res, has_aux=True)(p)
     return r, ok, J
 
 
 def _oe_residual(p, template, drive, fixed, nscale, times, theta, rtol, fit_lengths):
     """Simulated minus measured θA over `times` (forward-mode differentiable) and the
     mask of samples where the simulation succeeded and the loop closed."""
-    from .fourbar import _dynamics as fbd
-
     base, lengths = _split(p, template, fixed, nscale, fit_lengths)
     th0, w0 = p[-2], p[-1]
     fb = fourbar_from_base(eqx.tree_at(lambda f: f.lengths, template, lengths), base)
@@ -230,9 +232,15 @@ def _oe_residual(p, template, drive, fixed, nscale, times, theta, rtol, fit_leng
 
 @eqx.filter_jit
 def _oe_linearise(p, template, drive, fixed, nscale, times, theta, rtol, fit_lengths):
-    r, ok = _oe_residual(p, template, drive, fixed, nscale, times, theta, rtol, fit_lengths)
-    J = jax.jacfwd(lambda x: _oe_residual(x, template, drive, fixed, nscale, times, theta, rtol, fit_lengths)[0])(p)
-    return r, jnp.all(ok), J
+    """Output-error residual, whether the simulation succeeded, and the residual's
+    Jacobian in `p`, in one forward-mode pass through the solve."""
+
+    def res(x):
+        r, ok = _oe_residual(x, template, drive, fixed, nscale, times, theta, rtol, fit_lengths)
+        return r, (r, jnp.all(ok))
+
+    J, (r, ok) = jax.jacfwd(res, has_aux=True)(p)
+    return r, ok, J
 
 
 def _levenberg_marquardt(f, p, max_iter, tol, floor=0.0):
@@ -317,17 +325,13 @@ def fourbar_dynamics(times, theta_A, initial: FourBar, *, drive=None, scale: flo
     if scale is not None and not free:
         raise ValueError("fourbar_dynamics: `scale` fixes the unobservable scale of free motion; with a known "
                          "torque all base parameters are identified")
-    from .fourbar import _dynamics as fbd
-
     drive = drive if drive is not None else fbd.Drive()
     # (1) equation error on smoothed derivatives: linear in the base parameters at the
     # nominal lengths, then (fit_lengths) Levenberg–Marquardt over both
     s0, s1, s2 = _savgol(th, h.mean(), window)
     ts_i = t[window:t.size - window]
     jt, j0, j1, j2 = (jnp.asarray(x, dtype=dt_) for x in (ts_i, s0, s1, s2))
-    Y = np.asarray(fourbar_regressor(initial, j0, j1, j2))
-    q = jax.vmap(lambda a: fbd._closure_q(initial, a)[0])(j0)
-    tau = np.asarray(jax.vmap(lambda tt, a, w, qq: drive.generalised_force(initial, tt, a, w, qq))(jt, j0, j1, q))
+    Y, tau, _ = (np.asarray(x) for x in _ee_terms(initial, drive, jt, j0, j1, j2))
     if free:
         ref = float(fourbar_base_parameters(initial)[0]) if scale is None else float(scale)
         rest, *_ = np.linalg.lstsq(Y[:, 1:], tau - Y[:, 0] * ref, rcond=None)
@@ -399,15 +403,13 @@ def with_payload(mechanism, params):
 
 @eqx.filter_jit
 def _payload_regressor(mechanism, kin, f_ext, method):
-    from .parallel import _dynamics as pd
-
     p0 = payload_parameters(mechanism)
 
     def forces(p):
-        return pd._dynamics(with_payload(mechanism, p), kin, f_ext, method).actuator_forces
+        dyn = pd._dynamics(with_payload(mechanism, p), kin, f_ext, method)
+        return dyn.actuator_forces, dyn
 
-    Y = jax.jacfwd(forces)(p0)  # (N, a, 10)
-    dyn = pd._dynamics(mechanism, kin, f_ext, method)
+    Y, dyn = jax.jacfwd(forces, has_aux=True)(p0)  # Y: (N, a, 10), one forward-mode pass
     return Y, dyn.actuator_forces - Y @ p0, dyn.converged
 
 
@@ -417,8 +419,6 @@ def payload_regressor(mechanism, trajectory, external_wrench=None, *, kinematics
     Jacobian of `parallel.inverse_dynamics`'s forces, which are affine in these
     parameters; f0: the forces with a massless platform, legs and external wrench
     only)."""
-    from .parallel import _dynamics as pd, _kinematics as pk
-
     kin = kinematics if kinematics is not None else pk.inverse_kinematics(mechanism, trajectory)
     N = kin.times.shape[0]
     fe = jnp.zeros(6, dtype=kin.times.dtype) if external_wrench is None else jnp.asarray(external_wrench, kin.times.dtype)

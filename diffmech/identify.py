@@ -6,6 +6,10 @@ The positions come from the closure core (a continuation sweep through the measu
 angles, implicit gradients); samples where the candidate cannot be assembled are masked
 out of the loss before the gradient.
 
+`linkage_tracer`: any planar linkage's joint coordinates (a Stephenson-II six-bar, …)
+from tracer positions at known inputs, by Levenberg–Marquardt through the linkage
+model, with the identifiable combinations counted.
+
 `fourbar_dynamics`: a four-bar's base inertial parameters (`BASE_NAMES`, the 8
 combinations of masses, inertias and COM offsets the motion depends on), crank,
 coupler and rocker lengths and initial state from a measured crank angle θA(t) of the
@@ -27,10 +31,13 @@ from jaxtyping import Array, Float
 from . import _fit
 from .fourbar import _dynamics as fbd, _kinematics as fbk
 from .fourbar._model import FourBar
+from .linkage import _simulate as lks
+from .linkage._model import Linkage
 from .parallel import _dynamics as pd, _kinematics as pk
 
 __all__ = ["BASE_NAMES", "PAYLOAD_NAMES", "DynamicFit", "PayloadFit", "TracerFit", "fourbar_base_parameters",
-           "fourbar_dynamics", "fourbar_from_base", "fourbar_regressor", "fourbar_tracer", "payload",
+           "fourbar_dynamics", "fourbar_from_base", "fourbar_regressor", "fourbar_tracer", "linkage_from_params",
+           "linkage_params", "linkage_tracer", "LinkageFit", "payload",
            "payload_parameters", "payload_regressor", "with_payload"]
 
 
@@ -80,6 +87,145 @@ def fourbar_tracer(theta_A, points, initial: FourBar, point0, *, steps: int = 20
     res = _fit.fit(_tracer_loss, m0, theta, pts, initial.branch, positive=lambda m: m.lengths, steps=steps, gtol=gtol)
     rms = float(jnp.sqrt(res.loss))
     return TracerFit(fourbar=FourBar(lengths=res.model.lengths, branch=initial.branch), point=res.model.point, rms=rms, fit=res)
+
+
+# --- kinematic identification of a linkage -----------------------------------------
+
+
+class LinkageFit(eqx.Module):
+    """`linkage`: the identified linkage (its initial coordinates); `rms`: the
+    root-mean-square distance between the measured and fitted tracer positions;
+    `params`: the fitted parameters, two per joint in order (a point's x, y; a line's
+    normal angle atan2(b, a) and offset c, the normal kept unit); `rank`: how many
+    combinations of them were fitted (the Jacobian's singular values above `rcond`
+    of the largest; the others stay at the initial guess); `singular_values` of the
+    Jacobian at the fit;
+    `covariance`: the parameters' Gauss–Newton covariance (pseudo-inverse: zero along
+    the unseen directions); `iterations`, `converged` of Levenberg–Marquardt."""
+
+    linkage: Linkage
+    rms: float
+    params: Float[Array, " p"]
+    rank: int
+    singular_values: Float[Array, " p"]
+    covariance: Float[Array, "p p"]
+    iterations: int
+    converged: bool
+
+
+def linkage_params(lk: Linkage) -> Float[Array, " p"]:
+    """A planar linkage's geometry as two numbers per joint (see `LinkageFit`)."""
+    C = lk.coords
+    rows = [jnp.stack([jnp.arctan2(C[j, 1], C[j, 0]), C[j, 2] / jnp.hypot(C[j, 0], C[j, 1])]) if t == "P" else C[j, :2]
+            for j, t in enumerate(lk.types)]
+    return jnp.concatenate(rows)
+
+
+def linkage_from_params(lk: Linkage, p) -> Linkage:
+    """The linkage `lk` with the geometry `p` (the inverse of `linkage_params`)."""
+    z = jnp.zeros((), p.dtype)
+    rows = [jnp.stack([jnp.cos(p[2 * j]), jnp.sin(p[2 * j]), p[2 * j + 1]]) if t == "P"
+            else jnp.stack([p[2 * j], p[2 * j + 1], z]) for j, t in enumerate(lk.types)]
+    return eqx.tree_at(lambda m: m.coords, lk, jnp.stack(rows))
+
+
+@eqx.filter_jit
+def _lk_linearise(p, lk, inputs, k, points):
+    """Tracer positions minus the measured ones (flattened), whether every input
+    assembled on the initial branch, and the Jacobian in `p` (forward mode through the
+    continuation: the implicit function theorem at every input)."""
+
+    def res(p_):
+        m = lks.simulate_functional(linkage_from_params(lk, p_), inputs, branch=True, condition=False)
+        ok = jnp.all(m.converged)
+        r = jnp.where(ok, (m.coords[:, k, :2] - points).reshape(-1), 0.0)
+        return r, (r, ok)
+
+    J, (r, ok) = jax.jacfwd(res, has_aux=True)(p)
+    return r, ok, J
+
+
+def linkage_tracer(inputs, points, initial: Linkage, tracer: str, *, rcond: float = 1e-12, max_iter: int = 100,
+                   tol: float = 1e-10) -> LinkageFit:
+    """Identify a planar linkage's geometry (its initial joint coordinates: link
+    lengths, coupler point, ground pivots and lines) from measured positions of one
+    tracer joint at known inputs.
+
+    **Arguments:** `inputs` `(N,)` measured inputs, in the order of motion, from the
+    initial configuration (input 0); `points` `(N, 2)` measured tracer positions;
+    `initial`: the starting linkage (its branch is kept); `tracer`: the joint whose
+    positions were measured; `rcond`: directions of the parameter space whose
+    singular value (of the positions' Jacobian at `initial`) is below `rcond` times
+    the largest are not fitted (kept at `initial`'s values); `max_iter`, `tol`:
+    Levenberg–Marquardt's iterations and relative tolerance (as in
+    `fourbar_dynamics`); converged at the latest when the rms reaches round-off.
+
+    **Method:** Levenberg–Marquardt on the position residuals over two parameters per
+    joint (`linkage_params`); the residuals' Jacobian by forward-mode differentiation
+    through the continuation (one compiled program for every iteration). A step at
+    which the candidate fails to assemble at some input, or changes branch, is
+    rejected. Combinations of parameters that move no measured point are not
+    identifiable: they stay at `initial`'s values and `rank` counts the others. Some
+    combinations are barely visible (a Stephenson-II's tracer J8 over a full turn:
+    singular values down to 1e-7 of the largest): with noise σ they would be fitted to
+    the noise, far outside the linearisation — pass `rcond` ≈ σ / (the scale of the
+    positions) to keep them at the nominal values.
+
+    **Returns:** a `LinkageFit`. With white noise σ per coordinate the fit is the
+    maximum-likelihood estimate, and E[rms²] = σ²(2N − rank)/N.
+    """
+    if not isinstance(initial, Linkage):
+        raise ValueError(f"linkage_tracer: `initial` must be a diffmech Linkage; got {type(initial).__name__}")
+    if initial.geometry != "planar":
+        raise ValueError(f"linkage_tracer: `initial` must be planar; {initial.name!r} is {initial.geometry}")
+    if tracer not in initial.names:
+        raise ValueError(f"linkage_tracer: `tracer` must name a joint of {initial.name!r} "
+                         f"({', '.join(initial.names)}); got {tracer!r}")
+    dt_ = initial.coords.dtype
+    u = np.asarray(inputs, dtype=float)
+    pts = np.asarray(points, dtype=float)
+    if u.ndim != 1 or pts.shape != u.shape + (2,):
+        raise ValueError(f"linkage_tracer: `inputs` (N,) and `points` (N, 2) must match; got {u.shape} and {pts.shape}")
+    if not (np.all(np.isfinite(u)) and np.all(np.isfinite(pts))):
+        raise ValueError("linkage_tracer: `inputs` and `points` must be finite")
+    n_p = 2 * len(initial.names)
+    if 2 * u.size < n_p:
+        raise ValueError(f"linkage_tracer: {u.size} positions (2 numbers each) cannot determine {n_p} "
+                         f"parameters; measure at least {n_p // 2} inputs")
+    k = initial.names.index(tracer)
+    uj, pj = jnp.asarray(u, dtype=dt_), jnp.asarray(pts, dtype=dt_)
+
+    def f(p):
+        return _lk_linearise(jnp.asarray(p, dtype=dt_), initial, uj, k, pj)
+
+    # the iteration runs in the row space of the Jacobian at the start: directions that
+    # move no measured point (symmetries of the description, e.g. a line's offset that
+    # no joint depends on) would otherwise be blown up by Marquardt's column scaling
+    p0 = np.asarray(linkage_params(initial))
+    r0, ok0, J0 = (np.asarray(x) for x in f(p0))
+    if not ok0:
+        raise ValueError(f"linkage_tracer: {initial.name!r} does not assemble at every input on its initial "
+                         "branch; check `initial` and `inputs`")
+    _, s0, Vt0 = np.linalg.svd(J0, full_matrices=False)
+    B = Vt0[s0 > s0[0] * rcond].T
+
+    def fz(z):
+        r_, ok_, J_ = f(p0 + B @ z)
+        return r_, ok_, np.asarray(J_) @ B
+
+    floor = r0.size * (1e-13 * max(float(np.abs(pts).max()), 1.0)) ** 2
+    z, r, Jz, iters, converged = _levenberg_marquardt(fz, np.zeros(B.shape[1]), max_iter, tol, floor=floor,
+                                                      name="linkage_tracer")
+    p = p0 + B @ z
+    sv = np.linalg.svd(np.asarray(f(p)[2]), compute_uv=False)
+    rank = B.shape[1]
+    s2 = float(r @ r) / max(r.size - rank, 1)
+    V = B @ np.linalg.pinv(Jz)  # covariance of p = B (JzᵀJz)⁻¹ Bᵀ s²
+    pj_ = jnp.asarray(p, dtype=dt_)
+    return LinkageFit(linkage=linkage_from_params(initial, pj_), rms=float(np.sqrt(2 * np.mean(r**2))), params=pj_,
+                      rank=rank, singular_values=jnp.asarray(sv, dtype=dt_),
+                      covariance=jnp.asarray(s2 * V @ V.T, dtype=dt_),
+                      iterations=iters, converged=converged)
 
 
 # --- dynamic identification of the four-bar ------------------------------------------
@@ -243,7 +389,7 @@ def _oe_linearise(p, template, drive, fixed, nscale, times, theta, rtol, fit_len
     return r, ok, J
 
 
-def _levenberg_marquardt(f, p, max_iter, tol, floor=0.0):
+def _levenberg_marquardt(f, p, max_iter, tol, floor=0.0, name="fourbar_dynamics"):
     """Minimise |r(p)|² by Levenberg–Marquardt with Marquardt's diagonal scaling and
     Nielsen's damping update (from the ratio of actual to predicted decrease); `f(p)`
     returns (r, ok, J). A step that fails (`ok` false) or raises the cost is rejected.
@@ -252,7 +398,7 @@ def _levenberg_marquardt(f, p, max_iter, tol, floor=0.0):
     `floor` (residuals at the model's own accuracy)."""
     r, ok, J = (np.asarray(x) for x in f(p))
     if not ok:
-        raise ValueError("fourbar_dynamics: the initial estimate does not simulate (loop does not close or the "
+        raise ValueError(f"{name}: the initial estimate does not simulate (loop does not close or the "
                          "solver failed); check `initial` and the branch")
     cost, lam, nu = float(r @ r), 1e-3, 2.0
     for it in range(max_iter + 1):

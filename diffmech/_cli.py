@@ -154,6 +154,34 @@ def _synthesize(args) -> int:
     return 0
 
 
+def _sweep(args) -> int:
+    import jax
+
+    if not args.float32:
+        jax.config.update("jax_enable_x64", True)
+    from . import _sweep as sw
+
+    devices = "all" if args.devices == "all" else None
+    if devices is None:
+        try:
+            devices = int(args.devices)
+        except ValueError:
+            print(f"diffmech sweep: --devices must be 'all' or a count; got {args.devices!r}", file=sys.stderr)
+            return 2
+    t0 = time.perf_counter()
+    try:
+        info = sw.sweep_file(args.designs, args.out, steps=args.steps, devices=devices, per_device=args.per_device)
+    except (ValueError, OSError) as e:
+        print(f"diffmech sweep: {e}", file=sys.stderr)
+        return 2
+    wall = time.perf_counter() - t0
+    n, N = info["designs"], info["steps"]
+    print(f"diffmech sweep: {n} designs × {N} crank angles on {info['devices']} {info['platform']} device(s) in "
+          f"{wall:.1f} s ({n * N / wall:,.0f} configurations/s incl. compilation); converged {info['converged']}/{n * N}; "
+          f"wrote {args.out}")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="diffmech", description="Differentiable closed-loop mechanisms.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -172,6 +200,15 @@ def main(argv=None) -> int:
     syn.add_argument("--seed", type=int, default=0, help="random seed of the starts (default 0)")
     syn.add_argument("--out", default="synthesis_out", help="folder for design.json and synthesis.png")
     syn.set_defaults(func=_synthesize)
+    swp = sub.add_parser("sweep", help="crank sweeps of many four-bars from a file, across devices, resumable")
+    swp.add_argument("designs", help="DESIGNS.npz with 'lengths' (n × 4: crank, coupler, rocker, ground; optional 'branch' (n,) ±1)")
+    swp.add_argument("--steps", type=int, required=True, help="N crank angles over one revolution from 0 (2πk/N)")
+    swp.add_argument("--devices", default="all", help="'all' (default) or how many devices to spread the designs over")
+    swp.add_argument("--per-device", type=int, default=256, help="designs per device per chunk (default 256)")
+    swp.add_argument("--float32", action="store_true", help="float32 throughput mode (default float64)")
+    swp.add_argument("--out", required=True, help="RESULT.npz: theta_A (N,), q (n × N × 6), converged (n × N); "
+                                                  "finished chunks are kept in RESULT.npz.chunks/ until it is written")
+    swp.set_defaults(func=_sweep)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -1,0 +1,156 @@
+"""Batches across devices (`diffmech.shard`) and the `diffmech sweep` command, with
+several forced CPU devices (XLA_FLAGS=--xla_force_host_platform_device_count=N,
+which must be set before JAX starts: each case runs in a fresh process)."""
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).parent.parent
+
+
+def _env(devices):
+    # the suite's compiler flags (conftest) plus the forced device count
+    flags = os.environ.get("XLA_FLAGS", "")
+    return dict(os.environ, XLA_FLAGS=f"{flags} --xla_force_host_platform_device_count={devices}", JAX_PLATFORMS="cpu")
+
+
+def _python(code, devices, timeout=300):
+    env = _env(devices)
+    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=ROOT, capture_output=True,
+                       text=True, timeout=timeout)
+    assert r.returncode == 0, r.stderr[-3000:]
+    return r.stdout
+
+
+def test_results_are_bitwise_identical_on_one_two_and_four_devices(tmp_path):
+    """A ragged batch (37 four-bars, some unable to turn fully) swept on 1, 2 and 4
+    forced CPU devices: bitwise identical; equal to the library's own vmapped sweep to
+    round-off; the failed designs masked identically."""
+    out = tmp_path / "res.npz"
+    _python(f"""
+        import jax, numpy as np, jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+        import diffmech as dm
+        from diffmech import shard, fourbar as fbk
+        assert len(jax.devices()) == 4
+        rng = np.random.default_rng(0)
+        L = np.column_stack([rng.uniform(0.05, 0.2, 37), rng.uniform(0.2, 0.4, 37), rng.uniform(0.2, 0.4, 37),
+                             np.full(37, 0.3)])
+        th = jnp.linspace(0.0, 2 * np.pi, 40, endpoint=False)
+        def sweep(lengths):
+            s = fbk.sweep_functional(dm.FourBar(lengths=lengths), th, condition=False)
+            return s.q, s.converged
+        res = {{}}
+        for d in (1, 2, 4):
+            res[f"q{{d}}"], res[f"c{{d}}"] = shard.run(sweep, jnp.asarray(L), devices=d, per_device=5)
+        ref = fbk.sweep(dm.FourBar(lengths=jnp.asarray(L)), th, condition=False)
+        res["q_ref"], res["c_ref"] = np.asarray(ref.q), np.asarray(ref.converged)
+        np.savez("{out}", **res)
+    """, 4)
+    r = np.load(out)
+    for d in (2, 4):
+        assert np.array_equal(r[f"q{d}"], r["q1"], equal_nan=True) and np.array_equal(r[f"c{d}"], r["c1"])
+    assert r["q1"].shape == (37, 40, 6) and 0 < (~r["c1"].all(axis=1)).sum() < 37  # some designs stop at a limit
+    np.testing.assert_array_equal(r["c1"], r["c_ref"])
+    np.testing.assert_allclose(r["q1"][r["c1"]], r["q_ref"][r["c_ref"]], rtol=0, atol=1e-14)
+
+
+@pytest.mark.slow  # ~40 s: two compilations of a batched adaptive ODE solve in a fresh process
+def test_dynamic_simulations_on_one_and_four_devices(tmp_path):
+    """A batch of dynamic simulations (adaptive Diffrax solves of the seed crank-rocker
+    from 11 initial crank rates) on 1 and 4 forced CPU devices: equal to 1e-10 rad and
+    to unbatched solves — not bitwise: 4 devices differ from 1 by ~3e-12 rad
+    (measured), round-off amplified by the adaptive step control."""
+    out = tmp_path / "res.npz"
+    _python(f"""
+        import jax, numpy as np, jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+        import diffmech as dm
+        from diffmech import shard, fourbar as fbk
+        fb = dm.FourBar.seed_crank_rocker()
+        w0 = jnp.linspace(-3.0, 3.0, 11)
+        def simulate(w):
+            q0 = fbk.assemble(fb, 0.0)
+            tr = fbk.simulate(fb, q0, fbk.momentum(fb, q0, w), 0.5, saveat=jnp.linspace(0.0, 0.5, 6))
+            return tr.theta_A
+        res = {{f"th{{d}}": shard.run(simulate, w0, devices=d, per_device=2) for d in (1, 4)}}
+        res["th_ref"] = np.stack([np.asarray(simulate(w)) for w in w0[::5]])
+        np.savez("{out}", **res)
+    """, 4)
+    r = np.load(out)
+    np.testing.assert_allclose(r["th4"], r["th1"], rtol=0, atol=1e-10)
+    np.testing.assert_allclose(r["th1"][::5], r["th_ref"], rtol=0, atol=1e-10)
+
+
+def _cli(args, devices, **kw):
+    env = _env(devices)
+    return subprocess.Popen([sys.executable, "-c", "import sys; from diffmech._cli import main; sys.exit(main())", "sweep",
+                             *args], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_cli_sweep_on_several_devices_resumes_and_equals_one_device(tmp_path):
+    """`diffmech sweep` on 4 forced CPU devices, killed after its first chunk, started
+    again: the finished chunk is not recomputed, and RESULT.npz equals the run on one
+    device (bitwise) and the closed form of the four-bar's closure (a crank-rocker
+    turns fully; a design that cannot is masked past its limit)."""
+    rng = np.random.default_rng(1)
+    n = 300
+    L = np.column_stack([rng.uniform(0.05, 0.2, n), rng.uniform(0.2, 0.4, n), rng.uniform(0.2, 0.4, n),
+                         rng.uniform(0.25, 0.35, n)])
+    L[0] = (0.12, 0.25, 0.26, 0.30)  # the seed's crank-rocker
+    designs = tmp_path / "designs.npz"
+    np.savez(designs, lengths=L)
+    out4, out1 = tmp_path / "r4.npz", tmp_path / "r1.npz"
+    args = [str(designs), "--steps", "24", "--per-device", "25"]
+    p = _cli([*args, "--devices", "all", "--out", str(out4)], 4)
+    first = pathlib.Path(str(out4) + ".chunks") / "chunk_000000.npz"
+    t0 = time.time()
+    while not first.exists() and p.poll() is None and time.time() - t0 < 240:
+        time.sleep(0.05)
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    assert first.exists() and not out4.exists(), "the run finished before it could be interrupted"
+    stamp = first.stat().st_mtime_ns
+    p = _cli([*args, "--devices", "all", "--out", str(out4)], 4)
+    _, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err[-3000:]
+    assert not first.exists() or first.stat().st_mtime_ns == stamp
+    p = _cli([*args, "--devices", "1", "--out", str(out1)], 4)
+    text, err = p.communicate(timeout=300)
+    assert p.returncode == 0, err[-3000:]
+    assert "on 1 cpu device" in text
+    a, b = np.load(out4), np.load(out1)
+    assert not pathlib.Path(str(out4) + ".chunks").exists()
+    assert a["q"].shape == (n, 24, 6) and a["converged"].shape == (n, 24)
+    assert np.array_equal(a["q"], b["q"], equal_nan=True) and np.array_equal(a["converged"], b["converged"])
+    np.testing.assert_allclose(a["theta_A"], 2 * np.pi * np.arange(24) / 24, rtol=0, atol=0)
+    # the seed crank-rocker: C from the circle intersection, independently
+    l1, l2, l3, l4 = L[0]
+    th = a["theta_A"]
+    B = l1 * np.stack([np.cos(th), np.sin(th)], -1)
+    D = np.array([l4, 0.0])
+    d = np.linalg.norm(D - B, axis=-1)
+    x = (d**2 + l2**2 - l3**2) / (2 * d)
+    e = (D - B) / d[:, None]
+    C = B + x[:, None] * e + np.sqrt(l2**2 - x**2)[:, None] * np.stack([-e[:, 1], e[:, 0]], -1)
+    assert a["converged"][0].all()
+    np.testing.assert_allclose(a["q"][0, :, 2:4], (C - B) / l2, atol=1e-12)
+    np.testing.assert_allclose(a["q"][0, :, 4:6], (C - D) / l3, atol=1e-12)
+    assert np.isnan(a["q"][~a["converged"]]).all() and (~a["converged"]).any()
+
+
+def test_cli_sweep_names_bad_input(tmp_path):
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, lengths=np.array([[0.1, 0.2, -0.3, 0.3]]))
+    p = _cli([str(bad), "--steps", "8", "--out", str(tmp_path / "o.npz")], 1)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 2 and "positive" in err and "[0]" in err

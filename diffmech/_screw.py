@@ -8,9 +8,14 @@ with `τ` the moment about the origin. Their pairing (power) is the reciprocal p
 """
 
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float
 
-N_MATRIX = jnp.block([[jnp.zeros((3, 3)), jnp.eye(3)], [jnp.eye(3), jnp.zeros((3, 3))]])
+# a NumPy constant: a JAX array here would start JAX's backend at `import diffmech`
+# (before `jax.distributed.initialize` could run) and fix its dtype before the user
+# enables float64
+N_MATRIX = np.block([[np.zeros((3, 3)), np.eye(3)], [np.eye(3), np.zeros((3, 3))]])
+N_MATRIX.flags.writeable = False
 
 
 def matmul(A: Float[Array, "*b 3 3"], B: Float[Array, "*b 3 3"]) -> Float[Array, "*b 3 3"]:

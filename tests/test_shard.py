@@ -30,39 +30,6 @@ def _python(code, devices, timeout=300):
     return r.stdout
 
 
-def test_results_are_bitwise_identical_on_one_two_and_four_devices(tmp_path):
-    """A ragged batch (37 four-bars, some unable to turn fully) swept on 1, 2 and 4
-    forced CPU devices: bitwise identical; equal to the library's own vmapped sweep to
-    round-off; the failed designs masked identically."""
-    out = tmp_path / "res.npz"
-    _python(f"""
-        import jax, numpy as np, jax.numpy as jnp
-        jax.config.update("jax_enable_x64", True)
-        import diffmech as dm
-        from diffmech import shard, fourbar as fbk
-        assert len(jax.devices()) == 4
-        rng = np.random.default_rng(0)
-        L = np.column_stack([rng.uniform(0.05, 0.2, 37), rng.uniform(0.2, 0.4, 37), rng.uniform(0.2, 0.4, 37),
-                             np.full(37, 0.3)])
-        th = jnp.linspace(0.0, 2 * np.pi, 40, endpoint=False)
-        def sweep(lengths):
-            s = fbk.sweep_functional(dm.FourBar(lengths=lengths), th, condition=False)
-            return s.q, s.converged
-        res = {{}}
-        for d in (1, 2, 4):
-            res[f"q{{d}}"], res[f"c{{d}}"] = shard.run(sweep, jnp.asarray(L), devices=d, per_device=5)
-        ref = fbk.sweep(dm.FourBar(lengths=jnp.asarray(L)), th, condition=False)
-        res["q_ref"], res["c_ref"] = np.asarray(ref.q), np.asarray(ref.converged)
-        np.savez("{out}", **res)
-    """, 4)
-    r = np.load(out)
-    for d in (2, 4):
-        assert np.array_equal(r[f"q{d}"], r["q1"], equal_nan=True) and np.array_equal(r[f"c{d}"], r["c1"])
-    assert r["q1"].shape == (37, 40, 6) and 0 < (~r["c1"].all(axis=1)).sum() < 37  # some designs stop at a limit
-    np.testing.assert_array_equal(r["c1"], r["c_ref"])
-    np.testing.assert_allclose(r["q1"][r["c1"]], r["q_ref"][r["c_ref"]], rtol=0, atol=1e-14)
-
-
 @pytest.mark.slow  # ~40 s: two compilations of a batched adaptive ODE solve in a fresh process
 def test_dynamic_simulations_on_one_and_four_devices(tmp_path):
     """A batch of dynamic simulations (adaptive Diffrax solves of the seed crank-rocker
@@ -103,7 +70,7 @@ def test_cli_sweep_on_several_devices_resumes_and_equals_one_device(tmp_path):
     device (bitwise) and the closed form of the four-bar's closure (a crank-rocker
     turns fully; a design that cannot is masked past its limit)."""
     rng = np.random.default_rng(1)
-    n = 300
+    n = 290  # ragged: chunks of 100 (4 devices) and 25 (1 device), the last ones padded
     L = np.column_stack([rng.uniform(0.05, 0.2, n), rng.uniform(0.2, 0.4, n), rng.uniform(0.2, 0.4, n),
                          rng.uniform(0.25, 0.35, n)])
     L[0] = (0.12, 0.25, 0.26, 0.30)  # the seed's crank-rocker
@@ -154,3 +121,80 @@ def test_cli_sweep_names_bad_input(tmp_path):
     p = _cli([str(bad), "--steps", "8", "--out", str(tmp_path / "o.npz")], 1)
     _, err = p.communicate(timeout=120)
     assert p.returncode == 2 and "positive" in err and "[0]" in err
+
+
+MULTI = """
+import sys
+from diffmech import shard  # importing diffmech does not start JAX's backend
+pid, port, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+shard.initialize(f"localhost:{port}", num_processes=2, process_id=pid, local_devices=2)
+import jax, numpy as np, jax.numpy as jnp
+jax.config.update("jax_enable_x64", True)
+import diffmech as dm
+from diffmech import fourbar as fbk
+assert jax.process_count() == 2 and len(jax.devices()) == 4 and len(jax.local_devices()) == 2
+rng = np.random.default_rng(0)
+L = np.column_stack([rng.uniform(0.05, 0.2, 37), rng.uniform(0.2, 0.4, 37), rng.uniform(0.2, 0.4, 37), np.full(37, 0.3)])
+th = jnp.linspace(0.0, 2 * np.pi, 40, endpoint=False)
+def sweep(lengths):
+    s = fbk.sweep_functional(dm.FourBar(lengths=lengths), th, condition=False)
+    return s.q, s.converged
+q, c = shard.run(sweep, jnp.asarray(L), devices="all", per_device=5)
+np.savez(out, q=q, c=c)
+jax.distributed.shutdown()
+"""
+
+
+def test_bitwise_identical_on_one_two_four_devices_and_two_processes(tmp_path):
+    """A ragged batch (37 four-bars, some unable to turn fully) swept by `shard.run`:
+    on 1, 2 and 4 forced CPU devices of one process, bitwise identical and equal to the
+    library's own vmapped sweep to round-off (failed designs masked alike); and by two
+    processes on this machine (2 CPU devices each) joined by `jax.distributed`
+    (`shard.initialize`, gloo collectives): the batch spread over the 4 devices of
+    both, each process gets all the results, bitwise those of one process."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS",)}
+    env["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "")
+    env["JAX_PLATFORMS"] = "cpu"
+    procs = [subprocess.Popen([sys.executable, "-c", MULTI, str(i), str(port), str(tmp_path / f"p{i}.npz")], env=env,
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in (0, 1)]
+    for p in procs:
+        _, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err[-3000:]
+    single = tmp_path / "single.npz"
+    _python(f"""
+        import jax, numpy as np, jax.numpy as jnp
+        jax.config.update("jax_enable_x64", True)
+        import diffmech as dm
+        from diffmech import shard, fourbar as fbk
+        assert len(jax.devices()) == 4
+        rng = np.random.default_rng(0)
+        L = np.column_stack([rng.uniform(0.05, 0.2, 37), rng.uniform(0.2, 0.4, 37), rng.uniform(0.2, 0.4, 37),
+                             np.full(37, 0.3)])
+        th = jnp.linspace(0.0, 2 * np.pi, 40, endpoint=False)
+        def sweep(lengths):
+            s = fbk.sweep_functional(dm.FourBar(lengths=lengths), th, condition=False)
+            return s.q, s.converged
+        res = {{}}
+        for d in (1, 2, 4):
+            res[f"q{{d}}"], res[f"c{{d}}"] = shard.run(sweep, jnp.asarray(L), devices=d, per_device=5)
+        ref = fbk.sweep(dm.FourBar(lengths=jnp.asarray(L)), th, condition=False)
+        res["q_ref"], res["c_ref"] = np.asarray(ref.q), np.asarray(ref.converged)
+        np.savez("{single}", **res)
+    """, 4)
+    ref = np.load(single)
+    # one process: bitwise identical on 1, 2 and 4 devices (ragged: 37 designs, chunks of 5 per device)
+    for d in (2, 4):
+        assert np.array_equal(ref[f"q{d}"], ref["q1"], equal_nan=True) and np.array_equal(ref[f"c{d}"], ref["c1"])
+    assert ref["q1"].shape == (37, 40, 6) and 0 < (~ref["c1"].all(axis=1)).sum() < 37  # some stop at a limit
+    # and equal to the library's own vmapped sweep, failed designs masked alike
+    np.testing.assert_array_equal(ref["c1"], ref["c_ref"])
+    np.testing.assert_allclose(ref["q1"][ref["c1"]], ref["q_ref"][ref["c_ref"]], rtol=0, atol=1e-14)
+    # two processes: each got every result, bitwise those of one process
+    for i in (0, 1):
+        r = np.load(tmp_path / f"p{i}.npz")
+        assert np.array_equal(r["q"], ref["q4"], equal_nan=True) and np.array_equal(r["c"], ref["c4"])

@@ -198,3 +198,64 @@ def test_bitwise_identical_on_one_two_four_devices_and_two_processes(tmp_path):
     for i in (0, 1):
         r = np.load(tmp_path / f"p{i}.npz")
         assert np.array_equal(r["q"], ref["q4"], equal_nan=True) and np.array_equal(r["c"], ref["c4"])
+
+
+@pytest.mark.slow  # ~1–2 min: linkage, wrench-solve and fit programs compiled in a fresh process
+def test_linkage_sweeps_wrench_solves_and_multistart_fits_on_one_and_four_devices(tmp_path):
+    """The other batch computations through `shard.run`, 1 against 4 forced CPU
+    devices: a Stephenson-II swept for a batch of perturbed designs, Gough–Stewart
+    actuator forces (Newton–Euler wrench solve along a trajectory) for a batch of
+    payload masses, and a multi-start of four-bar tracer fits (Adam steps on
+    `identify`'s masked tracer loss inside the program; `diffmech.fit.fit` itself is an
+    eager driver and runs its starts on one device).
+    Each equals its single-device result, and the wrench solves equal the library's
+    unbatched call."""
+    out = tmp_path / "res.npz"
+    _python(f"""
+        import jax, numpy as np, jax.numpy as jnp, equinox as eqx
+        jax.config.update("jax_enable_x64", True)
+        import diffmech as dm
+        from diffmech import shard, parallel as par, identify, fourbar as fbk
+        rng = np.random.default_rng(0)
+        six = dm.examples.stephenson2()
+        coords = six.coords[None] * (1 + 1e-3 * rng.normal(size=(6,) + six.coords.shape))
+        u = jnp.linspace(0.0, 1.0, 20)
+        def lk(c):
+            m = dm.linkage.simulate_functional(eqx.tree_at(lambda k: k.coords, six, c), u, condition=False)
+            return m.coords, m.converged
+        mech = par.StewartPlatform()
+        traj = par.stewart_spiral(mech, jnp.linspace(0.0, 2 * np.pi, 40))
+        kin = par.inverse_kinematics(mech, traj)
+        masses = jnp.linspace(5.0, 15.0, 7)
+        def forces(m):
+            M = eqx.tree_at(lambda x: x.mass, mech, m)
+            return par.inverse_dynamics(M, traj, kinematics=kin).actuator_forces
+        theta = jnp.linspace(0.0, 2 * jnp.pi, 25)[:-1]
+        true = dm.FourBar(lengths=(0.12, 0.25, 0.26, 0.30))
+        pts = fbk.coupler_point(true, fbk.sweep(true, theta).q, jnp.array([0.1, 0.05]))
+        starts = jnp.asarray(true.lengths) * (1 + 0.03 * jnp.asarray(rng.normal(size=(5, 4))))
+        def fit(l0):  # one start of a tracer fit: 150 Adam steps on identify's masked loss, inside jit
+            import optax
+            opt = optax.adam(1e-3)
+            m0 = identify._Kinematic(lengths=l0, point=jnp.array([0.09, 0.06]))
+            def step(_, c):
+                m, s = c
+                g = jax.grad(identify._tracer_loss)(m, theta, pts, 1)
+                upd, s = opt.update(g, s)
+                return optax.apply_updates(m, upd), s
+            m, _ = jax.lax.fori_loop(0, 150, step, (m0, opt.init(m0)))
+            return m.lengths, identify._tracer_loss(m0, theta, pts, 1), identify._tracer_loss(m, theta, pts, 1)
+        res = {{}}
+        for d in (1, 4):
+            res[f"lk{{d}}"], res[f"lkc{{d}}"] = shard.run(lk, coords, devices=d, per_device=2)
+            res[f"f{{d}}"] = shard.run(forces, masses, devices=d, per_device=2)
+            res[f"fit{{d}}"], res[f"loss0{{d}}"], res[f"loss{{d}}"] = shard.run(fit, starts, devices=d, per_device=2)
+        res["f_ref"] = np.stack([np.asarray(forces(m)) for m in masses[::3]])
+        np.savez("{out}", **res)
+    """, 4)
+    r = np.load(out)
+    for k in ("lk", "lkc", "f", "fit", "loss"):
+        np.testing.assert_allclose(r[k + "4"], r[k + "1"], rtol=0, atol=1e-12, err_msg=k)
+    assert r["lkc1"].all()
+    np.testing.assert_allclose(r["f1"][::3], r["f_ref"], rtol=1e-12, atol=1e-9)
+    assert np.all(r["loss1"] < 0.5 * r["loss01"]), (r["loss01"], r["loss1"])  # every start went downhill

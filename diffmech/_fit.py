@@ -177,7 +177,7 @@ def _optimizer(name, learning_rate):
 def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, positive: bool | Callable = False,
         optimizer="lbfgs", learning_rate=None, steps: int = 200, gtol: float = 1e-10, ftol: float = 0.0,
         starts: int | None = None, spread: float = 0.1, seed: int = 0, batch: bool = False, chunk: int = 10,
-        progress: bool = False) -> FitResult:
+        progress: bool = False, devices=None) -> FitResult:
     """Minimise `loss(model, *args)` over the trainable fields of `model`.
 
     **Arguments:**
@@ -202,6 +202,11 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
       assembly branch). Excludes `starts`.
     - `chunk`: iterations per compiled call (the progress bar and the host-timed
       history advance per chunk); `progress`: a text progress bar on stderr.
+    - `devices`: multi-start only: spread the starts over these devices (`"all"`, a
+      count or a list, as in `diffmech.shard.devices`): the batch of starts is padded
+      to a multiple of their number (repeating the last start) and placed on a one-axis
+      mesh; the compiled steps are partitioned along it by XLA. The padding is
+      stripped from the result.
 
     **Returns:** a `FitResult`.
     """
@@ -238,6 +243,20 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
     batched = starts is not None or batch
     own_static = batch and any(eqx.is_array(a) for a in jax.tree.leaves(static))
     n_starts = jax.tree.leaves(u0)[0].shape[0] if batch else starts
+    n_real = n_starts
+    if devices is not None:
+        if not batched:
+            raise ValueError("fit: `devices` spreads a multi-start over devices: give `starts` or `batch=True`")
+        from . import shard
+
+        mesh = shard.mesh(devices)
+        u0, _ = shard.pad(u0, mesh.size)
+        if own_static:
+            static, _ = shard.pad(static, mesh.size)
+            problem = (loss, static, args, pos_tree)
+        n_starts = jax.tree.leaves(u0)[0].shape[0]
+        sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(shard.AXIS))
+        u0 = jax.device_put(jax.tree.map(jnp.asarray, u0), sharding)
     # strong-typed leaves throughout (a weak-typed scalar in the model or the optimizer
     # state would come back strong from the first chunk and cost a second compilation)
     strong = lambda t: jax.tree.map(lambda a: jnp.array(a, dtype=a.dtype) if eqx.is_array(a) else a, t)  # noqa: E731
@@ -270,6 +289,10 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
                    time=jnp.broadcast_to(jnp.asarray(np.concatenate(times))[:steps], loss_h.shape))
     u, _, active, _, k = carry
     final_loss = _final_loss(u, problem, batched, own_static)
+    if n_starts != n_real:  # strip the padding of `devices`
+        cut = lambda t: jax.tree.map(lambda a: a[:n_real] if eqx.is_array(a) and a.ndim else a, t)  # noqa: E731
+        u, active, k, final_loss, hist = cut(u), active[:n_real], k[:n_real], final_loss[:n_real], cut(hist)
+        static = cut(static) if own_static else static
     best = 0 if not batched else int(jnp.argmin(jnp.where(jnp.isfinite(final_loss), final_loss, jnp.inf)))
     fitted = _from_u(u, pos_tree)
     best_params = fitted if not batched else jax.tree.map(lambda a: a[best], fitted)

@@ -259,3 +259,35 @@ def test_linkage_sweeps_wrench_solves_and_multistart_fits_on_one_and_four_device
     assert r["lkc1"].all()
     np.testing.assert_allclose(r["f1"][::3], r["f_ref"], rtol=1e-12, atol=1e-9)
     assert np.all(r["loss1"] < 0.5 * r["loss01"]), (r["loss01"], r["loss1"])  # every start went downhill
+
+
+def test_fit_spreads_its_starts_over_devices(tmp_path):
+    """`diffmech.fit.fit(..., starts=6, devices=4)` on 4 forced CPU devices (padded to
+    8 starts, partitioned by XLA along the starts): the same minimum and history
+    shapes as on one device, the padding stripped."""
+    out = tmp_path / "res.npz"
+    _python(f"""
+        import jax, numpy as np, jax.numpy as jnp, equinox as eqx
+        jax.config.update("jax_enable_x64", True)
+        from diffmech import fit
+        class Decay(eqx.Module):
+            amplitude: jax.Array
+            offset: jax.Array
+        t = jnp.linspace(0.0, 3.0, 40)
+        y = 2.5 * jnp.exp(-t) - 0.7
+        def loss(m, y):
+            return jnp.mean((m.amplitude * jnp.exp(-t) + m.offset - y) ** 2)
+        res = {{}}
+        for name, d in (("one", None), ("four", 4)):
+            r = fit.fit(loss, Decay(jnp.asarray(1.0), jnp.asarray(0.0)), y, positive=lambda m: m.amplitude,
+                        steps=60, starts=6, seed=0, devices=d)
+            res[name + "_loss"], res[name + "_amp"] = np.asarray(r.loss), np.asarray(r.params.amplitude)
+            res[name + "_hist"], res[name + "_steps"] = np.asarray(r.history.loss), np.asarray(r.steps)
+            res[name + "_best"] = np.asarray(r.model.amplitude)
+        np.savez("{out}", **res)
+    """, 4)
+    r = np.load(out)
+    assert r["four_loss"].shape == (6,) and r["four_hist"].shape == r["one_hist"].shape
+    np.testing.assert_allclose(r["four_amp"], r["one_amp"], rtol=1e-12)
+    np.testing.assert_allclose(r["four_loss"], r["one_loss"], rtol=0, atol=1e-20)
+    np.testing.assert_allclose(r["four_best"], 2.5, rtol=1e-10)

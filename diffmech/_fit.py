@@ -247,7 +247,7 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
     if devices is not None:
         if not batched:
             raise ValueError("fit: `devices` spreads a multi-start over devices: give `starts` or `batch=True`")
-        from . import shard
+        from . import _shard as shard
 
         mesh = shard.mesh(devices)
         u0, _ = shard.pad(u0, mesh.size)

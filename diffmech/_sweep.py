@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import shard
+from . import _shard as shard
 from .fourbar import _kinematics as fbk
 from .fourbar._model import FourBar
 

@@ -31,8 +31,8 @@ jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 # (longest-processing-time first); ungrouped tests fill in behind them.
 import pytest  # noqa: E402
 
-# worker-seconds per group in the 788-s rehearsal (2026-11-23): fit ~360, parallel ~270, linkage ~250,
-# fourbar_kinematics ~220, fourbar_dynamics ~180, synthesis ~150
+# worker-seconds per group in the 788-s rehearsal (2026-11-23, --durations=60): fit 309, parallel 231, linkage 210,
+# fourbar_kinematics 186, fourbar_dynamics 177, synthesis 131 (ungrouped: test_shard 104)
 GROUPS = ("fit", "parallel", "linkage", "fourbar_kinematics", "fourbar_dynamics", "synthesis")
 
 

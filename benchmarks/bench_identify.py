@@ -35,20 +35,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 from test_identify import LOAD, NOMINAL, TRUE, _measurement, _payload_case  # noqa: E402
 
+from benchmarks._timing import timed  # noqa: E402
 from diffmech import identify  # noqa: E402
-
-
-def timed(f, *args, repeats):
-    t = time.perf_counter()
-    jax.block_until_ready(f(*args))
-    first = time.perf_counter() - t
-    runs = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = jax.block_until_ready(f(*args))
-        runs.append(time.perf_counter() - t)
-    med = statistics.median(runs)
-    return out, max(first - med, 0.0), med
 
 
 def central_jacobian(residual, p, h):

@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 
@@ -27,6 +26,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks._timing import timed  # noqa: E402
 from benchmarks.peers import numpy_parallel as peer  # noqa: E402
 from diffmech import parallel as par  # noqa: E402
 
@@ -40,19 +40,6 @@ def pipeline(ik_method):
         dyn = par.inverse_dynamics(mech, traj, load, kinematics=kin)
         return kin.labels, dyn.actuator_forces, kin.converged & dyn.converged
     return eqx.filter_jit(run)
-
-
-def timed(f, *args, repeats):
-    t = time.perf_counter()
-    jax.block_until_ready(f(*args))
-    first = time.perf_counter() - t
-    runs = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = jax.block_until_ready(f(*args))
-        runs.append(time.perf_counter() - t)
-    med = statistics.median(runs)
-    return out, max(first - med, 0.0), med
 
 
 def main():

@@ -215,7 +215,7 @@ def linkage_tracer(inputs, points, initial: Linkage, tracer: str, *, rcond: floa
 
     floor = r0.size * (1e-13 * max(float(np.abs(pts).max()), 1.0)) ** 2
     z, r, Jz, iters, converged = _levenberg_marquardt(fz, np.zeros(B.shape[1]), max_iter, tol, floor=floor,
-                                                      name="linkage_tracer")
+                                                      name="linkage_tracer", first=(r0, ok0, J0 @ B))
     p = p0 + B @ z
     sv = np.linalg.svd(np.asarray(f(p)[2]), compute_uv=False)
     rank = B.shape[1]
@@ -389,14 +389,14 @@ def _oe_linearise(p, template, drive, fixed, nscale, times, theta, rtol, fit_len
     return r, ok, J
 
 
-def _levenberg_marquardt(f, p, max_iter, tol, floor=0.0, name="fourbar_dynamics"):
+def _levenberg_marquardt(f, p, max_iter, tol, floor=0.0, name="fourbar_dynamics", first=None):
     """Minimise |r(p)|² by Levenberg–Marquardt with Marquardt's diagonal scaling and
     Nielsen's damping update (from the ratio of actual to predicted decrease); `f(p)`
     returns (r, ok, J). A step that fails (`ok` false) or raises the cost is rejected.
     Converged when the undamped Gauss–Newton step predicts a decrease below `tol` times
     the cost (the minimum, to the linearisation's accuracy), or the cost is below
-    `floor` (residuals at the model's own accuracy)."""
-    r, ok, J = (np.asarray(x) for x in f(p))
+    `floor` (residuals at the model's own accuracy). `first`: f(p), if already known."""
+    r, ok, J = (np.asarray(x) for x in (f(p) if first is None else first))
     if not ok:
         raise ValueError(f"{name}: the initial estimate does not simulate (loop does not close or the "
                          "solver failed); check `initial` and the branch")

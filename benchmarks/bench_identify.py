@@ -33,7 +33,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
-from test_identify import LOAD, NOMINAL, TRUE, _measurement, _payload_case  # noqa: E402
+from test_identify import LOAD, NOMINAL, SIX_INPUTS, TRUE, _measurement, _payload_case, _six_case  # noqa: E402
 
 from benchmarks._timing import timed  # noqa: E402
 from diffmech import identify  # noqa: E402
@@ -103,13 +103,39 @@ def payload(repeats):
             "payload_fit_s": t_fit, "payload_relative_error": err}
 
 
+def stephenson2(repeats):
+    """Stephenson-II from its tracer J8 (48 inputs, 16 parameters): the positions'
+    Jacobian by forward mode through the continuation against central differences of
+    the same residual, and the noise-free fit from a nominal 0.1 % off."""
+    lk, path, start = _six_case()
+    u, pts, k = jnp.asarray(SIX_INPUTS), jnp.asarray(path), lk.names.index("J8")
+    p = identify.linkage_params(lk)
+    (r, ok, J), c_fwd, t_fwd = timed(lambda x: identify._lk_linearise(x, lk, u, k, pts), p, repeats=repeats)
+
+    def residual(x):
+        m = identify.lks.simulate_functional(identify.linkage_from_params(lk, x), u, branch=True, condition=False)
+        return (m.coords[:, k, :2] - pts).reshape(-1)
+
+    h = jnp.full(p.shape, 1e-6, p.dtype)
+    Jfd, c_fd, t_fd = timed(eqx.filter_jit(lambda x: central_jacobian(residual, x, h)), p, repeats=repeats)
+    seen = np.linalg.norm(np.asarray(J), axis=0) > 1e-8 * np.abs(np.asarray(J)).max()
+    diff = float(np.max(np.abs(np.asarray(Jfd - J))[:, seen] / np.abs(np.asarray(J))[:, seen].max(axis=0)))
+    res, c_fit, t_fit = timed(lambda: identify.linkage_tracer(SIX_INPUTS, path, start, "J8").params, repeats=repeats)
+    return {"samples": int(SIX_INPUTS.size), "parameters": int(p.size),
+            "jacobian_forward_mode_s": t_fwd, "jacobian_forward_mode_compile_s": c_fwd,
+            "jacobian_central_differences_s": t_fd, "jacobian_central_differences_compile_s": c_fd,
+            "speedup_forward_over_fd": t_fd / t_fwd, "max_column_relative_difference": diff,
+            "fit_s": t_fit, "fit_first_call_after_jacobian_compiled_s": t_fit + c_fit}
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args()
     out = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
            "jax": jax.__version__, "backend": jax.default_backend(),
-           "fourbar_dynamics": fourbar(a.repeats), "payload": payload(a.repeats)}
+           "fourbar_dynamics": fourbar(a.repeats), "payload": payload(a.repeats),
+           "stephenson2_tracer": stephenson2(a.repeats)}
     print(json.dumps(out, indent=1))
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "identify.json")
     with open(path, "w") as fh:

@@ -22,7 +22,7 @@ from IPython.core.interactiveshell import InteractiveShell
 NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 # the test module whose programs each notebook shares (its xdist group)
 GROUP = {"01": "fourbar_kinematics", "02": "fourbar_dynamics", "03": "linkage", "04": "parallel",
-         "05": "parallel", "06": "fit", "07": "synthesis"}
+         "05": "parallel", "06": "fit", "07": "synthesis", "08": "synthesis"}
 
 
 def _run(path) -> str:
@@ -52,6 +52,7 @@ def _run(path) -> str:
 def test_notebook_runs(path, monkeypatch, tmp_path):
     monkeypatch.setenv("DIFFMECH_SMALL", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.setenv("DIFFMECH_RESULTS", str(path.parent.parent / "benchmarks" / "results"))
     monkeypatch.chdir(tmp_path)
     text = _run(path)
     if path.name.startswith("01_"):
@@ -79,5 +80,11 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert rel <= 1e-8
     if path.name.startswith("04_"):
         assert float(text.split("max |least-squares rates − IFT rates| =")[1].split()[0]) <= 1e-10
+    if path.name.startswith("08_"):
+        assert "same mask as fourbar.sweep: True" in text and "same mask as shard.run above: True" in text
+        assert float(text.split("max |q − q_ref| =")[1].split()[0]) <= 1e-13
+        assert float(text.split("shard.run above: True ; max |Δq| =")[1].split()[0]) <= 1e-13
+        assert float(text.split("vs closed form: max |Δq| =")[1].split()[0]) <= 1e-12
+        assert "throughput float32 / float64 on this CPU" in text  # the benchmark results were read
     if path.name.startswith("05_"):
         assert "degrees of freedom: 2" in text and "null-space dimension of the wrench system: 2" in text

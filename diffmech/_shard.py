@@ -27,7 +27,6 @@ from collections.abc import Callable, Sequence
 
 import equinox as eqx
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 

@@ -28,6 +28,7 @@ from typing import Any
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optimistix as optx
 from jaxtyping import Array, Bool, Float, Int, PyTree
 
@@ -247,6 +248,360 @@ def first_failure(converged: Bool[Array, "*batch N"], status: RESULTS) -> RESULT
     return RESULTS.where(failed, at_first, RESULTS.successful)
 
 
+# --------------------------------------------------------------------------- sweeps
+#
+# A sweep solves the closure at every input of a sequence. It is built from three
+# small strategies, chosen by the mechanism family:
+#
+# - a predictor guesses every input's solution at once (`ClosedForm`: a family's
+#   closed form; `Coarse`: continuation through every `stride`-th input, then cubic
+#   Hermite interpolation with implicit-function-theorem tangents);
+# - a corrector (`Newton`) applies a fixed number of Newton steps to all of them,
+#   vmapped, and certifies each: residual at most `atol` and a last update small
+#   enough that the error left (about its square) is round-off;
+# - a fallback (`Continuation`) redoes, by sequential continuation from the last
+#   certified input, the part of the sweep from the first input that was not
+#   certified. It runs only where it is needed: skipped outright for one sweep, and
+#   under `vmap` only on the lanes that need it (gathered in chunks).
+#
+# The checks (convergence, branch invariant, conditioning) are made on all solutions
+# at once, and derivatives are attached at the end by the implicit function theorem
+# at each solution (no iteration is differentiated).
+
+
+def _code(item: RESULTS) -> Int[Array, "..."]:
+    return jax.tree.leaves(item)[0]
+
+
+def _as_results(codes: Int[Array, "..."]) -> RESULTS:
+    return jax.tree.map(lambda _: codes, RESULTS.successful)
+
+
+_SUCCESS, _LIMIT, _SWITCH, _NOT_REACHED = (
+    int(_code(r)) for r in (RESULTS.successful, RESULTS.motion_limit, RESULTS.branch_switch, RESULTS.not_reached)
+)
+
+
+def _arc_length(inputs, n_in, dtype):
+    """Cumulative arc length along the (flattened) input path: the abscissa of the
+    continuation's predictor."""
+    flat = jnp.concatenate([jnp.reshape(jnp.asarray(v, dtype), (n_in, -1)) for v in jax.tree.leaves(inputs)], axis=1)
+    return jnp.concatenate([jnp.zeros((1,), dtype), jnp.cumsum(jnp.sqrt(jnp.sum(jnp.diff(flat, axis=0) ** 2, axis=1)))])
+
+
+def _take(inputs, i):
+    return jax.tree.map(lambda v: v[i], inputs)
+
+
+class _Options(eqx.Module):
+    """What every strategy needs to know of the sweep (static numbers, callables)."""
+
+    fn: Residual = eqx.field(static=True)
+    branch: Callable | None = eqx.field(static=True)
+    atol: float = eqx.field(static=True)
+    xtol: float = eqx.field(static=True)
+    max_steps: int = eqx.field(static=True)
+
+
+class _Rows(eqx.Module):
+    """Per-input results of a sweep under construction (`code`: RESULTS codes)."""
+
+    x: Float[Array, "N n"]
+    ok: Bool[Array, " N"]
+    code: Int[Array, " N"]
+    residual: Float[Array, " N"]
+    steps: Int[Array, " N"]
+
+
+# --------------------------------------------------------------------------- continuation
+
+
+def _extrapolate(xs, ss, count, s):
+    """Lagrange extrapolation to abscissa `s` through the last min(count, 3) accepted
+    solutions `xs` (newest first) at abscissae `ss`."""
+    x1, x2, x3 = xs
+    s1, s2, s3 = ss
+
+    def safe(d):
+        return jnp.where(d != 0, d, 1.0)
+
+    lin = x1 + (x1 - x2) * ((s - s1) / safe(s1 - s2))
+    w1 = (s - s2) * (s - s3) / safe((s1 - s2) * (s1 - s3))
+    w2 = (s - s1) * (s - s3) / safe((s2 - s1) * (s2 - s3))
+    w3 = (s - s1) * (s - s2) / safe((s3 - s1) * (s3 - s2))
+    quad = w1 * x1 + w2 * x2 + w3 * x3
+    return jnp.where(count >= 3, quad, jnp.where(count >= 2, lin, x1))
+
+
+def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, derive_sign):
+    """Sequential continuation from input `start` (an int array) to the end.
+
+    Rows before `start` are kept (they are the history of the quadratic predictor);
+    each later input is solved by Newton to convergence (`root`, damped where the
+    Jacobian is singular) from the extrapolation of the last three accepted
+    solutions; the first failure (no convergence: `motion_limit`; branch invariant
+    changed sign: `branch_switch`) ends the loop, and every later row is
+    `not_reached`, holding the last accepted solution. With `derive_sign`, the branch
+    sign is taken from the solution at input 0.
+    """
+    N = arc.shape[0]
+    x_prev = [rows.x[jnp.maximum(start - 1 - j, 0)] for j in range(3)]
+    s_prev = [arc[jnp.maximum(start - 1 - j, 0)] for j in range(3)]
+    count = jnp.minimum(start, 3)
+
+    def cond(c):
+        i, _, _, _, alive, _, _ = c
+        return (i < N) & alive
+
+    def body(c):
+        i, xs, ss, count, _, sign, out = c
+        u = _take(inputs, i)
+        guess = jnp.where(count > 0, _extrapolate(xs, ss, count, arc[i]), out.x[i])
+        sol = root(opts.fn, guess, u, params, atol=opts.atol, xtol=opts.xtol, max_steps=opts.max_steps)
+        if opts.branch is None:
+            b_ok = jnp.asarray(True)
+        else:
+            b = jnp.sign(opts.branch(sol.value, u, params))
+            sign = jnp.where(derive_sign & (i == 0), b, sign)
+            b_ok = b == sign
+        ok = sol.converged & b_ok
+        code = jnp.where(sol.converged, jnp.where(b_ok, _SUCCESS, _SWITCH), _code(sol.result)).astype(jnp.int32)
+        out = _Rows(
+            x=out.x.at[i].set(jnp.where(ok, sol.value, xs[0])), ok=out.ok.at[i].set(ok),
+            code=out.code.at[i].set(code), residual=out.residual.at[i].set(sol.residual),
+            steps=out.steps.at[i].set(sol.steps),
+        )
+        xs = tuple(jnp.where(ok, a, b) for a, b in zip((sol.value, xs[0], xs[1]), xs))
+        ss = tuple(jnp.where(ok, a, b) for a, b in zip((arc[i], ss[0], ss[1]), ss))
+        return i + 1, xs, ss, count + ok.astype(count.dtype), ok, sign, out
+
+    c0 = (start, tuple(x_prev), tuple(s_prev), count, jnp.asarray(True), sign0, rows)
+    stop, xs, _, _, _, sign, out = jax.lax.while_loop(cond, body, c0)
+    # every row after the loop's end follows a failure: not reached, last accepted solution
+    after = jnp.arange(N) >= stop
+    out = _Rows(
+        x=jnp.where(after[:, None], xs[0], out.x), ok=out.ok & ~after,
+        code=jnp.where(after, _NOT_REACHED, out.code).astype(jnp.int32), residual=jnp.where(after, jnp.nan, out.residual),
+        steps=jnp.where(after, 0, out.steps).astype(jnp.int32),
+    )
+    return out, sign
+
+
+def continuation(
+    fn: Residual,
+    x0: Float[Array, " n"],
+    inputs: Any,
+    params: PyTree,
+    *,
+    branch: Callable[[Float[Array, " n"], Any, PyTree], Float[Array, ""]] | None = None,
+    branch_sign: Float[Array, ""] | None = None,
+    atol: float = 1e-10,
+    xtol: float = 1e-10,
+    max_steps: int = 24,
+    condition: bool = True,
+) -> "SweepSolution":
+    """Follow the closure through `inputs` one input after the other (sequential
+    continuation): the first input is solved from `x0`, each later one by Newton to
+    convergence from the quadratic extrapolation of the last three solutions, and the
+    loop stops at the first failure (later rows `not_reached`).
+
+    Needed where no guess for every input exists before solving (large input steps,
+    a warm start for a later parallel pass, the coarse nodes of `Coarse`); `sweep`
+    is faster wherever its predictor applies. Arguments and result as `sweep`.
+    """
+    x0 = jax.lax.stop_gradient(jnp.asarray(x0))
+    _warn_if_float32(x0)
+    opts = _Options(fn=fn, branch=branch, atol=_tolerance(atol, x0.dtype), xtol=xtol, max_steps=max_steps)
+    rows, _ = _continuation_rows(opts, x0, jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params),
+                                 branch_sign)
+    return _finish(opts, inputs, params, rows, condition)
+
+
+def _continuation_rows(opts, x0, inputs, params, branch_sign):
+    n_in = jax.tree.leaves(inputs)[0].shape[0]
+    arc = _arc_length(inputs, n_in, x0.dtype)
+    rows = _Rows(
+        x=jnp.broadcast_to(x0, (n_in,) + x0.shape), ok=jnp.zeros((n_in,), bool),
+        code=jnp.full((n_in,), _NOT_REACHED, jnp.int32), residual=jnp.full((n_in,), jnp.nan, x0.dtype),
+        steps=jnp.zeros((n_in,), jnp.int32),
+    )
+    sign0 = jnp.asarray(1.0 if branch_sign is None else branch_sign, x0.dtype)
+    return _continue(opts, params, inputs, arc, rows, jnp.asarray(0), jnp.sign(sign0), branch_sign is None)
+
+
+# --------------------------------------------------------------------------- strategies
+
+
+class Prediction(eqx.Module):
+    """Guesses for every input of a sweep.
+
+    - `guess` `(N, n)`;
+    - `reached` `(N,)`: False where the predictor could not reach the input (beyond
+      a motion limit it met);
+    - `unreachable` `(N,)`: where not reached, True if the predictor proves the input
+      unreachable (a closed form's assembly condition fails), so no fallback is tried.
+    """
+
+    guess: Float[Array, "N n"]
+    reached: Bool[Array, " N"]
+    unreachable: Bool[Array, " N"]
+
+
+class AbstractPredictor(eqx.Module):
+    """Predicts every input's solution of a sweep at once (see `sweep`)."""
+
+    def predict(self, opts: _Options, x0, inputs, params) -> Prediction:
+        raise NotImplementedError
+
+
+class ClosedForm(AbstractPredictor):
+    """A family's closed form: `solution(u, params) -> (x, assemblable)`, evaluated
+    for all inputs at once (vmapped). Where `assemblable` is False the input is
+    reported as a motion limit without a fallback."""
+
+    solution: Callable[[Any, PyTree], tuple[Float[Array, " n"], Bool[Array, ""]]] = eqx.field(static=True)
+
+    def predict(self, opts, x0, inputs, params):
+        x, feasible = jax.vmap(self.solution, in_axes=(0, None))(inputs, params)
+        return Prediction(guess=x, reached=feasible, unreachable=~feasible)
+
+
+def _hermite(x0, x1, v0, v1, h, s):
+    """Cubic Hermite interpolation at fraction `s` of an interval of length `h`
+    between values `x0`, `x1` with slopes `v0`, `v1`."""
+    s2, s3 = s * s, s * s * s
+    return ((2 * s3 - 3 * s2 + 1) * x0 + (s3 - 2 * s2 + s) * h * v0
+            + (-2 * s3 + 3 * s2) * x1 + (s3 - s2) * h * v1)
+
+
+class Coarse(AbstractPredictor):
+    """Continuation (`continuation`) through every `stride`-th input and the last,
+    then cubic Hermite interpolation between those nodes, with slopes from the
+    implicit function theorem (the input's slope from differences of the inputs).
+    Inputs past the last node the continuation reached are not reached."""
+
+    stride: int = eqx.field(static=True, default=6)
+
+    def predict(self, opts, x0, inputs, params):
+        n_in = jax.tree.leaves(inputs)[0].shape[0]
+        nodes = np.asarray(sorted(set(range(0, n_in, self.stride)) | {n_in - 1}))
+        node_in = _take(inputs, nodes)
+        rows, _ = _continuation_rows(opts, x0, node_in, params, None)
+        if nodes.shape[0] == n_in:
+            return Prediction(guess=rows.x, reached=rows.ok, unreachable=jnp.zeros((n_in,), bool))
+        # the input's rate per index step at the nodes, by differences of the inputs
+        # (central inside, one-sided at the ends): a predictor needs no more
+        def slope(v):
+            v = jnp.asarray(v, rows.x.dtype)
+            return jnp.gradient(v, axis=0)[nodes] if v.shape[0] > 1 else jnp.zeros_like(v[nodes])
+
+        du = jax.tree.map(slope, inputs)
+        dx = jax.vmap(lambda x, u, ud: _velocity(opts.fn, x, u, params, ud))(rows.x, node_in, du)
+        k = jnp.arange(n_in)
+        j = jnp.clip(jnp.searchsorted(jnp.asarray(nodes), k, side="right") - 1, 0, nodes.shape[0] - 2)
+        nodes_a = jnp.asarray(nodes)
+        h = (nodes_a[j + 1] - nodes_a[j]).astype(rows.x.dtype)
+        frac = (k - nodes_a[j]).astype(rows.x.dtype) / h
+        guess = jax.vmap(_hermite)(rows.x[j], rows.x[j + 1], dx[j], dx[j + 1], h, frac)
+        reached = rows.ok[j] & rows.ok[j + 1]
+        guess = jnp.where(reached[:, None], guess, rows.x[j])
+        return Prediction(guess=guess, reached=reached, unreachable=jnp.zeros((n_in,), bool))
+
+
+class Newton(eqx.Module):
+    """The corrector: `steps` Newton steps on every input at once (unrolled: a
+    `while_loop` under `vmap` costs more here even when it iterates no further)."""
+
+    steps: int = eqx.field(static=True, default=2)
+    certify: float = eqx.field(static=True, default=1e-9)
+
+    def correct(self, fn, guess, u, params):
+        """Returns `(x, residual, last_step, exact_start)`: the iterate, the max-norm of
+        its residual, the relative size of the last update (the error left is about
+        its square) and whether the guess already satisfied the closure to
+        round-off (then a singular Jacobian's non-finite step is not taken)."""
+
+        def f(x):
+            return fn(x, u, params)
+
+        jac = jax.jacfwd(f)
+        x = guess
+        r = f(x)
+        eps2 = 2 * jnp.finfo(x.dtype).eps
+        exact_start = _max_abs(r) <= eps2
+        last = jnp.asarray(0.0 if self.steps == 0 else jnp.inf, x.dtype)
+        for _ in range(self.steps):
+            dx = _linalg.solve(jac(x), -r)
+            dx = jnp.where(_max_abs(r) <= eps2, 0.0, dx)  # already exact: do not move
+            last = _max_abs(dx) / (1 + _max_abs(x))
+            x = x + dx
+            r = f(x)
+        return x, _max_abs(r), last, exact_start
+
+
+class Continuation(eqx.Module):
+    """The fallback: sequential continuation (`continuation`) from the last certified
+    input through the rest of the sweep, run only where the parallel pass left an
+    input uncertified that its predictor did not prove unreachable. Under `vmap` the
+    lanes that need it are gathered in chunks of `chunk`."""
+
+    chunk: int = eqx.field(static=True, default=16)
+
+
+def _when_needed(need, operands, run, chunk):
+    """`run(operands)` where `need`, else `operands["rows"]` unchanged.
+
+    One sweep: a `lax.cond`, skipped when not needed. Under `vmap` (a batch of
+    sweeps) a `cond` would run both branches on every lane; instead the lanes that
+    need it are gathered in chunks of `chunk` and only those chunks are run.
+    """
+
+    # values that `run` closes over (a branch invariant's parameters, say) become
+    # explicit operands, so that a batched one is seen as batched by the rule below
+    run_closed, consts = jax.closure_convert(run, operands)
+    operands = (operands, tuple(consts))
+
+    def run(o):  # noqa: F811
+        return run_closed(o[0], *o[1])
+
+    @jax.custom_batching.custom_vmap
+    def maybe(need, operands):
+        return jax.lax.cond(need, run, lambda o: o[0]["rows"], operands)
+
+    @maybe.def_vmap
+    def _batched(axis_size, in_batched, need, operands):
+        need_b, ops_b = in_batched
+        need = need if need_b else jnp.broadcast_to(need, (axis_size,))
+        operands = jax.tree.map(lambda a, b: a if b else jnp.broadcast_to(a, (axis_size,) + jnp.shape(a)),
+                                operands, ops_b)
+        c = min(chunk, axis_size)
+        n_chunks = -(-axis_size // c)
+        order = jnp.argsort(~need, stable=True)  # lanes that need the pass first
+        order = jnp.concatenate([order, order[: n_chunks * c - axis_size]])
+        count = jnp.sum(need)
+        out = operands[0]["rows"]
+
+        def body(carry):
+            i, out = carry
+            lanes = jax.lax.dynamic_slice(order, (i * c,), (c,))
+            new = jax.vmap(run)(jax.tree.map(lambda a: a[lanes], operands))
+            valid = i * c + jnp.arange(c) < count
+
+            def put(o, n):
+                keep = jnp.reshape(valid, (c,) + (1,) * (n.ndim - 1))
+                return o.at[lanes].set(jnp.where(keep, n, o[lanes]))
+
+            return i + 1, jax.tree.map(put, out, new)
+
+        _, out = jax.lax.while_loop(lambda carry: carry[0] * c < count, body, (jnp.asarray(0), out))
+        return out, jax.tree.map(lambda _: True, out)
+
+    return maybe(need, operands)
+
+
+# --------------------------------------------------------------------------- sweep
+
+
 class SweepSolution(eqx.Module):
     """The result of `sweep`, one row per input.
 
@@ -281,167 +636,126 @@ class SweepSolution(eqx.Module):
         return jnp.where(self.converged[:, None], self.value, jnp.nan)
 
 
+def _finish(opts, inputs, params, rows: _Rows, condition: bool) -> SweepSolution:
+    """Attach implicit derivatives to the rows (the implicit function theorem at each
+    solution, vmapped) and the optional conditioning."""
+    x = jax.lax.stop_gradient(rows.x)
+
+    def implicit(x_, u):
+        def f(y):
+            return opts.fn(y, u, params)
+
+        def tangent_solve(g, y):
+            return _linalg.solve(jax.jacfwd(g)(y), y)
+
+        return jax.lax.custom_root(f, x_, lambda _, guess: guess, tangent_solve)
+
+    value = jax.vmap(implicit)(x, inputs)
+    if condition:
+        cond = jax.vmap(lambda x_, u: _linalg.condition_1(jax.jacfwd(opts.fn)(x_, u, jax.lax.stop_gradient(params))))(
+            x, jax.lax.stop_gradient(inputs))
+    else:
+        cond = jnp.full(rows.ok.shape, jnp.nan, x.dtype)
+    return SweepSolution(inputs=inputs, value=value, converged=rows.ok, status=_as_results(rows.code),
+                         residual=rows.residual, condition=cond, steps=rows.steps)
+
+
 def sweep(
     fn: Residual,
     x0: Float[Array, " n"],
     inputs: Any,
     params: PyTree,
     *,
+    predictor: AbstractPredictor | None = None,
+    corrector: Newton | None = None,
+    fallback: Continuation | None = None,
     branch: Callable[[Float[Array, " n"], Any, PyTree], Float[Array, ""]] | None = None,
     branch_sign: Float[Array, ""] | None = None,
-    predictor: int = 2,
-    newton_steps: int | None = 2,
     atol: float = 1e-10,
     xtol: float = 1e-10,
     max_steps: int = 24,
     condition: bool = True,
-    fallback: bool = True,
-    polish: float = 1e-9,
-    robust_fallback: bool = True,
-    unroll: int = 1,
 ) -> SweepSolution:
-    """Follow the closure through a sequence of inputs by continuation.
+    """Solve the closure at every input of a sequence, all inputs at once.
 
-    One `lax.scan` over `inputs`. The first input is solved from `x0` by `root`
-    (Newton to convergence, at most `max_steps`). Step k is warm-started by
-    polynomial extrapolation (degree `predictor`, 0 = previous solution) through the
-    previous solutions against the arc length of the input path, then takes exactly
-    `newton_steps` Newton steps (unrolled: a `while_loop` under `vmap` costs ~3x
-    here even when it does no iteration). With the default quadratic predictor the
-    guess is O(Δu³) off and two quadratic steps bring it to round-off. Where the
-    last update was still larger than `polish` (relative; the error left is about
-    its square, so 1e-9 leaves round-off) or the step failed (close to a fold or a
-    singular configuration, or large input steps), and `fallback`, Newton continues
-    to convergence (`root`, at most `max_steps`) on those lanes only. The step is accepted if the residual is at most `atol`. A step fails if it is not
-    (`RESULTS.motion_limit`: past a motion limit, or so close to a singular
-    configuration that Newton slows down) or if `branch(x, u, params)` changes sign
-    (`RESULTS.branch_switch`); every later step is `RESULTS.not_reached`, not solved
-    and masked.
+    1. `predictor` guesses every input's solution (default `Coarse()`: continuation
+       through every 6th input from `x0`, cubic Hermite interpolation between; a
+       family with a closed form passes `ClosedForm`);
+    2. `corrector` (default `Newton(2)`) applies a fixed number of Newton steps to all
+       guesses at once; an input is certified if its residual is at most `atol` and
+       its last update at most `corrector.certify` (relative: the error left is
+       about its square, round-off) or its guess already closed the loop to
+       round-off;
+    3. the branch invariant `branch(x, u, params)` is checked on all solutions: its
+       sign must stay `branch_sign` (default: its sign at the first input);
+    4. from the first input that is neither certified on the branch nor proved
+       unreachable by the predictor, `fallback` (default `Continuation()`) redoes the
+       rest of the sweep by sequential continuation from the last certified input,
+       so that a motion limit or a branch switch is located as a step-by-step
+       continuation would locate it. It runs only where needed (under `vmap`, only
+       on the lanes that need it).
 
-    With `newton_steps=None` every input, the first included, is solved inside the
-    scan by Newton to convergence (`root`, at most `max_steps`, undamped) from the
-    predictor, with no polish or fallback: one Newton loop in the program, the
-    smallest to compile; meant for large input steps where a fixed step count would
-    not do (a warm start for a later parallel pass). It needs `branch_sign` when a
-    `branch` is given.
+    A failed input is `RESULTS.motion_limit` (the closure cannot be solved there:
+    beyond a motion limit, or too close to a singular configuration) or
+    `RESULTS.branch_switch`; every later input is `RESULTS.not_reached`, masked, and
+    holds the last converged solution. Derivatives with respect to `inputs` and
+    `params` come from the implicit function theorem at each solution (no iteration
+    is differentiated).
 
-    **Arguments:** as `root`, plus `inputs` (leading axis `N`), `branch` (an
-    invariant whose sign identifies the assembly branch; it vanishes only at
-    singular configurations), `branch_sign` (the required sign; default: the sign at
-    the first solution), `unroll` (passed to `lax.scan`).
+    **Arguments:** `fn`, `x0`, `params`, `atol`, `xtol`, `max_steps` as `root`;
+    `inputs` (a pytree with leading axis `N`); `condition`: the Jacobian's 1-norm
+    condition number per input (NaN if False).
 
     **Returns:** a `SweepSolution`.
     """
-    x0 = jnp.asarray(x0)
+    x0 = jax.lax.stop_gradient(jnp.asarray(x0))  # a guess: it carries no derivative
+    _warn_if_float32(x0)
     dtype = x0.dtype
+    predictor = Coarse() if predictor is None else predictor
+    corrector = Newton() if corrector is None else corrector
+    fallback = Continuation() if fallback is None else fallback
+    opts = _Options(fn=fn, branch=branch, atol=_tolerance(atol, dtype), xtol=xtol, max_steps=max_steps)
+    p_in, p_par = jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params)
     n_in = jax.tree.leaves(inputs)[0].shape[0]
 
-    # arc length along the input path: the predictor's abscissa
-    flat_in = jnp.concatenate([jnp.reshape(jnp.asarray(v, dtype), (n_in, -1)) for v in jax.tree.leaves(inputs)], axis=1)
-    arc = jnp.concatenate([jnp.zeros((1,), dtype), jnp.cumsum(jnp.sqrt(jnp.sum(jnp.diff(flat_in, axis=0) ** 2, axis=1)))])
-
-    order = max(0, min(int(predictor), 2))
-    lean = newton_steps is None
-    if lean and branch is not None and branch_sign is None:
-        raise ValueError("sweep: `newton_steps=None` needs `branch_sign` when a `branch` invariant is given")
-    # solved to convergence before the scan: the predictor's history (lean: inside the scan)
-    n_head = 0 if lean else min(order + 1, n_in)
-
-    def record(sol, u, alive):
-        b_ok = jnp.asarray(True) if branch is None else jnp.sign(branch(sol.value, u, params)) == sign0
-        ok = alive & sol.converged & b_ok
-        status = RESULTS.where(
-            alive,
-            RESULTS.where(sol.converged, RESULTS.where(b_ok, RESULTS.successful, RESULTS.branch_switch), sol.result),
-            RESULTS.not_reached,
-        )
-        return ok, status
-
-    head, guess, alive = [], x0, jnp.asarray(True)
-    sign0 = jnp.asarray(1.0, dtype) if branch_sign is None else jnp.sign(jnp.asarray(branch_sign, dtype))
-    for k in range(n_head):
-        u_k = jax.tree.map(lambda v: v[k], inputs)
-        if k == 2:  # linear guess (k = 1 starts from the previous solution)
-            x1, x2 = head[1][0], head[0][0]
-            guess = x1 + (x1 - x2) * (arc[2] - arc[1]) / jnp.where(arc[1] != arc[0], arc[1] - arc[0], 1.0)
-        sol = root(fn, guess, u_k, params, atol=atol, xtol=xtol, max_steps=max_steps, condition=condition, active=alive)
-        if k == 0 and branch is not None and branch_sign is None:
-            sign0 = jnp.sign(branch(sol.value, u_k, params))
-        ok, status = record(sol, u_k, alive)
-        x_k = jnp.where(ok, sol.value, guess if k == 0 else head[-1][0])
-        head.append((x_k, ok, status, sol.residual, sol.condition, sol.steps))
-        guess, alive = x_k, ok
-
-    def extrapolate(xs, ss, count, s):
-        # Lagrange extrapolation through the last min(count, order+1) points
-        x1, x2, x3 = xs
-        s1, s2, s3 = ss
-        lin = x1 + (x1 - x2) * ((s - s1) / jnp.where(s1 != s2, s1 - s2, 1.0))
-        w1 = (s - s2) * (s - s3) / jnp.where((s1 - s2) * (s1 - s3) != 0, (s1 - s2) * (s1 - s3), 1.0)
-        w2 = (s - s1) * (s - s3) / jnp.where((s2 - s1) * (s2 - s3) != 0, (s2 - s1) * (s2 - s3), 1.0)
-        w3 = (s - s1) * (s - s2) / jnp.where((s3 - s1) * (s3 - s2) != 0, (s3 - s1) * (s3 - s2), 1.0)
-        quad = w1 * x1 + w2 * x2 + w3 * x3
-        guess = x1
-        if order >= 1:
-            guess = jnp.where(count >= 2, lin, guess)
-        if order >= 2:
-            guess = jnp.where(count >= 3, quad, guess)
-        return guess
-
-    def body(carry, inp):
-        xs, ss, count, alive = carry
-        u, s = inp
-        guess = extrapolate(xs, ss, count, s)
-        if lean:
-            sol = root(fn, guess, u, params, atol=atol, xtol=xtol, max_steps=max_steps, condition=condition,
-                       active=alive, robust=False)
-        else:
-            sol = root(fn, guess, u, params, atol=atol, xtol=0.0, max_steps=newton_steps,
-                       min_steps=newton_steps, condition=condition, active=alive, robust=False)
-        if fallback and not lean:
-            # rare: the fixed steps did not converge (close to a fold or a singular
-            # configuration). Newton to convergence from the last solution, only on
-            # those lanes; the loop does no iteration when every lane converged.
-            # also polish lanes that converged but not to round-off
-            retry = alive & (~sol.converged | (sol.last_step > polish))
-            start = jnp.where(sol.converged, sol.value, xs[0])
-
-            def polish_lanes(sol):
-                sol2 = root(fn, start, u, params, atol=atol, xtol=xtol, max_steps=max_steps,
-                            condition=condition, active=retry, robust=robust_fallback)
-                return jax.tree.map(lambda a, b: jnp.where(retry, a, b), sol2, sol)
-
-            # skipped outright when no lane needs it (unbatched; under vmap the
-            # predicate is batched and `cond` becomes a select of both branches)
-            sol = jax.lax.cond(jnp.any(retry), polish_lanes, lambda s: s, sol)
-        ok, status = record(sol, u, alive)
-        x_new = jnp.where(ok, sol.value, xs[0])
-        xs = (x_new, jnp.where(ok, xs[0], xs[1]), jnp.where(ok, xs[1], xs[2]))
-        ss = (jnp.where(ok, s, ss[0]), jnp.where(ok, ss[0], ss[1]), jnp.where(ok, ss[1], ss[2]))
-        carry = (xs, ss, count + ok.astype(jnp.int32), ok)
-        return carry, (x_new, ok, status, sol.residual, sol.condition, sol.steps)
-
-    # history for the predictor: the last three accepted points (padded at the start)
-    if lean:
-        carry0 = ((x0,) * 3, (arc[0],) * 3, jnp.asarray(0, jnp.int32), jnp.asarray(True))
-        _, ys = jax.lax.scan(body, carry0, (inputs, arc), unroll=unroll)
-        return SweepSolution(inputs=inputs, value=ys[0], converged=ys[1], status=ys[2], residual=ys[3],
-                             condition=ys[4], steps=ys[5])
-    xh = [h[0] for h in head][::-1] + [head[0][0]] * 3
-    sh = [arc[k] for k in range(n_head)][::-1] + [arc[0]] * 3
-    count = sum(h[1].astype(jnp.int32) for h in head)
-    carry0 = (tuple(xh[:3]), tuple(sh[:3]), count, head[-1][1])
-    rest = (jax.tree.map(lambda v: v[n_head:], inputs), arc[n_head:])
-    _, ys = jax.lax.scan(body, carry0, rest, unroll=unroll)
-    xs, oks, statuses, res, conds, steps = (
-        jax.tree.map(lambda *hs: jnp.stack(hs), *[h[i] for h in head]) for i in range(6)
+    # 1–2. predict and correct every input at once
+    pred = predictor.predict(opts, x0, p_in, p_par)
+    x, res, last, exact = jax.vmap(corrector.correct, in_axes=(None, 0, 0, None))(fn, pred.guess, p_in, p_par)
+    finite = jnp.all(jnp.isfinite(x), axis=-1)
+    certified = pred.reached & finite & (res <= opts.atol) & ((last <= corrector.certify) | exact)
+    # 3. the branch invariant on all solutions
+    if branch is None:
+        b_ok, sign0 = jnp.ones((n_in,), bool), jnp.asarray(1.0, dtype)
+    else:
+        b = jnp.sign(jax.vmap(branch, in_axes=(0, 0, None))(x, p_in, p_par))
+        sign0 = b[0] if branch_sign is None else jnp.sign(jnp.asarray(branch_sign, dtype))
+        b_ok = b == sign0
+    good = certified & b_ok
+    first = jnp.argmin(good)  # the first uncertified input (0 if none)
+    all_good = jnp.all(good)
+    idx = jnp.arange(n_in)
+    before = idx < jnp.where(all_good, n_in, first)
+    last_x = jnp.where(first > 0, x[jnp.maximum(first - 1, 0)], x0)
+    code_first = jnp.where(certified[first], _SWITCH, _LIMIT)  # certified but off the branch: a switch
+    rows = _Rows(
+        x=jnp.where(before[:, None], x, last_x), ok=before,
+        code=jnp.where(before, _SUCCESS, jnp.where(idx == first, code_first, _NOT_REACHED)).astype(jnp.int32),
+        residual=jnp.where(before | (idx == first), res, jnp.nan),
+        steps=jnp.full((n_in,), corrector.steps, jnp.int32),
     )
-    xs, oks, statuses, res, conds, steps = (
-        jax.tree.map(lambda a, b: jnp.concatenate([a, b]), h, y) for h, y in zip((xs, oks, statuses, res, conds, steps), ys)
-    )
-    return SweepSolution(
-        inputs=inputs, value=xs, converged=oks, status=statuses, residual=res, condition=conds, steps=steps,
-    )
+    # 4. the fallback, where the first failure is not a proven motion limit
+    need = ~all_good & ~(pred.unreachable[first] & ~certified[first])
+    arc = _arc_length(p_in, n_in, dtype)
+
+    def run(o):
+        out, _ = _continue(opts, o["params"], o["inputs"], o["arc"], o["rows"], o["first"], o["sign0"],
+                           o["derive"])
+        return out
+
+    operands = dict(params=p_par, inputs=p_in, arc=arc, rows=rows, first=first, sign0=sign0,
+                    derive=jnp.asarray(branch is not None and branch_sign is None) & (first == 0))
+    rows = _when_needed(need, operands, run, fallback.chunk)
+    return _finish(opts, inputs, params, rows, condition)
 
 
 def mask_after(converged: Bool[Array, "*batch N"], status: RESULTS, bad: Bool[Array, "*batch N"],
@@ -503,3 +817,10 @@ def rates(
 def condition(fn: Residual, x: Float[Array, " n"], u: Any, params: PyTree) -> Float[Array, ""]:
     """The 1-norm condition number of the closure Jacobian `∂fn/∂x` at `(x, u)`."""
     return _linalg.condition_1(jax.jacfwd(fn)(x, u, params))
+
+
+def _velocity(fn, x, u, params, udot):
+    """`ẋ = −Φ_x⁻¹ Φ_u u̇`: the first half of `rates`."""
+    J = jax.jacfwd(fn)(x, u, params)
+    _, phi_u = jax.jvp(lambda u_: fn(x, u_, params), (u,), (udot,))
+    return _linalg.solve(J, -phi_u)

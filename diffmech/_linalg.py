@@ -4,10 +4,21 @@ The closure core solves many small square systems (4 unknowns for a four-bar, a
 few dozen for a spatial linkage). Batched LAPACK calls on the CPU loop over the
 batch one matrix at a time; an unrolled Gaussian elimination written in array
 operations is instead one fused, SIMD-friendly kernel over the whole batch. Above
-`_UNROLL_MAX` unknowns the unrolled code grows too large and we call
-`jnp.linalg.solve`.
+`_UNROLL_MAX` unknowns the unrolled code grows too large: one system is solved by
+LAPACK, a batch (under `vmap`) by Gaussian elimination in a loop over the columns,
+each step one array operation over the whole batch.
+
+**No batched LAPACK call.** jaxlib 0.10.x on the CPU runs a batched LAPACK kernel by
+splitting the batch over XLA's intra-op thread pool and blocking a pool thread until
+the pieces are done; two such kernels that run at the same time (independent
+solves in one program, as in every parallel-mechanism step) can occupy every
+thread of a 2-thread pool and wait for each other forever. Measured: the suite hung
+in `parallel.inverse_kinematics` and `identify.payload`, with both pool threads in
+`LuDecomposition::Kernel → ParallelBatchMap → BlockingCounter::Wait`. Batches are
+therefore never handed to LAPACK here (`tests/test_runtime.py` runs those programs).
 """
 
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
@@ -28,7 +39,7 @@ def solve(A: Float[Array, "n n"], b: Float[Array, "n *k"]) -> Float[Array, "n *k
     """
     n = A.shape[-1]
     if n > _UNROLL_MAX:
-        return jnp.linalg.solve(A, b) if b.ndim == 2 else jnp.linalg.solve(A, b[:, None])[:, 0]
+        return _solve_large(A, b)
     vector = b.ndim == 1
     B = b[:, None] if vector else b
     B = B.astype(A.dtype)
@@ -96,7 +107,7 @@ def det(A: Float[Array, "n n"]) -> Float[Array, ""]:
     closure: it changes only through a singular configuration."""
     n = A.shape[-1]
     if n > _UNROLL_MAX:
-        return jnp.linalg.det(A)
+        return _det_large(A)
     R, sign = _forward([[A[i, j] for j in range(n)] for i in range(n)], n, n)
     d = sign
     for k in range(n):
@@ -110,3 +121,91 @@ def condition_1(A: Float[Array, "n n"]) -> Float[Array, ""]:
     inv = solve(A, jnp.eye(n, dtype=A.dtype))
     c = jnp.max(jnp.sum(jnp.abs(A), axis=0)) * jnp.max(jnp.sum(jnp.abs(inv), axis=0))
     return jnp.where(jnp.isfinite(c), c, jnp.inf)
+
+
+# --------------------------------------------------------------------------- larger systems
+
+
+def _eliminate(A, B):
+    """Gaussian elimination with partial pivoting of `[A | B]`, batched over leading
+    axes, as a loop over the columns (each step a few array operations on the whole
+    batch). Returns `(X, det)` with `A X = B`."""
+    n = A.shape[-1]
+    M = jnp.concatenate([A, B], axis=-1)
+    rows = jnp.arange(n)
+
+    def forward(k, carry):
+        M, det = carry
+        col = M[..., :, k]
+        p = jnp.argmax(jnp.where(rows >= k, jnp.abs(col), -1.0), axis=-1)
+        row_k = M[..., k, :]
+        row_p = jnp.take_along_axis(M, p[..., None, None], axis=-2)[..., 0, :]
+        at_k = (rows == k)[:, None]
+        at_p = (rows[:, None] == p[..., None, None]) & ~at_k
+        M = jnp.where(at_k, row_p[..., None, :], jnp.where(at_p, row_k[..., None, :], M))
+        pivot = row_p[..., k]
+        f = jnp.where(rows > k, M[..., :, k] / pivot[..., None], 0.0)
+        M = M - f[..., :, None] * row_p[..., None, :]
+        det = det * jnp.where(p == k, pivot, -pivot)
+        return M, det
+
+    M, det = jax.lax.fori_loop(0, n, forward, (M, jnp.ones(A.shape[:-2], A.dtype)))
+    U, Y = M[..., :n], M[..., n:]
+
+    def back(i, X):
+        r = n - 1 - i
+        u = U[..., r, :]
+        s = Y[..., r, :] - jnp.sum(jnp.where(rows > r, u, 0.0)[..., :, None] * X, axis=-2)
+        return jnp.where((rows == r)[:, None], (s / u[..., r, None])[..., None, :], X)
+
+    X = jax.lax.fori_loop(0, n, back, jnp.zeros_like(Y))
+    return X, det
+
+
+def _broadcast_batched(axis_size, in_batched, *args):
+    return [a if b else jnp.broadcast_to(a, (axis_size,) + a.shape) for a, b in zip(args, in_batched)]
+
+
+@jax.custom_batching.custom_vmap
+def _lu_solve(A, B):
+    return jnp.linalg.solve(A, B)  # one system: LAPACK
+
+
+@_lu_solve.def_vmap
+def _lu_solve_batched(axis_size, in_batched, A, B):
+    A, B = _broadcast_batched(axis_size, in_batched, A, B)
+    return _eliminate(A, B)[0], True
+
+
+@jax.custom_batching.custom_vmap
+def _lu_det(A):
+    return jnp.linalg.det(A)
+
+
+@_lu_det.def_vmap
+def _lu_det_batched(axis_size, in_batched, A):
+    (A,) = _broadcast_batched(axis_size, in_batched, A)
+    return _eliminate(A, jnp.zeros(A.shape[:-1] + (0,), A.dtype))[1], True
+
+
+def _solve_large(A, b):
+    vector = b.ndim == 1
+    B = (b[:, None] if vector else b).astype(A.dtype)
+    # a linear solve JAX can differentiate and transpose (derivatives are solves too)
+    X = jax.lax.custom_linear_solve(
+        lambda x: A @ x, B, solve=lambda _, rhs: _lu_solve(A, rhs), transpose_solve=lambda _, rhs: _lu_solve(A.T, rhs)
+    )
+    return X[:, 0] if vector else X
+
+
+@jax.custom_jvp
+def _det_large(A):
+    return _lu_det(A)
+
+
+@_det_large.defjvp
+def _det_large_jvp(primals, tangents):
+    (A,), (dA,) = primals, tangents
+    d = _det_large(A)
+    # d det = det · tr(A⁻¹ dA)
+    return d, d * jnp.trace(_solve_large(A, dA))

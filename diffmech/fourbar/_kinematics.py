@@ -81,6 +81,13 @@ def is_parallelogram_mode(fb: FourBar, rtol: float = 1e-12) -> Array:
     return par & (fb.branch == 1)
 
 
+def _change_point_flip(fb: FourBar, theta_A) -> Array:
+    """±1: on a change-point design each assembly mode changes the sign of qB × qD at
+    θA = 0, π (`branch_sign_at`); 1 on other designs."""
+    s = jnp.sign(jnp.sin(theta_A))
+    return jnp.where(is_change_point(fb), jnp.where(s == 0, 1.0, s), 1.0)
+
+
 def branch_sign_at(fb: FourBar, theta_A) -> Array:
     """The sign of qB × qD on `fb.branch` at crank angle `theta_A`.
 
@@ -90,15 +97,7 @@ def branch_sign_at(fb: FourBar, theta_A) -> Array:
     sign of `sign(l4 − l1) · (qB × qD) · sin θA`: `branch = +1` is the parallelogram
     mode of a parallelogram (qB = e1, qD = qA), `−1` the anti-parallelogram.
     """
-    s = jnp.sign(jnp.sin(theta_A))
-    flip = jnp.where(is_change_point(fb), jnp.where(s == 0, 1.0, s), 1.0)
-    return branch_sign(fb) * flip
-
-
-def _branch_invariant(x, theta_A, fb):
-    # qB × qD keeps its sign along a branch (it vanishes only at toggles); for
-    # change-point designs it vanishes at the crossings, so the check is disabled
-    return jnp.where(is_change_point(fb), branch_sign(fb), cross(x[:2], x[2:]))
+    return branch_sign(fb) * _change_point_flip(fb, theta_A)
 
 
 def closed_form(fb: FourBar, theta_A, sigma=None) -> tuple[Float[Array, "4"], Float[Array, ""]]:
@@ -278,18 +277,28 @@ class Sweep(eqx.Module):
         return jnp.where(self.converged[..., None], self.q, jnp.nan)
 
 
-def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: bool = True,
-                     predictor: int = 2, newton_steps: int = 2, fallback: bool = True, unroll: int = 1,
-                     sigma=None) -> Sweep:
+def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: bool = True, sigma=None) -> Sweep:
     """`sweep` for use inside `jit`/`vmap`/`grad` (no validation, no batching logic):
-    one design, one continuation through `theta_A` (options as `diffmech.closure.sweep`).
+    one design, every crank angle of `theta_A` at once (`diffmech.closure.sweep` with
+    the circle intersection as its predictor and one certifying Newton step).
     `sigma`: the sign of qB × qD to follow (default `branch_sign(fb)`), traced, so one
     program can follow designs of both branches (see `closed_form`)."""
-    x0, _ = closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A[0]),
-                        None if sigma is None else jax.lax.stop_gradient(sigma))
+    sigma = branch_sign(fb) if sigma is None else jnp.asarray(sigma, fb.lengths.dtype)
+    sigma = jax.lax.stop_gradient(sigma)
+
+    def solution(th, fb_):
+        x, gap = closed_form(fb_, th, sigma * _change_point_flip(fb_, th))
+        return x, gap <= 0
+
+    def invariant(x, th, fb_):
+        # qB × qD keeps its sign along a branch (it vanishes only at toggles); on
+        # change-point designs it vanishes at the crossings, so the check is disabled
+        return jnp.where(is_change_point(fb_), sigma, cross(x[:2], x[2:]))
+
+    x0, _ = closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A[0]), sigma)
     sol = _closure.sweep(
-        residual, x0, theta_A, fb, branch=_branch_invariant, branch_sign=branch_sign(fb) if sigma is None else sigma,
-        condition=condition, predictor=predictor, newton_steps=newton_steps, fallback=fallback, unroll=unroll,
+        residual, x0, theta_A, fb, predictor=_closure.ClosedForm(solution), corrector=_closure.Newton(1),
+        branch=invariant, branch_sign=sigma, condition=condition,
     )
     q = _full_q(theta_A, sol.value)
     return Sweep(theta_A=theta_A, q=q, converged=sol.converged, status=sol.status,
@@ -434,7 +443,7 @@ def angular_accelerations(fb: FourBar, q: Float[Array, "6"], omega_A, alpha_A) -
     par = is_parallelogram_mode(fb)
     M = jnp.stack([l2 * perp(qB), -l3 * perp(qD)], axis=1)
     M = jnp.where(par, jnp.eye(2, dtype=M.dtype), M)  # singular at a parallelogram's change points
-    alpha = jnp.linalg.solve(M, rhs)
+    alpha = _linalg.solve(M, rhs)
     return jnp.where(par, jnp.stack([jnp.zeros_like(alpha_A), alpha_A]).astype(alpha.dtype), alpha)
 
 

@@ -60,6 +60,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .. import _linalg
 from .._geometry import rotation
 
 GEOMETRIES = ("planar", "spherical", "spatial")
@@ -624,13 +625,13 @@ def _frame_coeffs_3(C0, a, b, c, d):
     # (α, β, γ) with d = a + α (b − a) + β (c − a) + γ (b − a) × (c − a)
     e1, e2 = C0[b] - C0[a], C0[c] - C0[a]
     M = jnp.stack([e1, e2, jnp.cross(e1, e2)], axis=-1)  # (k, 3, 3) columns
-    return jnp.linalg.solve(M, (C0[d] - C0[a])[..., None])[..., 0]
+    return jax.vmap(_linalg.solve)(M, C0[d] - C0[a])
 
 
 def _frame_coeffs_s(C0, u, v, w):
     # (α, β, γ) with w = α u + β v + γ u × v
     M = jnp.stack([C0[u], C0[v], jnp.cross(C0[u], C0[v])], axis=-1)
-    return jnp.linalg.solve(M, C0[w][..., None])[..., 0]
+    return jax.vmap(_linalg.solve)(M, C0[w])
 
 
 def _orthonormal(u, v):

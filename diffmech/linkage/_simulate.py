@@ -94,27 +94,23 @@ def default_inputs(lk: Linkage, steps: int | None = None, step: float | None = N
 
 def simulate_functional(lk: Linkage, inputs: Float[Array, " N"], *, branch: bool = True,
                         condition: bool = True) -> Motion:
-    """Follow the input through `inputs` (which starts at the initial configuration,
-    input 0) by continuation: one `lax.scan` through the closure core
-    (`diffmech.closure.sweep`). Jittable, vmappable over designs (a batch of
-    `coords`), differentiable with respect to the initial coordinates (implicit
-    function theorem at every step). With `branch`, the sign of the Jacobian's
-    determinant is the branch invariant: a step that jumps to another assembly mode
-    fails (`branch_switch`) instead of flipping silently."""
+    """Solve the linkage at every input of `inputs` (which starts at the initial
+    configuration, input 0) with the closure core (`diffmech.closure.sweep`:
+    continuation through every 6th input, cubic Hermite interpolation, Newton on all
+    inputs at once, sequential continuation only from a failure on). Jittable,
+    vmappable over designs (a batch of `coords`), differentiable with respect to the
+    initial coordinates (implicit function theorem at every input). With `branch`,
+    the sign of the Jacobian's determinant is the branch invariant: an input solved on
+    another assembly mode fails (`branch_switch`) instead of flipping silently."""
     inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
     prep = _prepare(lk)
-    sol = _closure.sweep(_residual, lk.x0(), inputs, prep, condition=False, max_steps=10)
-    converged, status = sol.converged, sol.status
-    if branch or condition:
-        # checked after the scan, on all solutions at once (one batched kernel instead
-        # of work inside every continuation step); masking everything after the first
-        # switch gives the same result as stopping there
-        J = jax.vmap(jax.jacfwd(_residual), in_axes=(0, 0, None))(sol.value, inputs, prep)
-    if branch:
-        det = jax.vmap(_linalg.det)(J)
-        flipped = jnp.sign(det) != jnp.sign(det[0])
-        converged, status = _closure.mask_after(converged, status, flipped, _closure.RESULTS.branch_switch)
-    cond = jax.vmap(_linalg.condition_1)(J) if condition else jnp.full(inputs.shape, jnp.nan, inputs.dtype)
+
+    def det_sign(x, u, p):  # the branch invariant: it changes sign only through a singular configuration
+        return _linalg.det(jax.jacfwd(_residual)(x, u, p))
+
+    sol = _closure.sweep(_residual, lk.x0(), inputs, prep, branch=det_sign if branch else None,
+                         condition=condition, max_steps=10)
+    converged, status, cond = sol.converged, sol.status, sol.condition
     coords = jax.vmap(lambda x, u: _carry_tracers(prep, _assemble(x, u, prep)))(sol.value, inputs)
     return Motion(inputs=inputs, coords=coords, converged=converged, status=status,
                   condition=cond, residual=sol.residual, names=lk.names, widths=_widths(lk))

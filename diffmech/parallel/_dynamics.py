@@ -138,15 +138,15 @@ def _solve(mech: AbstractParallelMechanism, Ss, Hs, hP):
     m, n = A.shape
     if m == n:
         cond = _linalg.condition_1(A)
-        W = jnp.linalg.solve(A, b)
+        W = _linalg.solve(A, b)
     elif m < n:
         G = A @ A.T
         cond = jnp.sqrt(_linalg.condition_1(G))
-        W = A.T @ jnp.linalg.solve(G, b)
+        W = A.T @ _linalg.solve(G, b)
     else:
         G = A.T @ A
         cond = jnp.sqrt(_linalg.condition_1(G))
-        W = jnp.linalg.solve(G, A.T @ b)
+        W = _linalg.solve(G, A.T @ b)
     res = jnp.max(jnp.abs(A @ W - b)) / (jnp.max(jnp.abs(b)) + jnp.max(jnp.abs(A)) * jnp.max(jnp.abs(W)) + 1e-300)
     W = W.reshape(C, 6)
     wrenches, forces = [], []

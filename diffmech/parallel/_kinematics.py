@@ -27,7 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from .. import _closure, _screw
+from .. import _closure, _linalg, _screw
 from .._closure import RESULTS
 from .._validate import is_traced
 from . import _trajectory
@@ -124,7 +124,7 @@ def screw_rates(mech: AbstractParallelMechanism, theta, platform_twist) -> Float
     out = []
     for ch, th in zip(mech.chains, _split_joints(mech, theta)):
         S = chain_screws(ch, th)
-        out.append(jnp.linalg.solve(S.T @ S, S.T @ platform_twist))
+        out.append(_linalg.solve(S.T @ S, S.T @ platform_twist))
     return jnp.concatenate(out)
 
 
@@ -196,13 +196,6 @@ def _limits_ok(mech, labels):
 _COND_LIMIT = 1e12
 
 
-def _hermite(x0, x1, v0, v1, h, s):
-    """Cubic Hermite interpolation at fraction `s` of an interval of length `h`."""
-    s2, s3 = s * s, s * s * s
-    return ((2 * s3 - 3 * s2 + 1) * x0 + (s3 - 2 * s2 + s) * h * v0
-            + (-2 * s3 + 3 * s2) * x1 + (s3 - s2) * h * v1)
-
-
 def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride: int) -> Kinematics:
     (R_t, d_t), (Rd_t, dd_t), (Rdd_t, ddd_t) = traj.displacement(mech.reference)
     N = traj.times.shape[0]
@@ -211,8 +204,8 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
     idx = np.asarray(sorted(set(range(0, N, stride)) | {N - 1}))
     take = lambda a: a[idx]  # noqa: E731
     # (positions only, a warm start: Newton to convergence at each sample, no derivatives)
-    cont = _closure.sweep(residual, jnp.zeros(mech.n_joints + 6, dtype=t.dtype), (take(R_t), take(d_t)),
-                          jax.lax.stop_gradient(mech), newton_steps=None, condition=False)
+    cont = _closure.continuation(residual, jnp.zeros(mech.n_joints + 6, dtype=t.dtype), (take(R_t), take(d_t)),
+                                 jax.lax.stop_gradient(mech), condition=False)
     xc, reached_c, status_c = cont.value, cont.converged, cont.status
     # the closure Jacobian's condition number at the continuation samples (after the scan, batched)
     cond_c = jax.vmap(lambda x_, u: _closure.condition(residual, x_, u, jax.lax.stop_gradient(mech)))(
@@ -230,7 +223,7 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
         tc = take(t)
         h = tc[i + 1] - tc[i]
         frac = (t - tc[i]) / h
-        guess = jax.vmap(_hermite)(xc[i], xc[i + 1], xdc[i], xdc[i + 1], h, frac)
+        guess = jax.vmap(_closure._hermite)(xc[i], xc[i + 1], xdc[i], xdc[i + 1], h, frac)
         j = i + 1
     fine = jax.vmap(lambda g, u: _closure.root(residual, g, u, mech, min_steps=2, max_steps=2, robust=False))(
         guess, (R_t, d_t)

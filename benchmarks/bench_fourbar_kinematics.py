@@ -22,7 +22,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import diffmech as dm  # noqa: E402
-from diffmech import fourbar as fbk  # noqa: E402
+from diffmech import _closure, fourbar as fbk  # noqa: E402
 
 SEED_L = np.array([0.12, 0.25, 0.26, 0.30])
 
@@ -65,8 +65,18 @@ def main(argv=None):
     core = jax.jit(lambda f, t: fbk.sweep_functional(f, t, condition=False).q)
     core_cond = jax.jit(lambda f, t: fbk.sweep_functional(f, t, condition=True).q)
     closed = jax.jit(lambda f, t: jax.vmap(lambda th: fbk.closed_form(f, th)[0])(t))
+    # baseline in the same run: the sequential continuation (the core's previous
+    # algorithm, now its fallback), one Newton solve per angle in a loop
+    seq = jax.jit(lambda f, t: _closure.continuation(
+        fbk.residual, fbk.closed_form(f, t[0])[0], t, f, condition=False,
+        branch=lambda x, u, p: x[0] * x[3] - x[1] * x[2], branch_sign=fbk.branch_sign(f)).value)
+    # the eager entry point a notebook user calls
+    def eager(f, t):
+        return fbk.sweep(f, t, condition=False).q
     single = {}
     for name, f in (("diffmech sweep (closure core)", core), ("diffmech sweep + conditioning", core_cond),
+                    ("diffmech fourbar.sweep (eager)", eager),
+                    ("sequential continuation (previous core)", seq),
                     ("closed form (specialised, no Newton)", closed)):
         c, r = timed(f, fb, th180, repeats=reps_single)
         single[name] = {"compile_s": c, "median_s": r}
@@ -101,6 +111,9 @@ def main(argv=None):
     ref = batch.get("pylinkage (numba)", {}).get("positions_per_s")
     if ref:
         out["ratio_batched_core_vs_pylinkage"] = batch["diffmech sweep (closure core)"]["positions_per_s"] / ref
+    out["eager_overhead"] = single["diffmech fourbar.sweep (eager)"]["median_s"] / single["diffmech sweep (closure core)"]["median_s"] - 1
+    if "pylinkage (numba)" in single and "median_s" in single["pylinkage (numba)"]:
+        out["ratio_single_core_vs_pylinkage"] = single["diffmech sweep (closure core)"]["median_s"] / single["pylinkage (numba)"]["median_s"]
     out["ratio_single_core_vs_closed_form"] = single["diffmech sweep (closure core)"]["median_s"] / single["closed form (specialised, no Newton)"]["median_s"]
     out["ratio_batched_closed_form_vs_core"] = (batch["closed form (specialised, no Newton)"]["positions_per_s"]
                                                 / batch["diffmech sweep (closure core)"]["positions_per_s"])
@@ -118,7 +131,8 @@ def main(argv=None):
     for k, v in batch.items():
         if "positions_per_s" in v:
             print(f"  {k:40s} {v['positions_per_s'] / 1e6:7.2f} M positions/s   compile {v['compile_s']:.2f} s")
-    for k in ("ratio_batched_core_vs_pylinkage", "ratio_single_core_vs_closed_form", "ratio_batched_closed_form_vs_core"):
+    for k in ("ratio_batched_core_vs_pylinkage", "ratio_single_core_vs_pylinkage", "ratio_single_core_vs_closed_form",
+              "ratio_batched_closed_form_vs_core", "eager_overhead"):
         if k in out:
             print(f"  {k}: {out[k]:.2f}")
     print(f"  max closure residual in the batch: {batch['diffmech sweep (closure core)']['max_closure_residual']:.1e}")

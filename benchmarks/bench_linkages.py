@@ -24,7 +24,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import diffmech as dm  # noqa: E402
-from diffmech import linkage as L  # noqa: E402
+from diffmech import _closure, _linalg, linkage as L  # noqa: E402
+from diffmech.linkage import _model  # noqa: E402
 
 # seed 003, Sec. 4 (MATLAB, Core i5-7300, 180 steps; the 5-SS's step count is not given)
 PAPER_S = dict(fourbar=1.4, stephenson2=3.79, theo_jansen=3.81, spherical_rrpr=1.49, spherical_watt1=3.33, ss5=0.28)
@@ -68,6 +69,23 @@ def bench_example(name, designs, repeats):
         res[label] = dict(compile_s=c_s, run_s=run_s, converged=int(ok.sum()),
                           max_residual=float(np.max(np.asarray(m.residual)[ok])),
                           speedup_vs_paper=PAPER_S[name] / run_s)
+    # the eager entry point a notebook user calls (validation, the initial check and the
+    # compiled program), against the jitted program alone: the eager layer's overhead
+    jax.block_until_ready(L.simulate(lk))
+    runs = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        jax.block_until_ready(L.simulate(lk))
+        runs.append(time.perf_counter() - t)
+    res["eager"] = dict(run_s=float(np.median(runs)), overhead=float(np.median(runs)) / res["single"]["run_s"] - 1)
+    # baseline in the same run: the sequential continuation through every input
+    # (the core's previous algorithm, now its fallback)
+    prep_det = (lambda x, u, p: _linalg.det(jax.jacfwd(_model._residual)(x, u, p)))
+    f = jax.jit(lambda lk, u: _closure.continuation(_model._residual, lk.x0(), u, _model._prepare(lk), branch=prep_det,
+                                                    condition=False, max_steps=10))
+    c_s, run_s, m = timed(f, lk, inputs, repeats=repeats)
+    res["sequential"] = dict(compile_s=c_s, run_s=run_s, converged=int(np.asarray(m.converged).sum()),
+                             speedup_of_sweep=run_s / res["single_lean"]["run_s"])
     batch = perturbed(lk, designs)
     # vmapped in chunks of 256 inside one jit (`lax.map(batch_size=…)`): a single vmap
     # of 1024 5-SS designs (15 unknowns, LAPACK solves) stalls XLA:CPU in jax 0.10.2
@@ -114,7 +132,9 @@ def main(argv=None):
         out["examples"].append(r)
         s, sl, b = r["single"], r["single_lean"], r["batched"]
         print(f"{name:16s} {s['converged']:3d}/{r['steps']} steps  run {s['run_s'] * 1e3:7.2f} ms "
-              f"(no conditioning {sl['run_s'] * 1e3:6.2f} ms)  compile {s['compile_s']:5.1f} s  "
+              f"(no conditioning {sl['run_s'] * 1e3:6.2f} ms; eager simulate {r['eager']['run_s'] * 1e3:6.2f} ms, "
+              f"overhead {100 * r['eager']['overhead']:.0f} %; sequential {r['sequential']['run_s'] * 1e3:6.2f} ms, "
+              f"compile {r['sequential']['compile_s']:.1f} s)  compile {s['compile_s']:5.1f} s  "
               f"paper {r['paper_s']:.2f} s -> {s['speedup_vs_paper']:7.0f}x ({sl['speedup_vs_paper']:.0f}x)  "
               f"batch {b['designs']}: {b['positions_per_s'] / 1e6:.3f} M positions/s (compile {b['compile_s']:.1f} s)",
               flush=True)

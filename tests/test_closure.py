@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from diffmech import closure
+from diffmech import _closure, closure
 from helpers import central_diff, rel_err
 
 
@@ -143,3 +143,94 @@ def test_rates_match_closed_form_and_finite_differences():
     h = 1e-4
     a_fd = (np.asarray(path(h)) - 2 * np.asarray(path(0.0)) + np.asarray(path(-h))) / h**2
     assert rel_err(xddot, a_fd) < 1e-6
+
+
+# --------------------------------------------------------------------------- sweep strategies
+
+
+def _closed_form(u, p):  # the '+' intersection and whether it exists (a family's closed form)
+    r, a = p["r"], p["a"]
+    disc = r**2 * (1 + a**2) - u**2
+    x = (-a * u + jnp.sqrt(jnp.maximum(disc, 0.0))) / (1 + a**2)
+    return jnp.stack([x, a * x + u]), disc >= 0
+
+
+@pytest.mark.parametrize("predictor", ["coarse", "closed_form"])
+def test_parallel_sweep_equals_sequential_continuation(predictor):
+    # every strategy must give what a step-by-step continuation gives: the same mask,
+    # the same statuses (the motion limit at the same input), the same solutions
+    us = jnp.linspace(-1.0, 1.8, 57)
+    pred = closure.Coarse(stride=5) if predictor == "coarse" else closure.ClosedForm(_closed_form)
+    s = jax.jit(lambda us: closure.sweep(residual, jnp.array([1.2, 0.0]), us, P, branch=branch, predictor=pred))(us)
+    c = jax.jit(lambda us: closure.continuation(residual, jnp.array([1.2, 0.0]), us, P, branch=branch))(us)
+    np.testing.assert_array_equal(s.converged, c.converged)
+    np.testing.assert_array_equal(s.status._value, c.status._value)
+    ok = np.asarray(c.converged)
+    assert 0 < ok.sum() < ok.size
+    # equal, and equal to the closed form, to the round-off the conditioning allows (it
+    # grows towards the motion limit, where the closed form's square root loses digits)
+    tol = 4e-16 * np.maximum(np.asarray(c.condition[ok]), 1.0)
+    for ref in (c.value[ok], jax.vmap(exact, (0, None))(us[ok], P)):
+        err = np.max(np.abs(np.asarray(s.value[ok]) - np.asarray(ref)), axis=1)
+        assert np.all(err <= tol), (err, tol)
+
+
+def test_fallback_redoes_the_sweep_from_the_first_uncertified_input():
+    # a closed form that is wrong (10 % off) on a stretch of inputs: the corrector's
+    # single step cannot certify those, and the fallback's continuation must solve
+    # them from the last certified input, to round-off
+    def rough(u, p):
+        x, ok = _closed_form(u, p)
+        return jnp.where((u > 0.2) & (u < 0.5), 1.1 * x, x), ok
+
+    us = jnp.linspace(0.0, 0.8, 33)
+    s = closure.sweep(residual, jnp.array([1.2, 0.0]), us, P, branch=branch, predictor=closure.ClosedForm(rough),
+                      corrector=closure.Newton(1))
+    assert bool(jnp.all(s.converged))
+    np.testing.assert_allclose(s.value, jax.vmap(exact, (0, None))(us, P), rtol=0, atol=1e-15)
+    fixed = (np.asarray(us) > 0.2) & (np.asarray(us) < 0.5)
+    assert np.all(np.asarray(s.steps)[fixed] > 1)  # solved by the fallback's Newton, not the single step
+
+
+def test_fallback_runs_only_on_the_lanes_that_need_it():
+    # under vmap, lanes that need the fallback are gathered in chunks: count the chunks run
+    calls = []
+
+    def run(o):
+        jax.debug.callback(lambda v: calls.append(np.shape(v)), o["rows"])
+        return o["rows"] + 1.0
+
+    def one(need, v):
+        return _closure._when_needed(need, {"rows": v}, run, chunk=16)
+
+    v = jnp.arange(37.0)
+    for needed in ([], [3], [0, 5, 17, 36], list(range(20))):
+        calls.clear()
+        need = jnp.zeros(37, bool).at[jnp.asarray(needed, int)].set(True)
+        out = jax.jit(jax.vmap(one))(need, v)
+        jax.block_until_ready(out)
+        np.testing.assert_array_equal(out, np.asarray(v) + np.asarray(need))
+        # (under vmap the callback is called once per lane of a chunk)
+        assert len(calls) == 16 * -(-len(needed) // 16), (needed, len(calls))
+    # unbatched: skipped when not needed, run when needed
+    calls.clear()
+    assert float(one(jnp.asarray(False), jnp.asarray(2.0))) == 2.0 and not calls
+    assert float(one(jnp.asarray(True), jnp.asarray(2.0))) == 3.0 and len(calls) == 1
+
+
+def test_batched_sweep_with_fallback_equals_single_sweeps():
+    us = jnp.linspace(-1.0, 1.8, 41)
+    rs = jnp.array([1.1, 1.3, 1.6, 2.5])
+
+    def one(r):
+        return closure.sweep(residual, jnp.array([1.0, 0.0]), us, {"r": r, "a": P["a"]}, branch=branch,
+                             predictor=closure.Coarse(stride=8))
+
+    batch = jax.jit(jax.vmap(one))(rs)
+    for i, r in enumerate(rs):
+        single = one(r)
+        np.testing.assert_array_equal(batch.converged[i], single.converged)
+        np.testing.assert_array_equal(batch.status._value[i], single.status._value)
+        ok = np.asarray(single.converged)
+        np.testing.assert_allclose(batch.value[i][ok], single.value[ok], rtol=0, atol=1e-15)
+    assert not bool(batch.converged[:3].all()) and bool(batch.converged[3].all())

@@ -67,22 +67,24 @@ def _cli(args, devices, **kw):
 def test_cli_sweep_on_several_devices_resumes_and_equals_one_device(tmp_path):
     """`diffmech sweep` on 4 forced CPU devices, killed after its first chunk, started
     again: the finished chunk is not recomputed, and RESULT.npz equals the run on one
-    device (bitwise) and the closed form of the four-bar's closure (a crank-rocker
+    device (same masks, round-off) and the closed form of the four-bar's closure (a crank-rocker
     turns fully; a design that cannot is masked past its limit)."""
     rng = np.random.default_rng(1)
-    n = 290  # ragged: chunks of 100 (4 devices) and 25 (1 device), the last ones padded
+    n = 290  # ragged: chunks of 4 (4 devices), the last one padded
     L = np.column_stack([rng.uniform(0.05, 0.2, n), rng.uniform(0.2, 0.4, n), rng.uniform(0.2, 0.4, n),
                          rng.uniform(0.25, 0.35, n)])
     L[0] = (0.12, 0.25, 0.26, 0.30)  # the seed's crank-rocker
     designs = tmp_path / "designs.npz"
     np.savez(designs, lengths=L)
     out4, out1 = tmp_path / "r4.npz", tmp_path / "r1.npz"
-    args = [str(designs), "--steps", "24", "--per-device", "25"]
+    # chunks of 4 designs (1 per device): dozens of chunks, so that the run is still going
+    # when the first chunk is on disk (a sweep of 100 designs takes milliseconds)
+    args = [str(designs), "--steps", "24", "--per-device", "1"]
     p = _cli([*args, "--devices", "all", "--out", str(out4)], 4)
     first = pathlib.Path(str(out4) + ".chunks") / "chunk_000000.npz"
     t0 = time.time()
     while not first.exists() and p.poll() is None and time.time() - t0 < 240:
-        time.sleep(0.05)
+        time.sleep(0.002)
     p.send_signal(signal.SIGKILL)
     p.wait()
     assert first.exists() and not out4.exists(), "the run finished before it could be interrupted"
@@ -98,7 +100,8 @@ def test_cli_sweep_on_several_devices_resumes_and_equals_one_device(tmp_path):
     a, b = np.load(out4), np.load(out1)
     assert not pathlib.Path(str(out4) + ".chunks").exists()
     assert a["q"].shape == (n, 24, 6) and a["converged"].shape == (n, 24)
-    assert np.array_equal(a["q"], b["q"], equal_nan=True) and np.array_equal(a["converged"], b["converged"])
+    np.testing.assert_array_equal(a["converged"], b["converged"])
+    np.testing.assert_allclose(a["q"], b["q"], rtol=0, atol=1e-15)  # NaN where masked, alike
     np.testing.assert_allclose(a["theta_A"], 2 * np.pi * np.arange(24) / 24, rtol=0, atol=0)
     # the seed crank-rocker: C from the circle intersection, independently
     l1, l2, l3, l4 = L[0]
@@ -145,9 +148,10 @@ jax.distributed.shutdown()
 """
 
 
-def test_bitwise_identical_on_one_two_four_devices_and_two_processes(tmp_path):
+def test_same_results_on_one_two_four_devices_and_two_processes(tmp_path):
     """A ragged batch (37 four-bars, some unable to turn fully) swept by `shard.run`:
-    on 1, 2 and 4 forced CPU devices of one process, bitwise identical and equal to the
+    on 1, 2 and 4 forced CPU devices of one process, equal to round-off with the same
+    masks, and equal to the
     library's own vmapped sweep to round-off (failed designs masked alike); and by two
     processes on this machine (2 CPU devices each) joined by `jax.distributed`
     (`shard.initialize`, gloo collectives): the batch spread over the 4 devices of
@@ -187,9 +191,14 @@ def test_bitwise_identical_on_one_two_four_devices_and_two_processes(tmp_path):
         np.savez("{single}", **res)
     """, 4)
     ref = np.load(single)
-    # one process: bitwise identical on 1, 2 and 4 devices (ragged: 37 designs, chunks of 5 per device)
+    # one process, 1, 2 and 4 devices (ragged: 37 designs, chunks of 5 per device): the same
+    # masks, configurations equal to round-off. (Not bitwise since the sweep solves all
+    # angles at once: the per-device programs of different device counts are compiled
+    # apart and differ by 1-2 ulp, measured 5.6e-16, also on one core and with one
+    # intra-op thread; see the issue-20 note.)
     for d in (2, 4):
-        assert np.array_equal(ref[f"q{d}"], ref["q1"], equal_nan=True) and np.array_equal(ref[f"c{d}"], ref["c1"])
+        np.testing.assert_array_equal(ref[f"c{d}"], ref["c1"])
+        np.testing.assert_allclose(ref[f"q{d}"], ref["q1"], rtol=0, atol=1e-15)
     assert ref["q1"].shape == (37, 40, 6) and 0 < (~ref["c1"].all(axis=1)).sum() < 37  # some stop at a limit
     # and equal to the library's own vmapped sweep, failed designs masked alike
     np.testing.assert_array_equal(ref["c1"], ref["c_ref"])

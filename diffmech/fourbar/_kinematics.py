@@ -323,11 +323,14 @@ def sweep(fb: FourBar, theta_A_values, *, condition: bool = True) -> Sweep:
     **Returns:** a `Sweep` (attributes `theta_A`, `q`, `converged`, `status`,
     `residual`, `condition`).
     """
-    theta = jnp.asarray(theta_A_values, dtype=fb.lengths.dtype)
+    if is_traced(theta_A_values):
+        theta = jnp.asarray(theta_A_values, dtype=fb.lengths.dtype)
+    else:  # validated with NumPy on the host: the only call into JAX is the compiled program
+        theta = np.asarray(theta_A_values, dtype=np.dtype(fb.lengths.dtype))
+        if not np.all(np.isfinite(theta)):
+            raise ValueError(f"sweep: `theta_A_values` must be finite; got {theta}")
     if theta.ndim != 1 or theta.shape[0] < 1:
         raise ValueError(f"sweep: `theta_A_values` must be a non-empty 1-D array of crank angles; got shape {theta.shape}")
-    if not is_traced(theta) and not bool(jnp.all(jnp.isfinite(theta))):
-        raise ValueError(f"sweep: `theta_A_values` must be finite; got {np.asarray(theta)}")
     return _sweep_jit(fb, theta, condition)
 
 

@@ -87,9 +87,14 @@ def _widths(lk):
 def default_inputs(lk: Linkage, steps: int | None = None, step: float | None = None):
     """The seed's range: `steps` inputs `0, step, 2 step, …` (default 180 of 2π/180,
     or the linkage's own `steps`/`step`)."""
+    return jnp.asarray(_default_inputs(lk, steps, step))
+
+
+def _default_inputs(lk, steps, step) -> np.ndarray:
     steps = lk.steps if steps is None else int(steps)
     step = (lk.step if lk.step is not None else 2 * math.pi / 180) if step is None else step
-    return jnp.arange(steps, dtype=lk.coords.dtype) * jnp.asarray(step, lk.coords.dtype)
+    dtype = np.dtype(lk.coords.dtype)
+    return np.arange(steps, dtype=dtype) * np.asarray(step, dtype)
 
 
 def simulate_functional(lk: Linkage, inputs: Float[Array, " N"], *, branch: bool = True,
@@ -117,8 +122,10 @@ def simulate_functional(lk: Linkage, inputs: Float[Array, " N"], *, branch: bool
 
 
 @eqx.filter_jit
-def _simulate_jit(lk, inputs, branch, condition):
-    return simulate_functional(lk, inputs, branch=branch, condition=condition)
+def _simulate_jit(lk, inputs, branch, condition, check):
+    motion = simulate_functional(lk, inputs, branch=branch, condition=condition)
+    # the initial configuration's check, in the same program (one call from the eager API)
+    return motion, (_initial_values(lk) if check else None)
 
 
 def simulate(lk: Linkage, steps: int | None = None, step: float | None = None, *, inputs=None,
@@ -141,22 +148,29 @@ def simulate(lk: Linkage, steps: int | None = None, step: float | None = None, *
     converged mask, the status (a motion limit stops an open curve) and the
     conditioning.
     """
+    # validated with NumPy on the host: the only call into JAX is the compiled program
     if inputs is None:
-        inputs = default_inputs(lk, steps, step)
-    inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
-    if not is_traced(inputs):
-        v = np.asarray(inputs)
-        if v.ndim != 1 or v.size < 1 or not np.all(np.isfinite(v)):
-            raise ValueError(f"linkage.simulate: inputs must be a finite 1-D array; got shape {v.shape}")
-    if check and not is_traced(lk):
-        check_initial(lk)
-    return _simulate_jit(lk, inputs, branch, condition)
+        inputs = _default_inputs(lk, steps, step)
+    if is_traced(inputs):
+        inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
+    else:
+        inputs = np.asarray(inputs, dtype=np.dtype(lk.coords.dtype))
+        if inputs.ndim != 1 or inputs.size < 1 or not np.all(np.isfinite(inputs)):
+            raise ValueError(f"linkage.simulate: inputs must be a finite 1-D array; got shape {inputs.shape}")
+    check = check and not is_traced(lk)
+    motion, values = _simulate_jit(lk, inputs, branch, condition, check)
+    if check:
+        _raise_if_bad_initial(lk, *values)
+    return motion
 
 
 # --------------------------------------------------------------------------- checks
 
 
-_residual_jit = eqx.filter_jit(residual)
+def _initial_values(lk):
+    """Residual and Jacobians at the initial configuration (input 0)."""
+    x, u = lk.x0(), jnp.asarray(0.0, lk.coords.dtype)
+    return residual(x, u, lk), jax.jacfwd(residual)(x, u, lk), jax.jacfwd(residual, argnums=1)(x, u, lk)
 
 
 @eqx.filter_jit
@@ -164,6 +178,17 @@ def _jacobians(x, u, lk):
     Jx = jax.jacfwd(residual)(x, u, lk)
     Ju = jax.jacfwd(residual, argnums=1)(x, u, lk)
     return Jx, Ju
+
+
+def _rank_info(Jx, Ju, rtol):
+    Jx, Ju = np.asarray(Jx), np.asarray(Ju)
+    n = Jx.shape[1]
+    s_full = np.linalg.svd(np.concatenate([Jx, Ju[:, None]], axis=1), compute_uv=False)
+    s_x = np.linalg.svd(Jx, compute_uv=False)
+    scale = max(s_full[0], 1e-300)
+    rank = int(np.sum(s_full > rtol * scale))
+    rank_x = int(np.sum(s_x > rtol * scale))
+    return dict(mobility=n + 1 - rank, rank=rank, rank_x=rank_x, n_unknowns=n, sv_x=s_x)
 
 
 def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: float = 1e-9) -> dict:
@@ -176,30 +201,30 @@ def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: floa
     """
     x = lk.x0() if x is None else x
     u = jnp.asarray(u, dtype=lk.coords.dtype)
-    Jx, Ju = (np.asarray(a) for a in _jacobians(x, u, lk))
-    n = Jx.shape[1]
-    s_full = np.linalg.svd(np.concatenate([Jx, Ju[:, None]], axis=1), compute_uv=False)
-    s_x = np.linalg.svd(Jx, compute_uv=False)
-    scale = max(s_full[0], 1e-300)
-    rank = int(np.sum(s_full > rtol * scale))
-    rank_x = int(np.sum(s_x > rtol * scale))
-    return dict(mobility=n + 1 - rank, rank=rank, rank_x=rank_x, n_unknowns=n, sv_x=s_x)
+    return _rank_info(*_jacobians(x, u, lk), rtol)
+
+
+def _raise_if_bad_initial(lk, r, Jx, Ju, tol: float = 1e-10) -> None:
+    r = np.asarray(r)
+    if r.size and not np.all(np.abs(r) <= tol):
+        raise LinkageError(f"linkage {lk.name!r}: the initial configuration violates its own constraints "
+                           f"(max residual {np.abs(r).max():.2e} > {tol:g})")
+    m = _rank_info(Jx, Ju, 1e-9)
+    if m["rank_x"] < m["n_unknowns"] or m["mobility"] != 1:
+        raise LinkageError(
+            f"linkage {lk.name!r}: the constraints do not determine the linkage at its initial configuration: "
+            f"closure Jacobian rank {m['rank_x']} of {m['n_unknowns']} unknowns, mobility {m['mobility']} "
+            f"(smallest singular values {np.sort(m['sv_x'])[:3]})")
+
+
+_initial_jit = eqx.filter_jit(_initial_values)
 
 
 def check_initial(lk: Linkage, tol: float = 1e-10) -> None:
     """Raise `LinkageError` unless the initial configuration satisfies its own
     equations (to `tol`) and the input determines the linkage there (the closure
     Jacobian has full rank `n` and the mobility is 1)."""
-    r = np.asarray(_residual_jit(lk.x0(), jnp.asarray(0.0, lk.coords.dtype), lk))
-    if r.size and not np.all(np.abs(r) <= tol):
-        raise LinkageError(f"linkage {lk.name!r}: the initial configuration violates its own constraints "
-                           f"(max residual {np.abs(r).max():.2e} > {tol:g})")
-    m = mobility(lk)
-    if m["rank_x"] < m["n_unknowns"] or m["mobility"] != 1:
-        raise LinkageError(
-            f"linkage {lk.name!r}: the constraints do not determine the linkage at its initial configuration: "
-            f"closure Jacobian rank {m['rank_x']} of {m['n_unknowns']} unknowns, mobility {m['mobility']} "
-            f"(smallest singular values {np.sort(m['sv_x'])[:3]})")
+    _raise_if_bad_initial(lk, *_initial_jit(lk), tol=tol)
 
 
 # --------------------------------------------------------------------------- rates

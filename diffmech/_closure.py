@@ -333,7 +333,7 @@ def _extrapolate(xs, ss, count, s):
     return jnp.where(count >= 3, quad, jnp.where(count >= 2, lin, x1))
 
 
-def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, derive_sign):
+def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, derive_sign, robust=True):
     """Sequential continuation from input `start` (an int array) to the end.
 
     Rows before `start` are kept (they are the history of the quadratic predictor);
@@ -357,7 +357,7 @@ def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, de
         i, xs, ss, count, _, sign, out = c
         u = _take(inputs, i)
         guess = jnp.where(count > 0, _extrapolate(xs, ss, count, arc[i]), out.x[i])
-        sol = root(opts.fn, guess, u, params, atol=opts.atol, xtol=opts.xtol, max_steps=opts.max_steps)
+        sol = root(opts.fn, guess, u, params, atol=opts.atol, xtol=opts.xtol, max_steps=opts.max_steps, robust=robust)
         if opts.branch is None:
             b_ok = jnp.asarray(True)
         else:
@@ -417,7 +417,7 @@ def continuation(
     return _finish(opts, inputs, params, rows, condition)
 
 
-def _continuation_rows(opts, x0, inputs, params, branch_sign):
+def _continuation_rows(opts, x0, inputs, params, branch_sign, robust=True):
     n_in = jax.tree.leaves(inputs)[0].shape[0]
     arc = _arc_length(inputs, n_in, x0.dtype)
     rows = _Rows(
@@ -426,7 +426,7 @@ def _continuation_rows(opts, x0, inputs, params, branch_sign):
         steps=jnp.zeros((n_in,), jnp.int32),
     )
     sign0 = jnp.asarray(1.0 if branch_sign is None else branch_sign, x0.dtype)
-    return _continue(opts, params, inputs, arc, rows, jnp.asarray(0), jnp.sign(sign0), branch_sign is None)
+    return _continue(opts, params, inputs, arc, rows, jnp.asarray(0), jnp.sign(sign0), branch_sign is None, robust)
 
 
 # --------------------------------------------------------------------------- strategies
@@ -486,7 +486,9 @@ class Coarse(AbstractPredictor):
         n_in = jax.tree.leaves(inputs)[0].shape[0]
         nodes = np.asarray(sorted(set(range(0, n_in, self.stride)) | {n_in - 1}))
         node_in = _take(inputs, nodes)
-        rows, _ = _continuation_rows(opts, x0, node_in, params, None)
+        # undamped Newton at the nodes (no second, least-squares solve per step): a node
+        # it cannot solve ends the prediction there, and the fallback takes over
+        rows, _ = _continuation_rows(opts, x0, node_in, params, None, robust=False)
         if nodes.shape[0] == n_in:
             return Prediction(guess=rows.x, reached=rows.ok, unreachable=jnp.zeros((n_in,), bool))
         # the input's rate per index step at the nodes, by differences of the inputs
@@ -529,7 +531,7 @@ class Newton(eqx.Module):
         r = f(x)
         eps2 = 2 * jnp.finfo(x.dtype).eps
         exact_start = _max_abs(r) <= eps2
-        last = jnp.asarray(0.0 if self.steps == 0 else jnp.inf, x.dtype)
+        last = jnp.asarray(jnp.inf, x.dtype)  # with no step, only an exact guess is certified
         for _ in range(self.steps):
             dx = _linalg.solve(jac(x), -r)
             dx = jnp.where(_max_abs(r) <= eps2, 0.0, dx)  # already exact: do not move

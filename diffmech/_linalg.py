@@ -6,7 +6,8 @@ batch one matrix at a time; an unrolled Gaussian elimination written in array
 operations is instead one fused, SIMD-friendly kernel over the whole batch. Above
 `_UNROLL_MAX` unknowns the unrolled code grows too large: one system is solved by
 LAPACK, a batch (under `vmap`) by Gaussian elimination in a loop over the columns,
-each step one array operation over the whole batch.
+each step one array operation over the whole batch (above 16 unknowns, one LAPACK
+call per system in a loop, which is faster there).
 
 **No batched LAPACK call.** jaxlib 0.10.x on the CPU runs a batched LAPACK kernel by
 splitting the batch over XLA's intra-op thread pool and blocking a pool thread until
@@ -15,7 +16,8 @@ solves in one program, as in every parallel-mechanism step) can occupy every
 thread of a 2-thread pool and wait for each other forever. Measured: the suite hung
 in `parallel.inverse_kinematics` and `identify.payload`, with both pool threads in
 `LuDecomposition::Kernel → ParallelBatchMap → BlockingCounter::Wait`. Batches are
-therefore never handed to LAPACK here (`tests/test_runtime.py` runs those programs).
+therefore never handed to LAPACK here, only single systems (`tests/test_runtime.py`
+runs those programs).
 """
 
 import jax
@@ -23,6 +25,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 _UNROLL_MAX = 4
+_UNROLL_LOOP_MAX = 16  # batched: elimination (steps unrolled) up to this size, one LAPACK call per system above
 
 
 def solve(A: Float[Array, "n n"], b: Float[Array, "n *k"]) -> Float[Array, "n *k"]:
@@ -149,7 +152,7 @@ def _eliminate(A, B):
         det = det * jnp.where(p == k, pivot, -pivot)
         return M, det
 
-    M, det = jax.lax.fori_loop(0, n, forward, (M, jnp.ones(A.shape[:-2], A.dtype)))
+    M, det = jax.lax.fori_loop(0, n, forward, (M, jnp.ones(A.shape[:-2], A.dtype)), unroll=True)
     U, Y = M[..., :n], M[..., n:]
 
     def back(i, X):
@@ -158,7 +161,7 @@ def _eliminate(A, B):
         s = Y[..., r, :] - jnp.sum(jnp.where(rows > r, u, 0.0)[..., :, None] * X, axis=-2)
         return jnp.where((rows == r)[:, None], (s / u[..., r, None])[..., None, :], X)
 
-    X = jax.lax.fori_loop(0, n, back, jnp.zeros_like(Y))
+    X = jax.lax.fori_loop(0, n, back, jnp.zeros_like(Y), unroll=True)
     return X, det
 
 
@@ -174,6 +177,10 @@ def _lu_solve(A, B):
 @_lu_solve.def_vmap
 def _lu_solve_batched(axis_size, in_batched, A, B):
     A, B = _broadcast_batched(axis_size, in_batched, A, B)
+    if A.shape[-1] > _UNROLL_LOOP_MAX:
+        # large systems: one LAPACK call per system, in a loop (a batch of one is not
+        # split over the thread pool); 4x faster than the elimination at 42 unknowns
+        return jax.lax.map(lambda ab: _lu_solve(*ab), (A, B)), True
     return _eliminate(A, B)[0], True
 
 
@@ -185,6 +192,8 @@ def _lu_det(A):
 @_lu_det.def_vmap
 def _lu_det_batched(axis_size, in_batched, A):
     (A,) = _broadcast_batched(axis_size, in_batched, A)
+    if A.shape[-1] > _UNROLL_LOOP_MAX:
+        return jax.lax.map(_lu_det, A), True
     return _eliminate(A, jnp.zeros(A.shape[:-1] + (0,), A.dtype))[1], True
 
 

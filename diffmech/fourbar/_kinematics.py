@@ -5,6 +5,7 @@ Unknowns `x = (qB, qD)` (4 numbers), input the crank angle θA, residual Eq. (86
 Newton (`diffmech._closure`), differentiated by the implicit function theorem.
 """
 
+import functools
 import math
 
 import equinox as eqx
@@ -280,7 +281,8 @@ class Sweep(eqx.Module):
 def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: bool = True, sigma=None) -> Sweep:
     """`sweep` for use inside `jit`/`vmap`/`grad` (no validation, no batching logic):
     one design, every crank angle of `theta_A` at once (`diffmech.closure.sweep` with
-    the circle intersection as its predictor and one certifying Newton step).
+    the circle intersection as its predictor, certified where its closure residual is
+    at round-off; Newton, by the core's fallback, only where it is not).
     `sigma`: the sign of qB × qD to follow (default `branch_sign(fb)`), traced, so one
     program can follow designs of both branches (see `closed_form`)."""
     sigma = branch_sign(fb) if sigma is None else jnp.asarray(sigma, fb.lengths.dtype)
@@ -297,7 +299,7 @@ def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: boo
 
     x0, _ = closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A[0]), sigma)
     sol = _closure.sweep(
-        residual, x0, theta_A, fb, predictor=_closure.ClosedForm(solution), corrector=_closure.Newton(1),
+        residual, x0, theta_A, fb, predictor=_closure.ClosedForm(solution), corrector=_closure.Newton(0),
         branch=invariant, branch_sign=sigma, condition=condition,
     )
     q = _full_q(theta_A, sol.value)
@@ -305,7 +307,7 @@ def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: boo
                  residual=sol.residual, condition=sol.condition)
 
 
-@eqx.filter_jit
+@functools.partial(jax.jit, static_argnames="condition")  # plain jit: eqx.filter_jit costs ~0.2 ms a call here
 def _sweep_jit(fb, theta_A, condition):
     out = _batched(lambda f: sweep_functional(f, theta_A, condition=condition), fb)
     return eqx.tree_at(lambda s: s.theta_A, out, theta_A)

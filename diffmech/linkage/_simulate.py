@@ -2,6 +2,7 @@
 the input as one jitted scan, mobility from the Jacobian's rank, and exact rates by
 the implicit function theorem."""
 
+import functools
 import math
 
 import equinox as eqx
@@ -121,7 +122,7 @@ def simulate_functional(lk: Linkage, inputs: Float[Array, " N"], *, branch: bool
                   condition=cond, residual=sol.residual, names=lk.names, widths=_widths(lk))
 
 
-@eqx.filter_jit
+@functools.partial(jax.jit, static_argnames=("branch", "condition", "check"))  # plain jit: cheaper calls
 def _simulate_jit(lk, inputs, branch, condition, check):
     motion = simulate_functional(lk, inputs, branch=branch, condition=condition)
     # the initial configuration's check, in the same program (one call from the eager API)

@@ -101,7 +101,9 @@ def test_cli_sweep_on_several_devices_resumes_and_equals_one_device(tmp_path):
     assert not pathlib.Path(str(out4) + ".chunks").exists()
     assert a["q"].shape == (n, 24, 6) and a["converged"].shape == (n, 24)
     np.testing.assert_array_equal(a["converged"], b["converged"])
-    np.testing.assert_allclose(a["q"], b["q"], rtol=0, atol=1e-15)  # NaN where masked, alike
+    # NaN where masked, alike; random designs come close to toggle positions, where the
+    # conditioning lifts the device-count round-off to ~3e-15 (measured)
+    np.testing.assert_allclose(a["q"], b["q"], rtol=0, atol=1e-13)
     np.testing.assert_allclose(a["theta_A"], 2 * np.pi * np.arange(24) / 24, rtol=0, atol=0)
     # the seed crank-rocker: C from the circle intersection, independently
     l1, l2, l3, l4 = L[0]
@@ -198,7 +200,7 @@ def test_same_results_on_one_two_four_devices_and_two_processes(tmp_path):
     # intra-op thread; see the issue-20 note.)
     for d in (2, 4):
         np.testing.assert_array_equal(ref[f"c{d}"], ref["c1"])
-        np.testing.assert_allclose(ref[f"q{d}"], ref["q1"], rtol=0, atol=1e-15)
+        np.testing.assert_allclose(ref[f"q{d}"], ref["q1"], rtol=0, atol=1e-14)
     assert ref["q1"].shape == (37, 40, 6) and 0 < (~ref["c1"].all(axis=1)).sum() < 37  # some stop at a limit
     # and equal to the library's own vmapped sweep, failed designs masked alike
     np.testing.assert_array_equal(ref["c1"], ref["c_ref"])

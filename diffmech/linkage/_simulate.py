@@ -2,6 +2,7 @@
 the input as one jitted scan, mobility from the Jacobian's rank, and exact rates by
 the implicit function theorem."""
 
+import collections
 import functools
 import math
 
@@ -158,11 +159,19 @@ def simulate(lk: Linkage, steps: int | None = None, step: float | None = None, *
         inputs = np.asarray(inputs, dtype=np.dtype(lk.coords.dtype))
         if inputs.ndim != 1 or inputs.size < 1 or not np.all(np.isfinite(inputs)):
             raise ValueError(f"linkage.simulate: inputs must be a finite 1-D array; got shape {inputs.shape}")
-    check = check and not is_traced(lk)
+    # the initial configuration is checked once per linkage object (a Linkage is
+    # immutable), inside the same compiled program as its first simulation
+    check = check and not is_traced(lk) and _CHECKED.get(id(lk)) is not lk
     motion, values = _simulate_jit(lk, inputs, branch, condition, check)
     if check:
         _raise_if_bad_initial(lk, *values)
+        _CHECKED[id(lk)] = lk  # a reference keeps the id from being reused
+        while len(_CHECKED) > 16:
+            _CHECKED.popitem(last=False)
     return motion
+
+
+_CHECKED: "collections.OrderedDict[int, Linkage]" = collections.OrderedDict()
 
 
 # --------------------------------------------------------------------------- checks

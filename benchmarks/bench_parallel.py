@@ -47,6 +47,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--batch", type=int, default=100)
     ap.add_argument("--quick", action="store_true", help="1,000 steps, batch 8 (a smoke run)")
+    ap.add_argument("--no-batch", action="store_true", help="one trajectory per mechanism only")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "parallel.json"))
     a = ap.parse_args()
     steps, batch = (1000, 8) if a.quick else (10_000, a.batch)
@@ -69,7 +70,7 @@ def main():
         # batched: `batch` trajectories of different amplitude, vmapped (one-step: full length;
         # exact: the first 1,000 steps, to keep the run short), in chunks of 25 trajectories
         scale = jnp.linspace(0.5, 1.0, batch)
-        for mode, n in (("one_step", steps), ("exact", min(steps, 1000))):
+        for mode, n in () if a.no_batch else (("one_step", steps), ("exact", min(steps, 1000))):
             trajs = jax.vmap(lambda s: make(mech, times[:n], **{knob: 0.1 * s if knob == "amplitude" else 0.005 * s}))(scale)
             f = eqx.filter_jit(lambda tr: jax.lax.map(lambda t_: pipeline(mode)(mech, t_, load)[1], tr, batch_size=25))
             _, comp, run = timed(f, trajs, repeats=1)

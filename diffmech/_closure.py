@@ -7,9 +7,10 @@ length, ...) and `params` any pytree of design parameters. This module
 - solves `fn(x, u, params) = 0` by Newton from a warm start to round-off (`root`),
   differentiable in `u` and `params` by the implicit function theorem
   (`jax.lax.custom_root`; the iterations are never differentiated);
-- follows a sequence of inputs by continuation (`sweep`): one `lax.scan`, each
-  step warm-started by secant extrapolation of the previous two solutions, with a
-  converged mask, a status per step, an optional branch invariant, and every step
+- solves every input of a sequence at once (`sweep`: a predictor, a fixed number of
+  Newton steps on all inputs, a sequential fallback only where needed; see the
+  comment above `_code`), or one input after the other (`continuation`), with a
+  converged mask, a status per input, an optional branch invariant, and every input
   after the first failure masked instead of returning garbage;
 - gives velocities and accelerations of the solution by the implicit function
   theorem (`rates`), from `jax.jvp` of the residual, not finite differences;
@@ -110,7 +111,7 @@ def _max_abs(v):
     return m
 
 
-def _newton(f, x0, *, atol, xtol, max_steps, min_steps, active, robust=False):
+def _newton(f, x0, *, atol, xtol, max_steps, min_steps, robust=False):
     """Newton iterations on `f(x) = 0`; returns (x, residual_norm, steps, converged).
 
     With `robust`, a non-finite step (singular Jacobian) is replaced by a damped
@@ -139,13 +140,11 @@ def _newton(f, x0, *, atol, xtol, max_steps, min_steps, active, robust=False):
     x = x0
     dxn = jnp.asarray(jnp.inf, x0.dtype)
     for _ in range(min_steps):
-        x_new, dxn_new = step(x)
-        x = jnp.where(active, x_new, x)
-        dxn = jnp.where(active, dxn_new, dxn)
+        x, dxn = step(x)
 
     def cond(carry):
         x, dxn, i = carry
-        return active & (i < max_steps) & (dxn > xtol) & jnp.isfinite(_max_abs(x))
+        return (i < max_steps) & (dxn > xtol) & jnp.isfinite(_max_abs(x))
 
     def body(carry):
         x, _, i = carry
@@ -157,7 +156,7 @@ def _newton(f, x0, *, atol, xtol, max_steps, min_steps, active, robust=False):
     else:
         steps = jnp.asarray(min_steps)
     r = _max_abs(f(x))
-    ok = jnp.isfinite(r) & jnp.isfinite(_max_abs(x)) & (r <= atol) & active
+    ok = jnp.isfinite(r) & jnp.isfinite(_max_abs(x)) & (r <= atol)
     return x, r, steps, ok, dxn
 
 
@@ -173,7 +172,6 @@ def root(
     min_steps: int = 0,
     condition: bool = False,
     throw: bool = False,
-    active: Bool[Array, ""] | bool = True,
     robust: bool = True,
 ) -> Solution:
     """Solve the closure `fn(x, u, params) = 0` by Newton's method from `x0`.
@@ -196,7 +194,6 @@ def root(
       (`min_steps` steps are unrolled, then a `while_loop` runs to `max_steps`).
     - `condition`: also compute the Jacobian's 1-norm condition number.
     - `throw`: raise (at run time, also under `jit`) if the solve failed.
-    - `active`: if False, skip the iterations (used by `sweep` after a failure).
     - `robust`: where the Jacobian is singular, take a damped least-squares step
       instead of stopping (converges at singular configurations; costs a second
       small solve per step).
@@ -206,15 +203,13 @@ def root(
     x0 = jnp.asarray(x0)
     _warn_if_float32(x0)
     tol = _tolerance(atol, x0.dtype)
-    active = jnp.asarray(active)
 
     def f(x):
         return fn(x, u, params)
 
     def solve(f_, guess):
         x, r, steps, ok, dxn = _newton(
-            f_, guess, atol=tol, xtol=xtol, max_steps=max_steps, min_steps=min_steps, active=active,
-            robust=robust,
+            f_, guess, atol=tol, xtol=xtol, max_steps=max_steps, min_steps=min_steps, robust=robust,
         )
         x = jnp.where(ok, x, guess)
         # aux kept floating-point: custom_root's JVP rule mishandles integer/bool aux

@@ -6,7 +6,12 @@ import os
 # momentum test 27.9 s → 17.0 s of XLA compilation, recursive-adjoint gradient 18.3 s
 # → 10.1 s, measured with jax_log_compiles). Floating-point semantics are unchanged (no
 # fast-math either way); the benchmarks compile with the default flags.
-os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false")
+# (jaxlib 0.11 removed the fusion-emitter flag, and an unknown XLA flag aborts the process)
+from importlib.metadata import version as _version  # noqa: E402
+
+_old_emitters = tuple(int(p) for p in _version("jaxlib").split(".")[:2]) < (0, 11)
+os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0"
+                      + (" --xla_cpu_use_fusion_emitters=false" if _old_emitters else ""))
 
 import jax  # noqa: E402
 

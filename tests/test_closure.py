@@ -234,3 +234,17 @@ def test_batched_sweep_with_fallback_equals_single_sweeps():
         ok = np.asarray(single.converged)
         np.testing.assert_allclose(batch.value[i][ok], single.value[ok], rtol=0, atol=1e-15)
     assert not bool(batch.converged[:3].all()) and bool(batch.converged[3].all())
+
+
+def test_corrector_certifies_a_guess_at_round_off_and_only_that():
+    # the exact intersection, moved by a few ulps (a closed form's round-off), is a
+    # solution: Newton(0) certifies it without a step; moved by 1e-12 it is not
+    u = jnp.asarray(0.37)
+    x = exact(u, P)
+    corr = closure.Newton(0)
+    for k, want in ((0, True), (3, True), (6, True), (1e4, False)):
+        guess = x + k * jnp.finfo(x.dtype).eps * jnp.array([1.0, -1.0])
+        _, res, _, is_exact = corr.correct(residual, guess, u, P)
+        assert bool(is_exact) == want, (k, float(res) / float(jnp.finfo(x.dtype).eps))
+    _, res, _, _ = corr.correct(residual, x + 6 * jnp.finfo(x.dtype).eps * jnp.array([1.0, -1.0]), u, P)
+    assert float(res) > 2 * float(jnp.finfo(x.dtype).eps)  # beyond the old absolute 2ε

@@ -248,3 +248,34 @@ def test_corrector_certifies_a_guess_at_round_off_and_only_that():
         assert bool(is_exact) == want, (k, float(res) / float(jnp.finfo(x.dtype).eps))
     _, res, _, _ = corr.correct(residual, x + 6 * jnp.finfo(x.dtype).eps * jnp.array([1.0, -1.0]), u, P)
     assert float(res) > 2 * float(jnp.finfo(x.dtype).eps)  # beyond the old absolute 2ε
+
+
+@pytest.mark.parametrize("predictor", ["coarse", "closed_form"])
+def test_deferred_fallback_leaves_the_rest_for_the_full_program(predictor):
+    # Deferred(): the program without the sequential engine. Where the fallback would
+    # run, every input from the first uncertified one is `deferred` (unconverged), the
+    # certified prefix is the full sweep's; a proven motion limit is final as it is
+    us = jnp.linspace(-1.0, 1.8, 57)
+    x0 = jnp.array([1.2, 0.0])
+    pred = closure.Coarse(stride=5) if predictor == "coarse" else closure.ClosedForm(_closed_form)
+    full = closure.sweep(residual, x0, us, P, branch=branch, predictor=pred)
+    part = closure.sweep(residual, x0, us, P, branch=branch, predictor=pred, fallback=closure.Deferred())
+    code = np.asarray(part.status._value)
+    deferred = code == int(_closure._code(closure.RESULTS.deferred))
+    ok = np.asarray(part.converged)
+    assert bool(closure.has_deferred(part.status)) == deferred.any()
+    if predictor == "closed_form":  # the closed form proves the limit: nothing deferred, identical result
+        assert not deferred.any()
+        np.testing.assert_array_equal(code, np.asarray(full.status._value))
+    else:  # the coarse continuation stops at its limit node: the rest is deferred
+        assert deferred.any() and not ok[deferred].any()
+        first = int(np.argmax(deferred))
+        assert np.all(deferred[first:]) and np.all(ok[:first])
+    np.testing.assert_array_equal(ok, np.asarray(full.converged) & ok)
+    np.testing.assert_allclose(part.value[ok], full.value[ok], rtol=0, atol=1e-15)
+    # under vmap: only the lanes that need the fallback are deferred
+    rs = jnp.array([1.1, 2.5])
+    batch = jax.vmap(lambda r: closure.sweep(residual, jnp.array([1.0, 0.0]), us, {"r": r, "a": P["a"]},
+                                             branch=branch, predictor=pred, fallback=closure.Deferred()))(rs)
+    lanes = np.any(np.asarray(batch.status._value) == int(_closure._code(closure.RESULTS.deferred)), axis=1)
+    assert lanes[1] == False and lanes[0] == (predictor == "coarse")  # noqa: E712

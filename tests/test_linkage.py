@@ -337,6 +337,27 @@ def test_motion_limit_is_reported_and_the_branch_kept():
     assert u[n - 1] <= th_max + 1e-12 < u[n]
 
 
+def test_eager_simulate_compiles_the_fallback_only_when_needed():
+    # the eager entry runs the program without the sequential fallback first; it compiles
+    # and runs the full program only where an input was left deferred (a motion limit the
+    # coarse predictor cannot prove: the spherical Watt-I's, after 49 steps). Its result
+    # is the one-program result (simulate_functional, default fallback)
+    from diffmech.linkage import _simulate as S
+
+    for name, needed in (("spherical_rrpr", False), ("spherical_watt1", True)):
+        lk = getattr(dm.examples, name)()
+        steps = 71 if name == "spherical_watt1" else 73  # input lengths no other test compiles
+        before = S._simulate_jit._cache_size()
+        m = L.simulate(lk, steps=steps)
+        assert S._simulate_jit._cache_size() - before == (2 if needed else 1), name
+        one = jax.jit(lambda lk_, u: L.simulate_functional(lk_, u))(lk, m.inputs)
+        np.testing.assert_array_equal(m.converged, one.converged)
+        np.testing.assert_array_equal(m.status._value, one.status._value)
+        ok = np.asarray(one.converged)
+        assert (ok.all() != needed) and not np.any(np.asarray(m.status._value) == int(RESULTS.deferred._value))
+        np.testing.assert_allclose(m.coords[ok], one.coords[ok], rtol=0, atol=1e-13)
+
+
 # ------------------------------------------------------------------ files
 
 

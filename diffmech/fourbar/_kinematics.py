@@ -17,6 +17,7 @@ from jaxtyping import Array, Bool, Float
 from .. import _closure, _linalg
 from .._geometry import attitude, cross, perp
 from .._validate import is_traced
+from .._xla import COMPILER_OPTIONS
 from ._model import FourBar
 
 
@@ -278,13 +279,15 @@ class Sweep(eqx.Module):
         return jnp.where(self.converged[..., None], self.q, jnp.nan)
 
 
-def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: bool = True, sigma=None) -> Sweep:
+def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: bool = True, sigma=None,
+                     fallback=None) -> Sweep:
     """`sweep` for use inside `jit`/`vmap`/`grad` (no validation, no batching logic):
     one design, every crank angle of `theta_A` at once (`diffmech.closure.sweep` with
     the circle intersection as its predictor, certified where its closure residual is
     at round-off; Newton, by the core's fallback, only where it is not).
     `sigma`: the sign of qB × qD to follow (default `branch_sign(fb)`), traced, so one
-    program can follow designs of both branches (see `closed_form`)."""
+    program can follow designs of both branches (see `closed_form`). `fallback`:
+    the core's (`diffmech.closure.Continuation()` by default, or `Deferred()`)."""
     sigma = branch_sign(fb) if sigma is None else jnp.asarray(sigma, fb.lengths.dtype)
     sigma = jax.lax.stop_gradient(sigma)
 
@@ -300,17 +303,19 @@ def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: boo
     x0, _ = closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A[0]), sigma)
     sol = _closure.sweep(
         residual, x0, theta_A, fb, predictor=_closure.ClosedForm(solution), corrector=_closure.Newton(0),
-        branch=invariant, branch_sign=sigma, condition=condition,
+        branch=invariant, branch_sign=sigma, condition=condition, fallback=fallback,
     )
     q = _full_q(theta_A, sol.value)
     return Sweep(theta_A=theta_A, q=q, converged=sol.converged, status=sol.status,
                  residual=sol.residual, condition=sol.condition)
 
 
-@functools.partial(jax.jit, static_argnames="condition")  # plain jit: eqx.filter_jit costs ~0.2 ms a call here
-def _sweep_jit(fb, theta_A, condition):
-    out = _batched(lambda f: sweep_functional(f, theta_A, condition=condition), fb)
-    return eqx.tree_at(lambda s: s.theta_A, out, theta_A)
+@functools.partial(jax.jit, static_argnames=("condition", "deferred"), compiler_options=COMPILER_OPTIONS)
+def _sweep_jit(fb, theta_A, condition, deferred):
+    # plain jit: eqx.filter_jit costs ~0.2 ms a call here
+    fallback = _closure.Deferred() if deferred else None
+    out = _batched(lambda f: sweep_functional(f, theta_A, condition=condition, fallback=fallback), fb)
+    return eqx.tree_at(lambda s: s.theta_A, out, theta_A), _closure.has_deferred(out.status)
 
 
 def sweep(fb: FourBar, theta_A_values, *, condition: bool = True) -> Sweep:
@@ -333,7 +338,12 @@ def sweep(fb: FourBar, theta_A_values, *, condition: bool = True) -> Sweep:
             raise ValueError(f"sweep: `theta_A_values` must be finite; got {theta}")
     if theta.ndim != 1 or theta.shape[0] < 1:
         raise ValueError(f"sweep: `theta_A_values` must be a non-empty 1-D array of crank angles; got shape {theta.shape}")
-    return _sweep_jit(fb, theta, condition)
+    if is_traced(fb, theta):
+        return _sweep_jit(fb, theta, condition, False)[0]
+    # eager: the program without the sequential fallback first (half the compile time);
+    # the one with it is compiled and run only if an input needs it
+    out, deferred = _sweep_jit(fb, theta, condition, True)
+    return _sweep_jit(fb, theta, condition, False)[0] if deferred else out
 
 
 # --------------------------------------------------------------------------- rates

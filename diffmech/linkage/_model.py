@@ -791,6 +791,11 @@ def _carry_tracers(prep: _Prepared, X):
     return X
 
 
+# Jitted so that it is traced once per signature: a sweep's program evaluates and
+# differentiates the residual in a dozen places (Newton, rates, the branch invariant,
+# the conditioning), and each would otherwise trace it anew (Stephenson-II sweep:
+# tracing 1.35 s → 0.78 s; XLA inlines the call, run time unchanged).
+@jax.jit
 def _residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " n"]:
     """The rigidity equations of a prepared linkage (the closure core's residual)."""
     lk, k = prep.lk, prep.k

@@ -14,6 +14,7 @@ from jaxtyping import Array, Bool, Float
 
 from .. import _closure, _linalg
 from .._validate import is_traced
+from .._xla import COMPILER_OPTIONS
 from ._model import Linkage, LinkageError, _assemble, _carry_tracers, _prepare, _residual, residual
 
 
@@ -100,7 +101,7 @@ def _default_inputs(lk, steps, step) -> np.ndarray:
 
 
 def simulate_functional(lk: Linkage, inputs: Float[Array, " N"], *, branch: bool = True,
-                        condition: bool = True) -> Motion:
+                        condition: bool = True, fallback=None) -> Motion:
     """Solve the linkage at every input of `inputs` (which starts at the initial
     configuration, input 0) with the closure core (`diffmech.closure.sweep`:
     continuation through every 6th input, cubic Hermite interpolation, Newton on all
@@ -108,7 +109,9 @@ def simulate_functional(lk: Linkage, inputs: Float[Array, " N"], *, branch: bool
     vmappable over designs (a batch of `coords`), differentiable with respect to the
     initial coordinates (implicit function theorem at every input). With `branch`,
     the sign of the Jacobian's determinant is the branch invariant: an input solved on
-    another assembly mode fails (`branch_switch`) instead of flipping silently."""
+    another assembly mode fails (`branch_switch`) instead of flipping silently.
+    `fallback`: the core's (`diffmech.closure.Continuation()` by default, or
+    `Deferred()`)."""
     inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
     prep = _prepare(lk)
 
@@ -116,18 +119,20 @@ def simulate_functional(lk: Linkage, inputs: Float[Array, " N"], *, branch: bool
         return _linalg.det(jax.jacfwd(_residual)(x, u, p))
 
     sol = _closure.sweep(_residual, lk.x0(), inputs, prep, branch=det_sign if branch else None,
-                         condition=condition, max_steps=10)
+                         condition=condition, max_steps=10, fallback=fallback)
     converged, status, cond = sol.converged, sol.status, sol.condition
     coords = jax.vmap(lambda x, u: _carry_tracers(prep, _assemble(x, u, prep)))(sol.value, inputs)
     return Motion(inputs=inputs, coords=coords, converged=converged, status=status,
                   condition=cond, residual=sol.residual, names=lk.names, widths=_widths(lk))
 
 
-@functools.partial(jax.jit, static_argnames=("branch", "condition", "check"))  # plain jit: cheaper calls
-def _simulate_jit(lk, inputs, branch, condition, check):
-    motion = simulate_functional(lk, inputs, branch=branch, condition=condition)
+@functools.partial(jax.jit, static_argnames=("branch", "condition", "check", "deferred"),
+                   compiler_options=COMPILER_OPTIONS)  # plain jit: cheaper calls
+def _simulate_jit(lk, inputs, branch, condition, check, deferred):
+    fallback = _closure.Deferred() if deferred else None
+    motion = simulate_functional(lk, inputs, branch=branch, condition=condition, fallback=fallback)
     # the initial configuration's check, in the same program (one call from the eager API)
-    return motion, (_initial_values(lk) if check else None)
+    return motion, (_initial_values(lk) if check else None), _closure.has_deferred(motion.status)
 
 
 def simulate(lk: Linkage, steps: int | None = None, step: float | None = None, *, inputs=None,
@@ -161,13 +166,18 @@ def simulate(lk: Linkage, steps: int | None = None, step: float | None = None, *
             raise ValueError(f"linkage.simulate: inputs must be a finite 1-D array; got shape {inputs.shape}")
     # the initial configuration is checked once per linkage object (a Linkage is
     # immutable), inside the same compiled program as its first simulation
-    check = check and not is_traced(lk) and _CHECKED.get(id(lk)) is not lk
-    motion, values = _simulate_jit(lk, inputs, branch, condition, check)
+    eager = not is_traced(lk, inputs)
+    check = check and eager and _CHECKED.get(id(lk)) is not lk
+    # eager: the program without the sequential fallback first (a smaller program to
+    # compile); the one with it is compiled and run only if an input needs it
+    motion, values, deferred = _simulate_jit(lk, inputs, branch, condition, check, eager)
     if check:
         _raise_if_bad_initial(lk, *values)
         _CHECKED[id(lk)] = lk  # a reference keeps the id from being reused
         while len(_CHECKED) > 16:
             _CHECKED.popitem(last=False)
+    if eager and deferred:
+        motion = _simulate_jit(lk, inputs, branch, condition, False, False)[0]
     return motion
 
 

@@ -8,6 +8,7 @@ warm-up), writes benchmarks/results/fourbar_kinematics.json and prints a table.
 """
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -23,6 +24,10 @@ import numpy as np  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import diffmech as dm  # noqa: E402
 from diffmech import _closure, fourbar as fbk  # noqa: E402
+from diffmech._xla import COMPILER_OPTIONS  # noqa: E402
+
+# every diffmech program here is compiled as the library compiles its eager programs
+jit = functools.partial(jax.jit, compiler_options=COMPILER_OPTIONS)
 
 SEED_L = np.array([0.12, 0.25, 0.26, 0.30])
 
@@ -54,7 +59,8 @@ def main(argv=None):
     n, N = (200, 90) if a.quick else (a.designs, a.angles)
     reps_single, reps_batch = (20, 2) if a.quick else (300, 5)
     out = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "jax": jax.__version__,
-                       "device": str(jax.devices()[0])}, "sizes": {"designs": n, "angles": N}}
+                       "device": str(jax.devices()[0]),
+                       "date": time.strftime("%Y-%m-%d"), "compiler_options": COMPILER_OPTIONS}, "sizes": {"designs": n, "angles": N}}
 
     fb = dm.FourBar.seed_crank_rocker()
     th180 = jnp.linspace(0, 2 * jnp.pi, 180, endpoint=False)
@@ -62,17 +68,17 @@ def main(argv=None):
     fbs = dm.FourBar(lengths=designs(n))
 
     # one design, 180 steps (seed 003's comparison case)
-    core = jax.jit(lambda f, t: fbk.sweep_functional(f, t, condition=False).q)
-    core_cond = jax.jit(lambda f, t: fbk.sweep_functional(f, t, condition=True).q)
-    closed = jax.jit(lambda f, t: jax.vmap(lambda th: fbk.closed_form(f, th)[0])(t))
+    core = jit(lambda f, t: fbk.sweep_functional(f, t, condition=False).q)
+    core_cond = jit(lambda f, t: fbk.sweep_functional(f, t, condition=True).q)
+    closed = jit(lambda f, t: jax.vmap(lambda th: fbk.closed_form(f, th)[0])(t))
     # baseline in the same run: the sequential continuation (the core's previous
     # algorithm, now its fallback), one Newton solve per angle in a loop
-    seq = jax.jit(lambda f, t: _closure.continuation(
+    seq = jit(lambda f, t: _closure.continuation(
         fbk.residual, fbk.closed_form(f, t[0])[0], t, f, condition=False,
         branch=lambda x, u, p: x[0] * x[3] - x[1] * x[2], branch_sign=fbk.branch_sign(f)).value)
     # the eager entry point a notebook user calls (NumPy angles in, a full `Sweep` out),
     # against the jitted program with the same outputs: the eager layer's overhead
-    full = jax.jit(lambda f, t: fbk.sweep_functional(f, t, condition=False))
+    full = jit(lambda f, t: fbk.sweep_functional(f, t, condition=False))
     th180_np = np.asarray(th180)
 
     def eager(f, t):
@@ -88,13 +94,13 @@ def main(argv=None):
 
     # batches of designs
     batch = {}
-    bcore = jax.jit(jax.vmap(lambda f: fbk.sweep_functional(f, thN, condition=False).q))
-    bclosed = jax.jit(jax.vmap(lambda f: jax.vmap(lambda th: fbk.closed_form(f, th)[0])(thN)))
+    bcore = jit(jax.vmap(lambda f: fbk.sweep_functional(f, thN, condition=False).q))
+    bclosed = jit(jax.vmap(lambda f: jax.vmap(lambda th: fbk.closed_form(f, th)[0])(thN)))
     for name, f in (("diffmech sweep (closure core)", bcore), ("closed form (specialised, no Newton)", bclosed)):
         c, r = timed(f, fbs, repeats=reps_batch)
         batch[name] = {"compile_s": c, "median_s": r, "positions_per_s": n * N / r}
     # accuracy of the batch
-    s = jax.jit(jax.vmap(lambda f: fbk.sweep_functional(f, thN, condition=False)))(fbs)
+    s = jit(jax.vmap(lambda f: fbk.sweep_functional(f, thN, condition=False)))(fbs)
     batch["diffmech sweep (closure core)"]["max_closure_residual"] = float(jnp.max(jax.vmap(fbk.closure_residual)(fbs, s.q)))
     batch["diffmech sweep (closure core)"]["all_converged"] = bool(jnp.all(s.converged))
 

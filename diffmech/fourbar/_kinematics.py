@@ -321,8 +321,8 @@ def _sweep_jit(fb, theta_A, condition, deferred):
 def sweep(fb: FourBar, theta_A_values, *, condition: bool = True) -> Sweep:
     """Follow the four-bar through the crank angles `theta_A_values` by continuation.
 
-    One jitted `lax.scan` through the closure core, warm-started step to step, kept
-    on `fb.branch`; past a motion limit (a design whose crank cannot turn that far)
+    Every angle solved at once by the closure core (circle intersection certified at
+    round-off, sequential continuation only where it is not), kept on `fb.branch`; past a motion limit (a design whose crank cannot turn that far)
     or a branch switch every angle is masked (`converged` False), never garbage. A
     batched `fb` is vmapped. The first angle is solved from the circle-intersection
     configuration, so it must be assemblable for anything to converge.

@@ -82,7 +82,7 @@ def main():
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as fh:
         json.dump(dict(machine=platform.processor() or platform.machine(), cpus=os.cpu_count(),
-                       jax=jax.__version__, rows=rows), fh, indent=1)
+                       jax=jax.__version__, date=time.strftime("%Y-%m-%d"), rows=rows), fh, indent=1)
 
 
 if __name__ == "__main__":

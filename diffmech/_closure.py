@@ -60,6 +60,24 @@ class RESULTS(optx.RESULTS):  # pyright: ignore
 
 Residual = Callable[[Float[Array, " n"], Any, PyTree], Float[Array, " n"]]
 
+
+def jacobian(fn: Residual) -> Callable[[Float[Array, " n"], Any, PyTree], Float[Array, "n n"]]:
+    """`∂fn/∂x` as a function of `(x, u, params)`: the residual's own `fn.jacobian` if
+    it carries one (a family that knows its Jacobian in closed form, e.g. the parallel
+    mechanisms' screw matrices), else `jax.jacfwd(fn)` (one forward pass per unknown).
+    Every Newton step, rate and condition number of the core goes through this."""
+    own = getattr(fn, "jacobian", None)
+    return own if own is not None else jax.jacfwd(fn)
+
+
+def linear_solver(fn: Residual, params: PyTree) -> Callable[[Float[Array, "n n"], Array], Array]:
+    """`(J, b) -> J⁻¹ b` for the Jacobians of `fn` at `params`: the residual's own
+    `fn.solve(J, b, params)` if it carries one (a family whose Jacobian has a block
+    structure it can exploit), else the dense `_linalg.solve`. Used for Newton steps
+    and rates (condition numbers always use the dense solve)."""
+    own = getattr(fn, "solve", None)
+    return _linalg.solve if own is None else (lambda J, b: own(J, b, params))
+
 _warned_float32 = False
 
 
@@ -121,19 +139,20 @@ def _unroll(x) -> bool:
     return x.shape[-1] <= _linalg._UNROLL_MAX
 
 
-def _newton(f, x0, *, atol, xtol, max_steps, min_steps, robust=False):
+def _newton(f, x0, *, atol, xtol, max_steps, min_steps, robust=False, jac=None, lin=_linalg.solve):
     """Newton iterations on `f(x) = 0`; returns (x, residual_norm, steps, converged).
 
     With `robust`, a non-finite step (singular Jacobian) is replaced by a damped
     least-squares (Levenberg–Marquardt) step, and an iterate whose residual is
     already at round-off is not moved; this converges at singular configurations
     such as the change points of a parallelogram, where the solution branches cross.
+    `jac`: `∂f/∂x` (default `jax.jacfwd(f)`); `lin`: the linear solver for its steps.
     """
-    jac = jax.jacfwd(f)
+    jac = jax.jacfwd(f) if jac is None else jac
 
     def step(x):
         J, r = jac(x), f(x)
-        dx = _linalg.solve(J, -r)
+        dx = lin(J, -r)
         if robust:
             # a step through a singular Jacobian (non-finite) becomes a damped
             # least-squares step; and a configuration already exact to round-off is
@@ -220,6 +239,7 @@ def root(
     def solve(f_, guess):
         x, r, steps, ok, dxn = _newton(
             f_, guess, atol=tol, xtol=xtol, max_steps=max_steps, min_steps=min_steps, robust=robust,
+            jac=lambda y: jacobian(fn)(y, u, params), lin=linear_solver(fn, params),
         )
         x = jnp.where(ok, x, guess)
         # aux kept floating-point: custom_root's JVP rule mishandles integer/bool aux
@@ -234,7 +254,7 @@ def root(
     r, steps, ok, dxn = jax.lax.stop_gradient((r, steps, ok, dxn))
     steps, ok = steps.astype(jnp.int32), ok > 0.5
     if condition:
-        cond = _linalg.condition_1(jax.jacfwd(f)(jax.lax.stop_gradient(x)))
+        cond = _linalg.condition_1(jacobian(fn)(jax.lax.stop_gradient(x), u, params))
     else:
         cond = jnp.asarray(jnp.nan, x.dtype)
     result = RESULTS.where(ok, RESULTS.successful, RESULTS.motion_limit)
@@ -539,7 +559,9 @@ class Newton(eqx.Module):
         def f(x):
             return fn(x, u, params)
 
-        jac = jax.jacfwd(f)
+        def jac(x):
+            return jacobian(fn)(x, u, params)
+
         x = guess
         r = f(x)
         eps2 = self.exact * jnp.finfo(x.dtype).eps * (1 + _max_abs(x))
@@ -548,7 +570,7 @@ class Newton(eqx.Module):
 
         def step(_, carry):
             x, r, _ = carry
-            dx = _linalg.solve(jac(x), -r)
+            dx = linear_solver(fn, params)(jac(x), -r)
             dx = jnp.where(_max_abs(r) <= eps2, 0.0, dx)  # already exact: do not move
             x = x + dx
             return x, f(x), _max_abs(dx) / (1 + _max_abs(x - dx))
@@ -686,7 +708,7 @@ def _finish(opts, inputs, params, rows: _Rows, condition: bool) -> SweepSolution
 
     value = jax.vmap(implicit)(x, inputs)
     if condition:
-        cond = jax.vmap(lambda x_, u: _linalg.condition_1(jax.jacfwd(opts.fn)(x_, u, jax.lax.stop_gradient(params))))(
+        cond = jax.vmap(lambda x_, u: _linalg.condition_1(jacobian(opts.fn)(x_, u, jax.lax.stop_gradient(params))))(
             x, jax.lax.stop_gradient(inputs))
     else:
         cond = jnp.full(rows.ok.shape, jnp.nan, x.dtype)
@@ -841,26 +863,27 @@ def rates(
     def phi(x_, u_):
         return fn(x_, u_, params)
 
-    J = jax.jacfwd(phi)(x, u)
+    J = jacobian(fn)(x, u, params)
     _, phi_u_udot = jax.jvp(phi, (x, u), (zero_x, udot))
-    xdot = _linalg.solve(J, -phi_u_udot)
+    lin = linear_solver(fn, params)
+    xdot = lin(J, -phi_u_udot)
 
     def dphi(x_, u_):
         return jax.jvp(phi, (x_, u_), (xdot, udot))[1]
 
     _, second = jax.jvp(dphi, (x, u), (xdot, udot))
     _, phi_u_uddot = jax.jvp(phi, (x, u), (zero_x, uddot))
-    xddot = _linalg.solve(J, -(second + phi_u_uddot))
+    xddot = lin(J, -(second + phi_u_uddot))
     return xdot, xddot
 
 
 def condition(fn: Residual, x: Float[Array, " n"], u: Any, params: PyTree) -> Float[Array, ""]:
     """The 1-norm condition number of the closure Jacobian `∂fn/∂x` at `(x, u)`."""
-    return _linalg.condition_1(jax.jacfwd(fn)(x, u, params))
+    return _linalg.condition_1(jacobian(fn)(x, u, params))
 
 
 def _velocity(fn, x, u, params, udot):
     """`ẋ = −Φ_x⁻¹ Φ_u u̇`: the first half of `rates`."""
-    J = jax.jacfwd(fn)(x, u, params)
+    J = jacobian(fn)(x, u, params)
     _, phi_u = jax.jvp(lambda u_: fn(x, u_, params), (u,), (udot,))
-    return _linalg.solve(J, -phi_u)
+    return linear_solver(fn, params)(J, -phi_u)

@@ -61,6 +61,35 @@ def test_gradient_does_not_differentiate_iterations():
     assert float(g[0]) == pytest.approx(float(g[1]), rel=1e-13)
 
 
+def test_a_residual_may_carry_its_own_jacobian():
+    # the core's Newton steps, rates and condition numbers use `fn.jacobian` when the
+    # residual has one: the exact one changes nothing; a wrong one (twice the true
+    # Jacobian: Newton degrades to a linearly converging chord) is visibly used
+    def with_jacobian(scale):
+        def fn(x, u, p):
+            return residual(x, u, p)
+
+        fn.jacobian = lambda x, u, p: scale * jax.jacfwd(residual)(x, u, p)
+        return fn
+
+    u, x0 = jnp.asarray(0.3), jnp.array([1.0, 0.0])
+    ref = closure.root(residual, x0, u, P, condition=True)
+    own = closure.root(with_jacobian(1.0), x0, u, P, condition=True)
+    assert own.result == closure.RESULTS.successful
+    np.testing.assert_allclose(own.value, ref.value, rtol=0, atol=1e-15)
+    assert int(own.steps) == int(ref.steps)
+    assert float(own.condition) == pytest.approx(float(ref.condition), rel=1e-12)
+    xd, xdd = closure.rates(with_jacobian(1.0), ref.value, u, P, jnp.asarray(1.0))
+    xd_ref, xdd_ref = closure.rates(residual, ref.value, u, P, jnp.asarray(1.0))
+    np.testing.assert_allclose(xd, xd_ref, rtol=1e-13)
+    np.testing.assert_allclose(xdd, xdd_ref, rtol=1e-13)
+    wrong = closure.root(with_jacobian(2.0), x0, u, P)
+    assert int(wrong.steps) > int(ref.steps) + 5
+    assert float(closure.condition(with_jacobian(2.0), ref.value, u, P)) == pytest.approx(float(ref.condition), rel=1e-12)
+    xd_wrong, _ = closure.rates(with_jacobian(2.0), ref.value, u, P, jnp.asarray(1.0))
+    np.testing.assert_allclose(xd_wrong, xd_ref / 2, rtol=1e-13)
+
+
 def test_failure_is_a_status_not_garbage():
     u_bad = jnp.asarray(2.0)  # > r √(1 + a²) = 1.4
     guess = jnp.array([0.5, 1.0])

@@ -53,6 +53,22 @@ def test_screw_matrix_is_the_velocity_jacobian():
         assert np.allclose(par.chain_screws(ch, th) @ thd, V, atol=1e-13)
 
 
+@pytest.mark.parametrize("mech", [par.StewartPlatform(), par.ThreeUPSUPUS()], ids=["stewart", "3ups_upu_s"])
+def test_closed_form_closure_jacobian_equals_forward_mode(mech):
+    # the Jacobian the core's Newton steps and rates use (screw matrices) against
+    # forward-mode differentiation of the residual itself, away from any solution
+    from diffmech.parallel import _kinematics as kin
+
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        x = jnp.asarray(rng.normal(size=mech.n_joints + 6) * 0.2)
+        u = (screw.rotation_vector(jnp.asarray(rng.normal(size=3) * 0.3)), jnp.asarray(rng.normal(size=3) * 0.05))
+        J = kin.residual.jacobian(x, u, mech)
+        J_fwd = jax.jacfwd(kin.residual)(x, u, mech)
+        assert J.shape == J_fwd.shape == (mech.n_joints + 6,) * 2
+        np.testing.assert_allclose(J, J_fwd, rtol=0, atol=1e-13)
+
+
 def test_mobility_of_3ups_upu_s_matches_eqs_13_and_18():
     mech = par.ThreeUPSUPUS()
     mob = par.mobility(mech)

@@ -113,6 +113,59 @@ def residual(x, u, mech: AbstractParallelMechanism):
     return jnp.concatenate(rows)
 
 
+def _chain_block(ch: Chain, th, R, Ws, scale):
+    """One chain's closure rows differentiated in closed form: `∂rows/∂θ_c (6, n_c)`
+    and `∂rows/∂(φ, d) (6, 6)`.
+
+    With the chain's space Jacobian `S` (its screw matrix, `chain_screws`), joint
+    rates `θ̇` move the chain's end by the space twist `(ω; v) = S θ̇`, so `Ṙ_c = ω̂ R_c`
+    and a point `q` fixed to the end moves at `v + ω × q`; the platform turns at
+    `ω_P = W φ̇` (`W = Ws`, the rotation vector's space Jacobian) and moves at `ḋ`.
+    With `M = R_c Rᵀ`, `vee(ω̂ M) = ½ (tr M · I − M) ω` and `vee(M ω̂) = ½ (tr M · I − Mᵀ) ω`,
+    so the orientation rows move by `½ (tr M · I − M) ω − ½ (tr M · I − Mᵀ) ω_P` and the
+    position rows by `(v − q̂ ω + (R a)^ ω_P − ḋ) / scale`, `q = R_c a + p_c`.
+    """
+    Rs, ps = chain_poses(ch, th)
+    Rc, pc = Rs[-1], ps[-1]
+    S = chain_screws(ch, th, (Rs, ps))
+    M = _screw.matmul(Rc, R.T)
+    eye = jnp.eye(3, dtype=M.dtype)
+    q = _screw.matvec(Rc, ch.attach) + pc
+    w, v = S[:3], S[3:]
+    d_theta = jnp.concatenate([0.5 * (jnp.trace(M) * eye - M) @ w, (v - _screw.skew(q) @ w) / scale])
+    d_phi = jnp.concatenate([-0.5 * (jnp.trace(M) * eye - M.T) @ Ws, _screw.skew(_screw.matvec(R, ch.attach)) @ Ws / scale])
+    d_d = jnp.concatenate([jnp.zeros((3, 3), M.dtype), -eye / scale])
+    return d_theta, jnp.concatenate([d_phi, d_d], axis=1)
+
+
+@jax.jit
+def jacobian(x, u, mech: AbstractParallelMechanism):
+    """`∂residual/∂x` in closed form from the chains' screw matrices (`_chain_block`),
+    assembled in `residual`'s row order; the task rows by forward mode in `(φ, d)`.
+    Equal to `jax.jacfwd(residual)` to round-off (tested), at a fraction of its cost:
+    one pass through each chain instead of one per unknown."""
+    thetas, phi, d = split(mech, x)
+    n = mech.n_joints
+    offsets = np.cumsum((0,) + mech.sizes)
+    R = _screw.rotation_vector(phi)
+    # the platform's space angular velocity per unit rate of each rotation-vector component
+    Ws = jnp.stack([_screw.vee(_screw.matmul(dRi, R.T)) for dRi in jax.jacfwd(_screw.rotation_vector)(phi).transpose(2, 0, 1)], 1)
+    blocks = []
+    for g in groups(mech):
+        th = jnp.stack([thetas[c] for c in g])
+        d_th, d_pl = jax.vmap(_chain_block, (0, 0, None, None, None))(stacked(mech, g), th, R, Ws, mech.length_scale)
+        for k, c in enumerate(g):
+            left = jnp.zeros((6, offsets[c]), x.dtype)
+            right = jnp.zeros((6, n - offsets[c + 1]), x.dtype)
+            blocks.append(jnp.concatenate([left, d_th[k], right, d_pl[k]], axis=1))
+    task = jax.jacfwd(lambda z: mech.task(_screw.rotation_vector(z[:3]), z[3:], *u))(jnp.concatenate([phi, d]))
+    blocks.append(jnp.concatenate([jnp.zeros((task.shape[0], n), x.dtype), task], axis=1))
+    return jnp.concatenate(blocks, axis=0)
+
+
+residual.jacobian = jacobian  # the closure core uses it for every Newton step and rate (`closure.jacobian`)
+
+
 def platform_state(phi, d, phid, dd):
     """Platform displacement `(R, d)` and space twist from `(φ, d)` and their rates."""
     R, Rd = jax.jvp(_screw.rotation_vector, (phi,), (phid,))

@@ -17,6 +17,10 @@ length, ...) and `params` any pytree of design parameters. This module
 - reports the conditioning of the Jacobian so that singular configurations
   (toggle and dead positions) are visible.
 
+Jacobians `∂fn/∂x` come from forward mode (`jax.jacfwd`: one pass per unknown) unless
+the residual carries its own, `fn.jacobian(x, u, params)` (`jacobian`): the parallel
+mechanisms assemble theirs from the chains' screw matrices, one pass per chain.
+
 Inside `jit` nothing raises: results carry a `RESULTS` status. `throw=True` (the
 default of the eager convenience functions built on this) turns a failed status
 into an error.
@@ -68,17 +72,6 @@ def jacobian(fn: Residual) -> Callable[[Float[Array, " n"], Any, PyTree], Float[
     Every Newton step, rate and condition number of the core goes through this."""
     own = getattr(fn, "jacobian", None)
     return own if own is not None else jax.jacfwd(fn)
-
-
-def linear_solver(fn: Residual, params: PyTree) -> Callable[[Float[Array, "n n"], Array], Array]:
-    """`(J, b) -> J⁻¹ b` for the Jacobians of `fn` at `params`: the residual's own
-    `fn.solve(J, b, params)` if it carries one (a family whose Jacobian has a block
-    structure it can exploit), else the dense `_linalg.solve`. Used for Newton steps
-    and rates (condition numbers always use the dense solve)."""
-    own = getattr(fn, "solve", None)
-    return _linalg.solve if own is None else (lambda J, b: own(J, b, params))
-
-_warned_float32 = False
 
 
 def _warn_if_float32(x: Array) -> None:
@@ -139,20 +132,20 @@ def _unroll(x) -> bool:
     return x.shape[-1] <= _linalg._UNROLL_MAX
 
 
-def _newton(f, x0, *, atol, xtol, max_steps, min_steps, robust=False, jac=None, lin=_linalg.solve):
+def _newton(f, x0, *, atol, xtol, max_steps, min_steps, robust=False, jac=None):
     """Newton iterations on `f(x) = 0`; returns (x, residual_norm, steps, converged).
 
     With `robust`, a non-finite step (singular Jacobian) is replaced by a damped
     least-squares (Levenberg–Marquardt) step, and an iterate whose residual is
     already at round-off is not moved; this converges at singular configurations
     such as the change points of a parallelogram, where the solution branches cross.
-    `jac`: `∂f/∂x` (default `jax.jacfwd(f)`); `lin`: the linear solver for its steps.
+    `jac`: `∂f/∂x` (default `jax.jacfwd(f)`).
     """
     jac = jax.jacfwd(f) if jac is None else jac
 
     def step(x):
         J, r = jac(x), f(x)
-        dx = lin(J, -r)
+        dx = _linalg.solve(J, -r)
         if robust:
             # a step through a singular Jacobian (non-finite) becomes a damped
             # least-squares step; and a configuration already exact to round-off is
@@ -239,7 +232,7 @@ def root(
     def solve(f_, guess):
         x, r, steps, ok, dxn = _newton(
             f_, guess, atol=tol, xtol=xtol, max_steps=max_steps, min_steps=min_steps, robust=robust,
-            jac=lambda y: jacobian(fn)(y, u, params), lin=linear_solver(fn, params),
+            jac=lambda y: jacobian(fn)(y, u, params),
         )
         x = jnp.where(ok, x, guess)
         # aux kept floating-point: custom_root's JVP rule mishandles integer/bool aux
@@ -570,7 +563,7 @@ class Newton(eqx.Module):
 
         def step(_, carry):
             x, r, _ = carry
-            dx = linear_solver(fn, params)(jac(x), -r)
+            dx = _linalg.solve(jac(x), -r)
             dx = jnp.where(_max_abs(r) <= eps2, 0.0, dx)  # already exact: do not move
             x = x + dx
             return x, f(x), _max_abs(dx) / (1 + _max_abs(x - dx))
@@ -865,15 +858,14 @@ def rates(
 
     J = jacobian(fn)(x, u, params)
     _, phi_u_udot = jax.jvp(phi, (x, u), (zero_x, udot))
-    lin = linear_solver(fn, params)
-    xdot = lin(J, -phi_u_udot)
+    xdot = _linalg.solve(J, -phi_u_udot)
 
     def dphi(x_, u_):
         return jax.jvp(phi, (x_, u_), (xdot, udot))[1]
 
     _, second = jax.jvp(dphi, (x, u), (xdot, udot))
     _, phi_u_uddot = jax.jvp(phi, (x, u), (zero_x, uddot))
-    xddot = lin(J, -(second + phi_u_uddot))
+    xddot = _linalg.solve(J, -(second + phi_u_uddot))
     return xdot, xddot
 
 
@@ -886,4 +878,4 @@ def _velocity(fn, x, u, params, udot):
     """`ẋ = −Φ_x⁻¹ Φ_u u̇`: the first half of `rates`."""
     J = jacobian(fn)(x, u, params)
     _, phi_u = jax.jvp(lambda u_: fn(x, u_, params), (u,), (udot,))
-    return linear_solver(fn, params)(J, -phi_u)
+    return _linalg.solve(J, -phi_u)

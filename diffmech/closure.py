@@ -16,7 +16,6 @@ from ._closure import (
     continuation as continuation,
     has_deferred as has_deferred,
     jacobian as jacobian,
-    linear_solver as linear_solver,
     rates as rates,
     root as root,
     sweep as sweep,

@@ -113,6 +113,26 @@ def residual(x, u, mech: AbstractParallelMechanism):
     return jnp.concatenate(rows)
 
 
+def _end_and_screws(chain: Chain, theta):
+    """The chain's end displacement `(R, p)` and its screw matrix `(6, n)` in one scan
+    over the joints (each joint's twist is moved by the displacement before it, as in
+    `chain_screws`)."""
+    xi = chain.screws()
+    is_p = jnp.asarray([k == "P" for k in chain.kinds])
+
+    def step(g, inp):
+        s, th, p_ = inp
+        col = _screw.transform(g[0], g[1], s)
+        Rj, tj = _screw.exp(s, th, False)
+        Rj = jnp.where(p_, jnp.eye(3, dtype=th.dtype), Rj)
+        tj = jnp.where(p_, th * s[3:], tj)
+        return _screw.compose(g, (Rj, tj)), col
+
+    g0 = (jnp.eye(3, dtype=theta.dtype), jnp.zeros(3, dtype=theta.dtype))
+    end, cols = jax.lax.scan(step, g0, (xi, theta, is_p))
+    return end, cols.T
+
+
 def _chain_block(ch: Chain, th, R, Ws, scale):
     """One chain's closure rows differentiated in closed form: `∂rows/∂θ_c (6, n_c)`
     and `∂rows/∂(φ, d) (6, 6)`.
@@ -125,9 +145,7 @@ def _chain_block(ch: Chain, th, R, Ws, scale):
     so the orientation rows move by `½ (tr M · I − M) ω − ½ (tr M · I − Mᵀ) ω_P` and the
     position rows by `(v − q̂ ω + (R a)^ ω_P − ḋ) / scale`, `q = R_c a + p_c`.
     """
-    Rs, ps = chain_poses(ch, th)
-    Rc, pc = Rs[-1], ps[-1]
-    S = chain_screws(ch, th, (Rs, ps))
+    (Rc, pc), S = _end_and_screws(ch, th)
     M = _screw.matmul(Rc, R.T)
     eye = jnp.eye(3, dtype=M.dtype)
     q = _screw.matvec(Rc, ch.attach) + pc
@@ -154,10 +172,13 @@ def jacobian(x, u, mech: AbstractParallelMechanism):
     for g in groups(mech):
         th = jnp.stack([thetas[c] for c in g])
         d_th, d_pl = jax.vmap(_chain_block, (0, 0, None, None, None))(stacked(mech, g), th, R, Ws, mech.length_scale)
+        # each chain's joint columns placed at its offset by a static 0/1 matrix: one
+        # contraction instead of a concatenation per chain (less for XLA to compile)
+        place = np.zeros((len(g), mech.sizes[g[0]], n))
         for k, c in enumerate(g):
-            left = jnp.zeros((6, offsets[c]), x.dtype)
-            right = jnp.zeros((6, n - offsets[c + 1]), x.dtype)
-            blocks.append(jnp.concatenate([left, d_th[k], right, d_pl[k]], axis=1))
+            place[k, :, offsets[c]:offsets[c + 1]] = np.eye(mech.sizes[c])
+        d_th = jnp.einsum("kij,kjm->kim", d_th, jnp.asarray(place, x.dtype))
+        blocks.append(jnp.concatenate([d_th, d_pl], axis=2).reshape(6 * len(g), n + 6))
     task = jax.jacfwd(lambda z: mech.task(_screw.rotation_vector(z[:3]), z[3:], *u))(jnp.concatenate([phi, d]))
     blocks.append(jnp.concatenate([jnp.zeros((task.shape[0], n), x.dtype), task], axis=1))
     return jnp.concatenate(blocks, axis=0)

@@ -74,6 +74,9 @@ def jacobian(fn: Residual) -> Callable[[Float[Array, " n"], Any, PyTree], Float[
     return own if own is not None else jax.jacfwd(fn)
 
 
+_warned_float32 = False
+
+
 def _warn_if_float32(x: Array) -> None:
     global _warned_float32
     if x.dtype != jnp.float64 and not _warned_float32:

@@ -42,20 +42,26 @@ def chain_poses(chain: Chain, theta: Float[Array, " n"]):
     One `lax.scan` over the joints (R and P joints share the step, selected by a mask),
     so the compiled program does not grow with the number of joints.
     """
-    xi = chain.screws()
-    is_p = jnp.asarray([k == "P" for k in chain.kinds])
-
     def step(g, inp):
-        s, th, p_ = inp
-        Rj, tj = _screw.exp(s, th, False)
-        Rj = jnp.where(p_, jnp.eye(3, dtype=th.dtype), Rj)
-        tj = jnp.where(p_, th * s[3:], tj)
-        g = _screw.compose(g, (Rj, tj))
+        g = _screw.compose(g, _joint_displacement(*inp))
         return g, g
 
-    g0 = (jnp.eye(3, dtype=theta.dtype), jnp.zeros(3, dtype=theta.dtype))
-    _, (Rs, ps) = jax.lax.scan(step, g0, (xi, theta, is_p))
+    _, (Rs, ps) = jax.lax.scan(step, _identity(theta.dtype), _joint_inputs(chain, theta))
     return Rs, ps
+
+
+def _joint_inputs(chain: Chain, theta):
+    return chain.screws(), theta, jnp.asarray([k == "P" for k in chain.kinds])
+
+
+def _identity(dtype):
+    return jnp.eye(3, dtype=dtype), jnp.zeros(3, dtype=dtype)
+
+
+def _joint_displacement(s, th, is_p):
+    """One joint's displacement by `th` (R and P joints share it, selected by `is_p`)."""
+    Rj, tj = _screw.exp(s, th, False)
+    return jnp.where(is_p, jnp.eye(3, dtype=th.dtype), Rj), jnp.where(is_p, th * s[3:], tj)
 
 
 def chain_screws(chain: Chain, theta: Float[Array, " n"], poses=None) -> Float[Array, "6 n"]:
@@ -117,19 +123,10 @@ def _end_and_screws(chain: Chain, theta):
     """The chain's end displacement `(R, p)` and its screw matrix `(6, n)` in one scan
     over the joints (each joint's twist is moved by the displacement before it, as in
     `chain_screws`)."""
-    xi = chain.screws()
-    is_p = jnp.asarray([k == "P" for k in chain.kinds])
-
     def step(g, inp):
-        s, th, p_ = inp
-        col = _screw.transform(g[0], g[1], s)
-        Rj, tj = _screw.exp(s, th, False)
-        Rj = jnp.where(p_, jnp.eye(3, dtype=th.dtype), Rj)
-        tj = jnp.where(p_, th * s[3:], tj)
-        return _screw.compose(g, (Rj, tj)), col
+        return _screw.compose(g, _joint_displacement(*inp)), _screw.transform(g[0], g[1], inp[0])
 
-    g0 = (jnp.eye(3, dtype=theta.dtype), jnp.zeros(3, dtype=theta.dtype))
-    end, cols = jax.lax.scan(step, g0, (xi, theta, is_p))
+    end, cols = jax.lax.scan(step, _identity(theta.dtype), _joint_inputs(chain, theta))
     return end, cols.T
 
 

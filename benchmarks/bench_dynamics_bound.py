@@ -20,8 +20,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import diffmech as dm  # noqa: E402
-from benchmarks.bench_fourbar_dynamics import COM, G, J, L, M  # noqa: E402
-from diffmech import fourbar as fbk  # noqa: E402
+from benchmarks.bench_fourbar_dynamics import COM, G, J, L, M, _median_time, released  # noqa: E402
 from diffmech.fourbar import _dynamics as D  # noqa: E402
 
 fb = dm.FourBar(lengths=L, masses=M, inertias=J, com=COM, gravity=G)
@@ -34,29 +33,20 @@ w0 = jnp.asarray(rng.uniform(-3, 3, n))
 @jax.jit
 def run(th0, w0):
     def one(th, w):
-        q0 = fbk.project(fb, jnp.stack([jnp.cos(th), jnp.sin(th), 0.0, 1.0, 0.0, 1.0]))
-        tr = fbk.simulate(fb, q0, fbk.momentum(fb, q0, w), t1, saveat=jnp.array([0.0, t1]), rtol=rtol, atol=rtol * 1e-2)
+        tr = released(fb, th, w, t1, rtol)
         return tr.theta_A[-1], tr.num_steps, tr.q[0], tr.Pi[0]
     return jax.vmap(one)(th0, w0)
 
 
-def med(f, k=3):
-    jax.block_until_ready(f())
-    ts = []
-    for _ in range(k):
-        t = time.perf_counter()
-        jax.block_until_ready(f())
-        ts.append(time.perf_counter() - t)
-    return float(np.median(ts))
-
-
-wall = med(lambda: run(th0, w0))
+jax.block_until_ready(run(th0, w0))  # compile
+wall = _median_time(lambda: run(th0, w0), 3)
 _, steps, q, Pi = run(th0, w0)
 steps = np.asarray(steps)
 theta = jnp.arctan2(q[:, 1], q[:, 0])
 y = jnp.stack([theta, Pi], 1)
 rhs = jax.jit(jax.vmap(lambda y: D._rhs_minimal(0.0, y, (fb, D.Drive(), False))))
-r_wall = med(lambda: rhs(y), 20)
+jax.block_until_ready(rhs(y))
+r_wall = _median_time(lambda: rhs(y), 20)
 stages = 12  # Dopri8: 12 new evaluations per step (FSAL)
 print(f"jax {jax.__version__}  batch {n}: wall {wall:.3f} s, {n*t1/wall:,.0f} sim s/s; accepted steps mean {steps.mean():.1f} max {steps.max()} (lockstep efficiency {steps.mean()/steps.max():.2f})")
 print(f"batched RHS over {n} lanes: {r_wall*1e6:.1f} us; x {stages} stages x max steps (+rejects not counted) = {r_wall*stages*steps.max():.3f} s of {wall:.3f} s")

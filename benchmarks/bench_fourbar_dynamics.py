@@ -92,6 +92,14 @@ def single_runs(fb, q0, rtols, modes, repeats, theta_ref):
     return rows
 
 
+def released(fb, theta0, omega0, t1, rtol):
+    """One run of the batched throughput: released at crank angle `theta0` with crank
+    rate `omega0`, minimal mode, saved at 0 and `t1`."""
+    q0 = fbk.project(fb, jnp.stack([jnp.cos(theta0), jnp.sin(theta0), 0.0, 1.0, 0.0, 1.0]))
+    return fbk.simulate(fb, q0, fbk.momentum(fb, q0, omega0), t1, saveat=jnp.array([0.0, t1]), rtol=rtol,
+                        atol=rtol * 1e-2)
+
+
 def throughput(fb, batches, t1, rtol, repeats):
     rows = []
     rng = np.random.default_rng(1)
@@ -102,8 +110,7 @@ def throughput(fb, batches, t1, rtol, repeats):
         @jax.jit
         def run(th0, w0):
             def one(th, w):
-                q0 = fbk.project(fb, jnp.stack([jnp.cos(th), jnp.sin(th), 0.0, 1.0, 0.0, 1.0]))
-                tr = fbk.simulate(fb, q0, fbk.momentum(fb, q0, w), t1, saveat=jnp.array([0.0, t1]), rtol=rtol, atol=rtol * 1e-2)
+                tr = released(fb, th, w, t1, rtol)
                 return tr.theta_A[-1], tr.ok
             return jax.vmap(one)(th0, w0)
 

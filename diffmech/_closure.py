@@ -135,17 +135,15 @@ def _unroll(x) -> bool:
     return x.shape[-1] <= _linalg._UNROLL_MAX
 
 
-def _newton(f, x0, *, atol, xtol, max_steps, min_steps, robust=False, jac=None):
+def _newton(f, jac, x0, *, atol, xtol, max_steps, min_steps, robust=False):
     """Newton iterations on `f(x) = 0`; returns (x, residual_norm, steps, converged).
 
     With `robust`, a non-finite step (singular Jacobian) is replaced by a damped
     least-squares (Levenberg–Marquardt) step, and an iterate whose residual is
     already at round-off is not moved; this converges at singular configurations
     such as the change points of a parallelogram, where the solution branches cross.
-    `jac`: `∂f/∂x` (default `jax.jacfwd(f)`).
+    `jac(x)`: `∂f/∂x` (`jacobian`).
     """
-    jac = jax.jacfwd(f) if jac is None else jac
-
     def step(x):
         J, r = jac(x), f(x)
         dx = _linalg.solve(J, -r)
@@ -234,8 +232,8 @@ def root(
 
     def solve(f_, guess):
         x, r, steps, ok, dxn = _newton(
-            f_, guess, atol=tol, xtol=xtol, max_steps=max_steps, min_steps=min_steps, robust=robust,
-            jac=lambda y: jacobian(fn)(y, u, params),
+            f_, lambda y: jacobian(fn)(y, u, params), guess, atol=tol, xtol=xtol, max_steps=max_steps,
+            min_steps=min_steps, robust=robust,
         )
         x = jnp.where(ok, x, guess)
         # aux kept floating-point: custom_root's JVP rule mishandles integer/bool aux

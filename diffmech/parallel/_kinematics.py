@@ -67,9 +67,12 @@ def _joint_displacement(s, th, is_p):
 def chain_screws(chain: Chain, theta: Float[Array, " n"], poses=None) -> Float[Array, "6 n"]:
     """The chain's screw matrix `S = [ξ'_1 … ξ'_n]` at displacement `theta`: each unit
     joint twist moved by the displacement of the links before it (Eqs. 6–7 of seed 002).
-    `poses`: `chain_poses(chain, theta)` if already computed."""
+    `poses`: `chain_poses(chain, theta)` if already computed (else one scan computes
+    the displacements and the columns together, `_end_and_screws`)."""
+    if poses is None:
+        return _end_and_screws(chain, theta)[1]
     xi = chain.screws()
-    Rs, ps = chain_poses(chain, theta) if poses is None else poses
+    Rs, ps = poses
     cols = [xi[0]] + [_screw.transform(Rs[j - 1], ps[j - 1], xi[j]) for j in range(1, chain.n)]
     return jnp.stack(cols, axis=1)
 
@@ -121,8 +124,8 @@ def residual(x, u, mech: AbstractParallelMechanism):
 
 def _end_and_screws(chain: Chain, theta):
     """The chain's end displacement `(R, p)` and its screw matrix `(6, n)` in one scan
-    over the joints (each joint's twist is moved by the displacement before it, as in
-    `chain_screws`)."""
+    over the joints: each joint's twist moved by the displacement of the links before
+    it (`chain_screws`)."""
     def step(g, inp):
         return _screw.compose(g, _joint_displacement(*inp)), _screw.transform(g[0], g[1], inp[0])
 

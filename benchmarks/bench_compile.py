@@ -25,6 +25,9 @@ import subprocess
 import sys
 import time
 
+# the repository's diffmech, not an installed copy (pip may hold another version)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 CASES = ("fourbar", "stephenson2", "stewart_exact")
 
 

@@ -26,6 +26,17 @@ import pathlib
 import subprocess
 import sys
 
+# the repository's diffmech, not an installed copy (pip may hold another version)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def _child_env(env=None):
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
+    return env
+
+
 CHILD = r"""
 import json, time, warnings
 import jax
@@ -98,7 +109,7 @@ def main():
     res = {}
     for x64 in (True, False):
         code = CHILD.format(x64=x64, n=a.n, steps=a.steps, repeats=a.repeats, target=target.tolist())
-        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ))
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_child_env())
         if r.returncode != 0:
             raise SystemExit(r.stderr[-3000:])
         res["float64" if x64 else "float32"] = json.loads(r.stdout.strip().splitlines()[-1])

@@ -19,6 +19,17 @@ import pathlib
 import subprocess
 import sys
 
+# the repository's diffmech, not an installed copy (pip may hold another version)
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+
+def _child_env(env=None):
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
+    return env
+
+
 CHILD = r"""
 import json, sys, time
 import jax, numpy as np, jax.numpy as jnp
@@ -70,7 +81,7 @@ def main():
             env["JAX_PLATFORMS"] = "cpu"
         code = CHILD.format(x64=not a.float32, n=a.n, steps=a.steps, repeats=a.repeats, per_device=a.per_device,
                             devices=k)
-        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+        r = subprocess.run([sys.executable, "-c", code], env=_child_env(env), capture_output=True, text=True)
         if r.returncode != 0:
             print(r.stderr[-2000:], file=sys.stderr)
             raise SystemExit(f"device count {k} failed")

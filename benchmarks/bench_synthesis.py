@@ -18,7 +18,11 @@ import json
 import os
 import platform
 import statistics
+import sys
 import time
+
+# the repository's diffmech, not an installed copy (pip may hold another version)
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import jax
 

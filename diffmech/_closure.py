@@ -26,6 +26,7 @@ default of the eager convenience functions built on this) turns a failed status
 into an error.
 """
 
+import dataclasses
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -507,8 +508,11 @@ class Coarse(AbstractPredictor):
         nodes = np.asarray(sorted(set(range(0, n_in, self.stride)) | {n_in - 1}))
         node_in = _take(inputs, nodes)
         # undamped Newton at the nodes (no second, least-squares solve per step): a node
-        # it cannot solve ends the prediction there, and the fallback takes over
-        rows, _ = _continuation_rows(opts, x0, node_in, params, None, robust=False)
+        # it cannot solve ends the prediction there, and the fallback takes over. No
+        # branch check at the nodes: `sweep` checks every corrected input (a prediction
+        # on another branch fails that check, and the fallback locates the switch)
+        rows, _ = _continuation_rows(dataclasses.replace(opts, branch=None), x0, node_in, params, None,
+                                     robust=False)
         if nodes.shape[0] == n_in:
             return Prediction(guess=rows.x, reached=rows.ok, unreachable=jnp.zeros((n_in,), bool))
         # the input's rate per index step at the nodes, by differences of the inputs
@@ -839,6 +843,8 @@ def rates(
     params: PyTree,
     udot: Any,
     uddot: Any = None,
+    *,
+    jac: Float[Array, "n n"] | None = None,
 ) -> tuple[Float[Array, " n"], Float[Array, " n"]]:
     """Velocity and acceleration of a closure solution by the implicit function theorem.
 
@@ -846,7 +852,8 @@ def rates(
     `x(t)` of `Φ(x, u) = 0` satisfies `Φ_x ẋ = −Φ_u u̇` and
     `Φ_x ẍ = −Φ_u ü − D²Φ[(ẋ, u̇), (ẋ, u̇)]`. The right-hand sides are `jax.jvp`s of
     the residual (the second directional derivative is a jvp of a jvp), the solves
-    use the Jacobian at `x`. Exact to round-off; differentiable.
+    use the Jacobian at `x` (`jac`, when the caller has it already: it must be
+    `jacobian(fn)(x, u, params)`). Exact to round-off; differentiable.
 
     **Returns:** `(xdot, xddot)`.
     """
@@ -857,7 +864,7 @@ def rates(
     def phi(x_, u_):
         return fn(x_, u_, params)
 
-    J = jacobian(fn)(x, u, params)
+    J = jacobian(fn)(x, u, params) if jac is None else jac
     _, phi_u_udot = jax.jvp(phi, (x, u), (zero_x, udot))
     xdot = _linalg.solve(J, -phi_u_udot)
 

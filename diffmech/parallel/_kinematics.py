@@ -283,9 +283,10 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
     cont = _closure.continuation(residual, jnp.zeros(mech.n_joints + 6, dtype=t.dtype), (take(R_t), take(d_t)),
                                  jax.lax.stop_gradient(mech), condition=False)
     xc, reached_c, status_c = cont.value, cont.converged, cont.status
-    # the closure Jacobian's condition number at the continuation samples (after the scan, batched)
-    cond_c = jax.vmap(lambda x_, u: _closure.condition(residual, x_, u, jax.lax.stop_gradient(mech)))(
-        xc, (take(R_t), take(d_t)))
+    if stride > 1:
+        # the closure Jacobian's condition number at the continuation samples (after the scan, batched)
+        cond_c = jax.vmap(lambda x_, u: _closure.condition(residual, x_, u, jax.lax.stop_gradient(mech)))(
+            xc, (take(R_t), take(d_t)))
     # 2. every sample in parallel: Newton from the continuation (stride 1) or from the
     # cubic Hermite interpolant of the continuation's positions and IFT rates
     if stride == 1:
@@ -301,13 +302,20 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
         frac = (t - tc[i]) / h
         guess = jax.vmap(_closure._hermite)(xc[i], xc[i + 1], xdc[i], xdc[i + 1], h, frac)
         j = i + 1
-    fine = jax.vmap(lambda g, u: _closure.root(residual, g, u, mech, min_steps=2, max_steps=2, robust=False))(
-        guess, (R_t, d_t)
-    )
+    # (stride 1: the continuation has already converged every sample, so `root` adds no
+    # step, only its check and the implicit derivative; else two Newton steps)
+    n_fine = 0 if stride == 1 else 2
+    fine = jax.vmap(lambda g, u: _closure.root(residual, g, u, mech, min_steps=n_fine, max_steps=n_fine,
+                                               robust=False))(guess, (R_t, d_t))
     x, res, fine_ok = fine.value, fine.residual, fine.converged
-    xd, xdd = jax.vmap(lambda x_, u, ud, udd: _closure.rates(residual, x_, u, mech, ud, udd))(
-        x, (R_t, d_t), (Rd_t, dd_t), (Rdd_t, ddd_t)
+    # one closure Jacobian per sample for the rates; with stride 1 the samples are the
+    # continuation's (Newton took no step), so it also gives their condition numbers
+    J = jax.vmap(lambda x_, u: jacobian(x_, u, mech))(x, (R_t, d_t))
+    xd, xdd = jax.vmap(lambda x_, u, ud, udd, J_: _closure.rates(residual, x_, u, mech, ud, udd, jac=J_))(
+        x, (R_t, d_t), (Rd_t, dd_t), (Rdd_t, ddd_t), J
     )
+    if stride == 1:
+        cond_c = jax.vmap(_linalg.condition_1)(jax.lax.stop_gradient(J))
 
     def pstate(z, zd):
         return platform_state(z[0], z[1], zd[0], zd[1])

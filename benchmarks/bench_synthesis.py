@@ -8,7 +8,16 @@ time (median of 3 seeds), mean distance to the targets, relative error, success 
 its starts, and the time its best start took to reach 1e-6 relative RMS path error;
 pylinkage's mean distance after the same wall time as diffmech's run, and after 10× it.
 
-    python benchmarks/bench_synthesis.py [--starts 64] [--quick]
+Then the literature's two classic problems (issue 21), posed with their bounds and
+constraints: five points at absolute crank angles with the frame fixed, and eighteen
+points with the crank stepping 20° from a free start. diffmech's objective Σ‖Cᵢ − Tᵢ‖²
+against the best published designs (their design vectors as transcribed in the public
+code of Nguyen-Van et al., Symmetry 14 (2022) 381, re-evaluated here by the closure
+core and by pylinkage's kinematics) and against pylinkage's particle swarm on the same
+formulation in the same wall time and 10× it. pyslvs is not run: it has no Linux wheel,
+and its source build fails with the Cython pip resolves (see the README).
+
+    python benchmarks/bench_synthesis.py [--starts 64] [--quick] [--classic-only]
 """
 
 from __future__ import annotations
@@ -56,15 +65,124 @@ def _rms_time(res, scale_rel=1e-6):
     return float(np.asarray(h.time)[ok[0]]) if ok.size else None
 
 
+T5 = [(3, 3), (2.759, 3.363), (2.372, 3.663), (1.890, 3.862), (1.355, 3.943)]
+A5 = [np.pi / 6, np.pi / 4, np.pi / 3, 5 * np.pi / 12, np.pi / 2]
+T18 = [(0.5, 1.1), (0.4, 1.1), (0.3, 1.1), (0.2, 1.0), (0.1, 0.9), (0.05, 0.75), (0.02, 0.6), (0, 0.5), (0, 0.4),
+       (0.03, 0.3), (0.1, 0.25), (0.15, 0.2), (0.2, 0.3), (0.3, 0.4), (0.4, 0.5), (0.5, 0.7), (0.6, 0.9), (0.6, 1.0)]
+A18 = list(np.deg2rad(20.0) * np.arange(18))
+# design vectors [r1 ground, r2 crank, r3 coupler, r4 rocker, rcx, rcy(, x0, y0, θ0, θ2¹)] as labelled in the public
+# code of Nguyen-Van et al. (2022), github sy-nguyen-van/DE_Jaya_Synthesis_Four_Bar_Mechanisms (CheckCASE2/3.m, and
+# its best HCDJ results); "MUMSA" and "IOA" are that code's labels
+PUBLISHED = {
+    1: {"Kunjur & Krishnamurty 1997": [3.509643, 1.857606, 4.725835, 3.518721, 1.959538, 1.558898],
+        "Cabrera et al. 2002": [3.0630424, 1.9959624, 3.305823, 2.524706, 1.645158, 1.708959],
+        "MUMSA": [3.77326856, 2.00000403, 4.11697104, 2.74615671, 1.67848787, 1.67098007],
+        "IOA": [2.803607, 1.99226, 3.030461, 2.474117, 1.64413, 1.714536],
+        "HCDJ, Nguyen-Van et al. 2022": [4.2930812, 1.9978324, 4.7374099, 2.9417301, 1.7074051, 1.6441696]},
+    2: {"Kunjur & Krishnamurty 1997": [1.87966, 0.274853, 1.180253, 2.138209, -0.833592, -0.37877, 1.132062, 0.663433,
+                                       4.354224, 2.558625],
+        "Cabrera et al. 2002": [3.057878, 0.237803, 4.828954, 2.056456, 0.767038, 1.850828, 1.776808, -0.641991,
+                                1.002168, 0.226186],
+        "MUMSA": [4.453772, 0.297057, 3.913095, 0.849372, -2.067338, 1.6610626, -1.309243, 2.806964, 2.7387359,
+                  4.853543],
+        "IOA": [4.040435, 0.245216, 6.38294, 2.620532, 1.139106, 1.866109, 1.891805, -0.761339, 1.187751, 0.0],
+        "HCDJ, Nguyen-Van et al. 2022": [49.800886, 0.28817159, 48.476138, 1.633642, -23.41281, 7.6644886, -14.836153,
+                                         20.140223, 2.5286091, 5.0644224]},
+}
+
+
+def _classic_problem(k):
+    if k == 1:
+        return dict(targets=np.array(T5, float), angles=np.array(A5), kwargs=dict(
+            timing="prescribed", crank_angles=np.array(A5), phase=0.0, frame={"origin": (0.0, 0.0), "angle": 0.0},
+            bounds={"lengths": (0, 50), "point": (-50, 50)}, grashof=True),
+            lower=[0] * 4 + [-50] * 2 + [-1], upper=[50] * 4 + [50] * 2 + [1])
+    return dict(targets=np.array(T18, float), angles=np.array(A18), kwargs=dict(
+        timing="prescribed", crank_angles=np.array(A18),
+        bounds={"lengths": (0, 50), "point": (-50, 50), "origin": (-50, 50), "angle": (0, 2 * np.pi),
+                "phase": (0, 2 * np.pi)}, grashof=True),
+        lower=[0] * 4 + [-50] * 4 + [0, 0, -1], upper=[50] * 4 + [50] * 4 + [2 * np.pi, 2 * np.pi, 1])
+
+
+def _literature_objective_diffmech(x, k, targets, angles):
+    """f of a literature design vector by diffmech's closure core (sweep through the
+    targets' crank angles) on the branch with C left of B→D (the literature's), or
+    inf if it does not assemble there."""
+    r1, r2, r3, r4, rcx, rcy = x[:6]
+    x0, y0, t0, th1 = (0.0, 0.0, 0.0, 0.0) if k == 1 else x[6:]
+    inputs = np.asarray(angles) + th1
+    for branch in (1, -1):
+        d = S.PlacedFourBar(lengths=jnp.array([r2, r3, r4, r1]), point=jnp.array([rcx, rcy]),
+                            origin=jnp.array([x0, y0]), angle=jnp.asarray(t0), branch=branch)
+        j = {n: np.asarray(v) for n, v in d.joints(float(inputs[0])).items()}
+        e, f = j["D"] - j["B"], j["C"] - j["B"]
+        if e[0] * f[1] - e[1] * f[0] > 0:
+            pts, ok = d.path(inputs)
+            return float(np.sum((np.asarray(pts) - targets) ** 2)) if bool(jnp.all(ok)) else float("inf")
+    return float("inf")
+
+
+def classic(args, out):
+    for k, name in ((1, "five points, frame fixed, absolute crank angles"),
+                    (2, "eighteen points, crank stepping 20° from a free start")):
+        P = _classic_problem(k)
+        t = P["targets"]
+        t0 = time.perf_counter()
+        S.path_generation(t, **P["kwargs"], starts=args.starts, steps=args.classic_steps, seed=99)
+        first = time.perf_counter() - t0
+        runs = []
+        for seed in ([0] if args.quick else [0, 1, 2]):
+            t0 = time.perf_counter()
+            r = S.path_generation(t, **P["kwargs"], starts=args.starts, steps=args.classic_steps, seed=seed)
+            d = r.design
+            runs.append({"wall_s": time.perf_counter() - t0, "objective": r.objective,
+                         "lengths_crank_coupler_rocker_ground": np.asarray(d.lengths).tolist(),
+                         "point": np.asarray(d.point).tolist(), "origin": np.asarray(d.origin).tolist(),
+                         "angle": float(d.angle), "branch": d.branch, "first_crank_angle": float(r.inputs[0]),
+                         "grashof_excess": r.constraints["grashof_excess"],
+                         "transmission_rad": r.constraints["transmission"], "success_rate": r.success_rate})
+        wall = statistics.median(x["wall_s"] for x in runs)
+        best = min(runs, key=lambda x: x["objective"])
+        case = {"diffmech": {"compile_s": first - wall, "median_wall_s": wall, "runs": runs,
+                             "best_objective": best["objective"],
+                             "median_objective": statistics.median(x["objective"] for x in runs)}}
+        pub = {}
+        for label, x in PUBLISHED[k].items():
+            pub[label] = {"design": x, "objective_closure_core": _literature_objective_diffmech(x, k, t, P["angles"])}
+            if peer.available():
+                pub[label]["objective_pylinkage"] = peer.literature_objective(list(x) + [1.0], k, t, P["angles"])
+        case["published"] = pub
+        best_pub = min(v["objective_closure_core"] for v in pub.values())
+        case["ratio_best_published_to_diffmech_median"] = best_pub / case["diffmech"]["median_objective"]
+        print(f"problem {k} ({name}): diffmech {wall:.2f} s per run (compile {first - wall:.1f} s), objective median "
+              f"{case['diffmech']['median_objective']:.6g}, best {best['objective']:.6g}; best published "
+              f"{best_pub:.6g}", flush=True)
+        for label, v in pub.items():
+            print(f"    {label:30s} f = {v['objective_closure_core']:.6g} (closure core)"
+                  + (f", {v['objective_pylinkage']:.6g} (pylinkage)" if "objective_pylinkage" in v else ""), flush=True)
+        if peer.available():
+            for mult in (1, 10):
+                pr = peer.run_literature(t, P["angles"] if k == 2 else P["angles"], k, P["lower"], P["upper"],
+                                         budget_s=mult * wall, seed=0)
+                case[f"pylinkage_pso_{mult}x_time"] = {kk: pr[kk] for kk in ("objective", "x", "evaluations", "wall_s",
+                                                                             "rounds")}
+                print(f"    pylinkage PSO, {mult}x the time: f = {pr['objective']:.6g} ({pr['evaluations']} evaluations)",
+                      flush=True)
+        out["classic"][k] = case
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--starts", type=int, default=64)
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--quick", action="store_true", help="one target set, one seed")
+    ap.add_argument("--classic-only", action="store_true", help="only the literature's two problems")
+    ap.add_argument("--classic-steps", type=int, default=500, help="L-BFGS steps in the classic problems")
     args = ap.parse_args()
     out = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs", "jax": jax.__version__, "starts": args.starts,
-           "steps": args.steps, "targets": len(THETA), "cases": {}}
-    names = list(DESIGNS)[:1] if args.quick else list(DESIGNS)
+           "steps": args.steps, "targets": len(THETA), "cases": {}, "classic": {},
+           "date": time.strftime("%Y-%m-%d")}
+    names = [] if args.classic_only else list(DESIGNS)[:1] if args.quick else list(DESIGNS)
     seeds = [0] if args.quick else [0, 1, 2]
     for name in names:
         pts, ok = DESIGNS[name].path(THETA)
@@ -100,8 +218,10 @@ def main():
             print(f"{'':13s} pylinkage PSO: {case['pylinkage_same_time']['best_mean_distance']:.2e} m in the same time "
                   f"({case['pylinkage_same_time']['evaluations']} evaluations), "
                   f"{case['pylinkage_10x_time']['best_mean_distance']:.2e} m in 10× the time", flush=True)
+    classic(args, out)
     os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    path = os.path.join(os.path.dirname(__file__), "results", "synthesis.json")
+    path = os.path.join(os.path.dirname(__file__), "results",
+                        "synthesis_classic.json" if args.classic_only else "synthesis.json")
     with open(path, "w") as f:
         json.dump(out, f, indent=1)
     print("wrote", path)

@@ -109,6 +109,53 @@ def _demo_dynamics(args, crank_rocker):
     return out
 
 
+_PROBLEM_KEYS = {
+    "path": {"targets", "timing", "crank_angles", "phase", "frame", "bounds", "cyclic_order", "grashof", "full_rotation",
+             "transmission"},
+    "motion": {"poses", "cyclic_order", "frame", "bounds", "grashof", "full_rotation", "transmission"},
+    "function": {"theta_in", "theta_out", "offsets", "ground", "bounds", "grashof", "full_rotation", "transmission"},
+}
+
+
+def _problem_file(path) -> dict:
+    """A synthesis problem from a TOML or JSON file: `task` ("path", "motion" or
+    "function"), its data (`targets`, `poses`, or `theta_in` and `theta_out`) and the
+    keyword arguments of `diffmech.synthesis` (`bounds`, `frame`, `phase`, ...), plus
+    optional `starts`, `steps`, `seed`. Raises ValueError naming what is wrong."""
+    if path.endswith(".toml"):
+        import tomllib
+
+        with open(path, "rb") as f:
+            try:
+                spec = tomllib.load(f)
+            except tomllib.TOMLDecodeError as e:
+                raise ValueError(f"{path} is not valid TOML: {e}") from None
+    else:
+        with open(path) as f:
+            try:
+                spec = json.load(f)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path} is not valid JSON: {e}") from None
+    if not isinstance(spec, dict):
+        raise ValueError(f"{path} must hold a table of settings; got {type(spec).__name__}")
+    task = spec.pop("task", "path")
+    if task not in _PROBLEM_KEYS:
+        raise ValueError(f"{path}: `task` must be one of {sorted(_PROBLEM_KEYS)}; got {task!r}")
+    run = {k: spec.pop(k) for k in ("starts", "steps", "seed") if k in spec}
+    unknown = set(spec) - _PROBLEM_KEYS[task]
+    if unknown:
+        raise ValueError(f"{path}: unknown setting(s) {sorted(unknown)} for task {task!r}; allowed: "
+                         f"{sorted(_PROBLEM_KEYS[task] | {'task', 'starts', 'steps', 'seed'})}")
+    data = {"path": ("targets",), "motion": ("poses",), "function": ("theta_in", "theta_out")}[task]
+    missing = [k for k in data if k not in spec]
+    if missing:
+        raise ValueError(f"{path}: task {task!r} needs {', '.join(repr(k) for k in missing)}")
+    for key in ("bounds", "frame"):
+        if key in spec and not isinstance(spec[key], dict):
+            raise ValueError(f"{path}: `{key}` must be a table, e.g. {key} = {{ ... }}; got {spec[key]!r}")
+    return dict(task=task, run=run, args=spec)
+
+
 def _synthesize(args) -> int:
     import jax
 
@@ -120,36 +167,73 @@ def _synthesize(args) -> int:
 
     from diffmech import plot, synthesis
 
-    try:
-        data = np.loadtxt(args.target, delimiter=",", ndmin=2, comments="#")
-    except ValueError:  # a header row
-        data = np.loadtxt(args.target, delimiter=",", ndmin=2, comments="#", skiprows=1)
-    if data.ndim != 2 or data.shape[1] not in (2, 3):
-        print(f"diffmech synthesize: {args.target} must hold rows 'x, y' (or 'x, y, crank angle' for prescribed timing); "
-              f"got {data.shape[1] if data.ndim == 2 else data.ndim} columns", file=sys.stderr)
+    def fail(msg):
+        print(f"diffmech synthesize: {msg}", file=sys.stderr)
         return 2
-    timing = args.timing or ("prescribed" if data.shape[1] == 3 else "free")
-    angles = data[:, 2] if (data.shape[1] == 3 and timing == "prescribed") else None
+
+    if not os.path.isfile(args.target):
+        return fail(f"no such file: {args.target}")
+    if args.target.endswith((".toml", ".json")):
+        try:
+            prob = _problem_file(args.target)
+        except (ValueError, OSError) as e:
+            return fail(e)
+        task, kw = prob["task"], prob["args"]
+        run = {"starts": 16, "steps": 300, "seed": 0, **prob["run"]}
+        run.update({k: v for k, v in (("starts", args.starts), ("steps", args.steps), ("seed", args.seed)) if v is not None})
+        if args.timing is not None and task == "path":
+            kw["timing"] = args.timing
+        if args.full_rotation:
+            kw["full_rotation"] = True
+    else:
+        try:
+            data = np.loadtxt(args.target, delimiter=",", ndmin=2, comments="#")
+        except ValueError:  # a header row
+            try:
+                data = np.loadtxt(args.target, delimiter=",", ndmin=2, comments="#", skiprows=1)
+            except ValueError as e:
+                return fail(f"{args.target} is not a CSV of numbers: {e}")
+        if data.size == 0:
+            return fail(f"{args.target} holds no target rows")
+        if data.ndim != 2 or data.shape[1] not in (2, 3):
+            return fail(f"{args.target} must hold rows 'x, y' (or 'x, y, crank angle' for prescribed timing); "
+                        f"got {data.shape[1] if data.ndim == 2 else data.ndim} columns")
+        timing = args.timing or ("prescribed" if data.shape[1] == 3 else "free")
+        task = "path"
+        kw = dict(targets=data[:, :2], timing=timing, full_rotation=args.full_rotation,
+                  crank_angles=data[:, 2] if (data.shape[1] == 3 and timing == "prescribed") else None)
+        run = {"starts": args.starts or 16, "steps": args.steps or 300, "seed": args.seed or 0}
+    call = {"path": synthesis.path_generation, "motion": synthesis.motion_generation,
+            "function": synthesis.function_generation}[task]
+    pos = [kw.pop("targets")] if task == "path" else [kw.pop("poses")] if task == "motion" else \
+        [kw.pop("theta_in"), kw.pop("theta_out")]
     t0 = time.perf_counter()
     try:
-        r = synthesis.path_generation(data[:, :2], timing, crank_angles=angles, full_rotation=args.full_rotation,
-                                      starts=args.starts, steps=args.steps, seed=args.seed, progress=True)
-    except (ValueError, RuntimeError) as e:
-        print(f"diffmech synthesize: {e}", file=sys.stderr)
-        return 2
+        r = call(*pos, **kw, **run, progress=True)
+    except (ValueError, RuntimeError, TypeError) as e:
+        return fail(e)
     wall = time.perf_counter() - t0
     os.makedirs(args.out, exist_ok=True)
     design_path = os.path.join(args.out, "design.json")
     synthesis.save_design(r, design_path)
-    ax = plot.synthesis(r, data[:, :2])
+    ax = plot.synthesis(r, pos[0] if task != "function" else np.c_[pos[0], pos[1]])
     ax.figure.savefig(os.path.join(args.out, "synthesis.png"), dpi=110)
     d = r.design
-    print(f"diffmech synthesize: {data.shape[0]} targets, timing {timing}, {args.starts} starts × ≤ {args.steps} L-BFGS steps, {wall:.1f} s")
+    timing = kw.get("timing", "free") if task == "path" else "free"
+    print(f"diffmech synthesize: {task} generation, {len(pos[0])} targets, timing {timing}, {run['starts']} starts × "
+          f"≤ {run['steps']} L-BFGS steps, {wall:.1f} s")
     print(f"  lengths (crank, coupler, rocker, ground) {np.array2string(np.asarray(d.lengths), precision=6)}, branch {d.branch:+d}")
-    print(f"  coupler point {np.array2string(np.asarray(d.point), precision=6)}, crank pivot {np.array2string(np.asarray(d.origin), precision=6)}, "
-          f"ground line at {float(d.angle):+.6f} rad")
-    print(f"  mean distance to the targets {r.error:.3e} (relative {r.relative_error:.2e}); "
-          f"starts within {1e-6:g}: {r.success_rate:.0%}; valid starts {int(np.sum(np.asarray(r.valid)))}/{args.starts}")
+    if task != "function":
+        print(f"  coupler point {np.array2string(np.asarray(d.point), precision=6)}, crank pivot "
+              f"{np.array2string(np.asarray(d.origin), precision=6)}, ground line at {float(d.angle):+.6f} rad")
+    print(f"  objective {r.objective:.6e}; mean {'angle error' if task == 'function' else 'distance to the targets'} "
+          f"{r.error:.3e} (relative {r.relative_error:.2e}); starts within {1e-6:g}: {r.success_rate:.0%}; "
+          f"valid starts {int(np.sum(np.asarray(r.valid)))}/{run['starts']}")
+    c = r.constraints
+    if c:
+        lo, hi = c["transmission"]
+        print(f"  Grashof excess s + l - p - q {c['grashof_excess']:+.4g}; transmission angle over the motion "
+              f"[{np.degrees(lo):.1f}°, {np.degrees(hi):.1f}°]; crank turns fully: {c['full_rotation']}")
     print(f"  wrote {design_path} (diffmech.linkage.load) and {os.path.join(args.out, 'synthesis.png')}")
     return 0
 
@@ -189,15 +273,19 @@ def main(argv=None) -> int:
     demo.add_argument("--out", default="demo_out", help="folder for the plots (default: demo_out)")
     demo.add_argument("--t1", type=float, default=5.0, help="simulated time of the dynamics cases (s; default 5)")
     demo.set_defaults(func=_demo)
-    syn = sub.add_parser("synthesize", help="four-bar path generation through target points from a CSV file")
-    syn.add_argument("target", help="CSV of target points: rows 'x, y', or 'x, y, crank angle' (rad) for prescribed timing")
+    syn = sub.add_parser("synthesize", help="four-bar synthesis: path generation from a CSV of target points, or "
+                                            "path, motion or function generation with constraints from a problem file")
+    syn.add_argument("target", help="CSV of target points: rows 'x, y', or 'x, y, crank angle' (rad) for prescribed "
+                                    "timing; or a problem file (.toml or .json): task = 'path' | 'motion' | 'function', "
+                                    "its data (targets; poses; theta_in and theta_out) and the keyword arguments of "
+                                    "diffmech.synthesis (bounds, frame, phase, cyclic_order, grashof, transmission, ...)")
     syn.add_argument("--timing", choices=("free", "prescribed"), default=None,
                      help="free: points in any order along the curve; prescribed: crank angles from the third column "
                           "(or equal steps over a revolution). Default: prescribed with three columns, else free")
     syn.add_argument("--full-rotation", action="store_true", help="require a crank that turns fully")
-    syn.add_argument("--starts", type=int, default=16, help="multi-start batch size (default 16)")
-    syn.add_argument("--steps", type=int, default=300, help="L-BFGS iterations per start (default 300)")
-    syn.add_argument("--seed", type=int, default=0, help="random seed of the starts (default 0)")
+    syn.add_argument("--starts", type=int, default=None, help="multi-start batch size (default 16, or the file's)")
+    syn.add_argument("--steps", type=int, default=None, help="L-BFGS iterations per start (default 300, or the file's)")
+    syn.add_argument("--seed", type=int, default=None, help="random seed of the starts (default 0, or the file's)")
     syn.add_argument("--out", default="synthesis_out", help="folder for design.json and synthesis.png")
     syn.set_defaults(func=_synthesize)
     swp = sub.add_parser("sweep", help="crank sweeps of many four-bars from a file, across devices, resumable")

@@ -18,6 +18,7 @@ unassemblable samples masked out of the loss before the gradient.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import equinox as eqx
@@ -33,7 +34,7 @@ from .fourbar._model import FourBar
 from .linkage import _simulate as lks
 from .linkage._model import Linkage
 
-__all__ = ["PlacedFourBar", "Synthesis", "path_generation"]
+__all__ = ["InfeasibleError", "PlacedFourBar", "Synthesis", "function_generation", "motion_generation", "path_generation"]
 
 
 def _to_world(design, local):
@@ -106,18 +107,31 @@ class PlacedFourBar(eqx.Module):
 
 
 class Synthesis(eqx.Module):
-    """The result of `path_generation`.
+    """The result of `path_generation`, `motion_generation` or `function_generation`.
 
-    - `design`: the best design found (a `PlacedFourBar`, or a `Linkage`);
-    - `inputs`: its crank angles (four-bar, from the ground line) or inputs (linkage)
-      at the targets;
-    - `points`: its coupler (tracer) positions there, from the closure core;
-    - `error`: the mean distance from those points to the targets (world units);
-      `relative_error`: divided by the targets' RMS distance from their centroid;
+    - `design`: the best design found (a `PlacedFourBar`, or a `Linkage`) that satisfies
+      every constraint, checked by the closure core;
+    - `inputs`: its crank angles at the targets (four-bar: absolute, from the ground line
+      A→D, anticlockwise; a linkage: its inputs);
+    - `points`: where the design puts the targets, from the closure core: the coupler
+      (tracer) positions `(n, 2)`; for function generation the pairs
+      `(crank angle, rocker angle)` `(n, 2)`, both from the ground line;
+    - `objective`: the literature's measure, from the closure core: Σ‖Cᵢ − targetᵢ‖² (path
+      generation, the targets' units squared); motion generation adds `(ℓ Δφᵢ)²` for the
+      coupler-angle errors Δφᵢ, with ℓ the targets' RMS distance from their centroid;
+      function generation Σ Δψᵢ² (rad²) of the rocker-angle errors;
+    - `error`: the mean distance from the coupler points to the targets (world units;
+      function generation: the mean |Δψ|, rad); `relative_error`: divided by the targets'
+      RMS distance from their centroid (function generation: equal to `error`);
+    - `constraints`: what the closure core measured on the returned design: the Grashof
+      excess `s + ℓ − p − q` (≤ 0 for a Grashof linkage), the transmission angle's range
+      over the motion through the targets (rad), whether the crank turns fully, the
+      largest coupler-angle error (motion generation), ...;
     - `history`: the loss history of the best start (`diffmech.fit.History`);
-    - `errors`, `valid`: per start, the mean distance (inf where the start failed the
-      core's check) and whether it passed (assembles at every target on one branch,
-      reached in the order of motion without a motion limit);
+    - `errors`, `valid`: per start, the error (inf where the start failed the closure
+      core's check or a constraint) and whether it passed (assembles at every target on
+      one branch, reached in the order of motion without a motion limit, every
+      constraint met);
     - `success_rate`: the fraction of starts whose relative error is ≤ `tol`;
     - `fit`: the `diffmech.fit.FitResult` of all starts.
     """
@@ -132,51 +146,151 @@ class Synthesis(eqx.Module):
     valid: Bool[Array, " starts"]
     success_rate: float
     fit: _fit.FitResult
+    objective: float = float("nan")
+    constraints: dict = eqx.field(default_factory=dict)
 
 
-# --------------------------------------------------------------------------- four-bar candidates
+class InfeasibleError(RuntimeError):
+    """No start gave a design that assembles through the targets and meets every
+    constraint. `closest` is the start that came nearest (a `PlacedFourBar`, or None if
+    none assembled) and `violations` names what it violates."""
+
+    def __init__(self, message, closest=None, violations=()):
+        super().__init__(message)
+        self.closest = closest
+        self.violations = tuple(violations)
+
+
+# --------------------------------------------------------------------------- four-bar problems
+
+_FIELDS = {"lengths": 4, "point": 2, "origin": 2, "angle": 0, "phase": 0}
+_TWO_PI = 2 * np.pi
 
 
 class _Candidate(eqx.Module):
-    # one start of the four-bar search, in normalised target coordinates
-    lengths: Array  # (4,), kept positive (log-parametrised)
-    point: Array  # (2,)
-    origin: Array  # (2,)
-    angle: Array  # ()
-    phase: Array  # () prescribed timing: crank angle at the first target (free timing: unused)
+    # one start of the four-bar search, in normalised target coordinates (bounded fields
+    # hold their unconstrained coordinate, `_decode` maps them into their box)
+    lengths: Array  # (4,) (log-parametrised by the fit where unbounded)
+    point: Array  # (2,) coupler point (coupler frame)
+    origin: Array  # (2,) crank pivot
+    angle: Array  # () ground line A→D
+    phase: Array  # () prescribed/cyclic timing: crank angle at the first target; function generation: input offset
+    gamma: Array  # () motion: body angle − coupler-line angle; function generation: output offset
+    gaps: Array  # (n,) cyclic timing: log-weights of the crank's turns between targets (the last closes the revolution)
     sigma: Array  # () ±1, the sign of qB × qD: the assembly branch (frozen)
+    sense: Array  # () ±1, the crank's direction in cyclic timing (frozen)
 
 
-def _crank_angles(c, increments, free, targets=None, margin=0.0):
-    """The crank angle at each target: prescribed, `phase + increments`; free, the
-    angle of the curve's point nearest to each target (`_nearest`)."""
-    if not free:
-        return c.phase + increments
-    return _nearest(c, targets, margin)
+class _Problem(eqx.Module):
+    """What the loss and the check need: the targets and the constraints (normalised)."""
+
+    targets: Array  # path (n, 2); motion (n, 3) = (x, y, angle); function (n,) rocker angles
+    angles: Array  # prescribed crank angles or function generation's inputs (n,); else zeros
+    lo: dict  # box bounds of bounded fields (normalised units), by field name
+    hi: dict
+    task: str = eqx.field(static=True)  # "path" | "motion" | "function"
+    timing: str = eqx.field(static=True)  # "prescribed" | "free" | "cyclic"
+    grashof: bool = eqx.field(static=True)
+    full_rotation: bool = eqx.field(static=True)
+    transmission: tuple | None = eqx.field(static=True)
+    margin: float = eqx.field(static=True)
+    window: bool = eqx.field(static=True)  # unbounded lengths: kept within 1/50 … 50 of the targets' size
 
 
-def _nearest(c, targets, margin, newton=6):
+def _box(z, lo, hi):
+    """A bounded field from its unconstrained coordinate `z` (MINUIT's transforms): two
+    finite bounds `lo + (hi − lo)(1 + sin z)/2`; one, `lo − 1 + √(z² + 1)` (or mirrored);
+    none, `z`. Smooth, and every value of `z` maps inside the box, so an unconstrained
+    optimiser honours the bounds exactly."""
+    flo, fhi = jnp.isfinite(lo), jnp.isfinite(hi)
+    lo_, hi_ = jnp.where(flo, lo, 0.0), jnp.where(fhi, hi, 0.0)
+    both = lo_ + (hi_ - lo_) * (1 + jnp.sin(z)) / 2
+    root = jnp.sqrt(z * z + 1)
+    return jnp.where(flo & fhi, both, jnp.where(flo, lo_ - 1 + root, jnp.where(fhi, hi_ + 1 - root, z)))
+
+
+def _unbox(x, lo, hi):
+    """The inverse of `_box` (host side, for the starts)."""
+    x, lo, hi = np.broadcast_arrays(np.asarray(x, float), np.asarray(lo, float), np.asarray(hi, float))
+    flo, fhi = np.isfinite(lo), np.isfinite(hi)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        both = np.arcsin(np.clip(2 * (x - lo) / np.where(hi > lo, hi - lo, 1.0) - 1, -1, 1))
+        lower = np.sqrt(np.maximum((x - lo + 1) ** 2 - 1, 0.0))
+        upper = np.sqrt(np.maximum((hi - x + 1) ** 2 - 1, 0.0))
+    return np.where(flo & fhi, both, np.where(flo, lower, np.where(fhi, upper, x)))
+
+
+def _decode(c: _Candidate, prob: _Problem) -> _Candidate:
+    for name in prob.lo:
+        c = eqx.tree_at(lambda m, n=name: getattr(m, n), c, _box(getattr(c, name), prob.lo[name], prob.hi[name]))
+    return c
+
+
+def _configuration(c, theta):
+    """Closed-form assembly on the candidate's branch at crank angles `theta`:
+    `(q, gap)`, q = (qA, qB, qD) as in `fourbar`, gap ≤ 0 where it assembles."""
+    fb = FourBar(lengths=c.lengths)
+    x, gap = jax.vmap(lambda th: fbk.closed_form(fb, th, c.sigma))(theta)
+    return jnp.concatenate([attitude(theta), x], axis=-1), gap
+
+
+def _features(c, prob, q):
+    """What the task compares with its targets, from configurations `q` (n, 6):
+    the coupler point (world), the coupler line's world angle, the rocker's angle."""
+    fb = FourBar(lengths=c.lengths)
+    P = _to_world(c, fbk.coupler_point(fb, q, c.point))
+    beta = c.angle + jnp.arctan2(q[..., 3], q[..., 2])
+    psi = jnp.arctan2(q[..., 5], q[..., 4])
+    return P, beta, psi
+
+
+def _mismatch(c, prob, q, targets):
+    """Per target: the smooth squared error of the task (normalised units; angle errors
+    as 4 sin²(Δ/2) = 2(1 − cos Δ) ≈ Δ², periodic)."""
+    P, beta, psi = _features(c, prob, q)
+
+    def angular(d):  # 2(1 − cos d), written so that small errors keep their precision
+        return 4 * jnp.sin(d / 2) ** 2
+
+    if prob.task == "path":
+        return jnp.sum((P - targets) ** 2, axis=-1)
+    if prob.task == "motion":
+        return jnp.sum((P - targets[..., :2]) ** 2, axis=-1) + angular(beta + c.gamma - targets[..., 2])
+    return angular(psi - (targets + c.gamma))
+
+
+def _thetas(c, prob):
+    """The crank angle at each target (absolute, from the ground line)."""
+    if prob.task == "function" or prob.timing == "prescribed":
+        return c.phase + prob.angles
+    if prob.timing == "cyclic":
+        steps = _TWO_PI * jax.nn.softmax(c.gaps)
+        return c.phase + c.sense * jnp.concatenate([jnp.zeros(1, steps.dtype), jnp.cumsum(steps[:-1])])
+    return _nearest(c, prob)
+
+
+def _nearest(c, prob, newton=6):
     """Free timing by variable projection: for each target the crank angle minimising
-    `f(θ) = |P(θ) − T|² + 10 relu(gap(θ) + margin)²`, from the best of 64 samples of
-    the curve by `newton` Newton steps on f′ (f″ ≤ 0 falls back to a gradient step).
+    its mismatch plus `10 relu(gap + margin)²`, from the best of 64 samples of the
+    motion by `newton` Newton steps on f′ (f″ ≤ 0 falls back to a gradient step).
     Returned under `stop_gradient`: at a minimum f′ = 0, so the design gradient of the
     loss at fixed θ* is its total gradient (the envelope theorem)."""
     c = jax.lax.stop_gradient(c)
-    grid = jnp.linspace(0.0, 2 * jnp.pi, 64, endpoint=False, dtype=targets.dtype)
+    dtype = prob.targets.dtype
+    grid = jnp.linspace(0.0, _TWO_PI, 64, endpoint=False, dtype=dtype)
 
     def f(th, T):
-        P, gap = _coupler(c, th[None])
-        return jnp.sum((P[0] - T) ** 2) + 10.0 * jax.nn.relu(gap[0] + margin) ** 2
+        q, gap = _configuration(c, th[None])
+        return _mismatch(c, prob, q, T[None])[0] + 10.0 * jax.nn.relu(gap[0] + prob.margin) ** 2
 
-    curve, gap = _coupler(c, grid)
-    d2 = jnp.sum((targets[:, None, :] - curve[None, :, :]) ** 2, -1) + 10.0 * jax.nn.relu(gap + margin)[None, :] ** 2
+    d2 = jax.vmap(lambda T: jax.vmap(lambda th: f(th, T))(grid))(prob.targets)
     theta = grid[jnp.argmin(d2, axis=1)]
     df = jax.grad(f)
     d2f = jax.grad(df)
 
     def step(th, _):
-        g = jax.vmap(df)(th, targets)
-        h = jax.vmap(d2f)(th, targets)
+        g = jax.vmap(df)(th, prob.targets)
+        h = jax.vmap(d2f)(th, prob.targets)
         dth = jnp.where(h > 0, -g / jnp.where(h > 0, h, 1.0), -g)
         return th + jnp.clip(dth, -0.2, 0.2), None
 
@@ -184,52 +298,188 @@ def _nearest(c, targets, margin, newton=6):
     return jax.lax.stop_gradient(theta)
 
 
-def _coupler(c, theta):
-    fb = FourBar(lengths=c.lengths)
-    x, gap = jax.vmap(lambda th: fbk.closed_form(fb, th, c.sigma))(theta)
-    q = jnp.concatenate([attitude(theta), x], axis=-1)
-    local = fbk.coupler_point(fb, q, c.point)
-    return _to_world(c, local), gap
+def _motion_order(theta, prob):
+    """Crank angles in the order the crank meets them: as given (prescribed, cyclic and
+    function generation); for free timing, anticlockwise from the end of the largest
+    angular gap (the part of the circle the motion need not cross). Returns the ordered
+    angles and the permutation."""
+    if prob.task == "function" or prob.timing != "free":
+        return theta, jnp.arange(theta.shape[0])
+    w = jnp.mod(theta, _TWO_PI)
+    order = jnp.argsort(w)
+    ws = w[order]
+    gaps = jnp.diff(jnp.concatenate([ws, ws[:1] + _TWO_PI]))
+    k = (jnp.argmax(gaps) + 1) % theta.shape[0]
+    order = jnp.roll(order, -k)
+    ordered = w[order]
+    turns = jnp.cumsum(jnp.concatenate([jnp.zeros(1, ordered.dtype), (jnp.diff(ordered) < 0).astype(ordered.dtype)]))
+    return ordered + _TWO_PI * turns, order
 
 
-def _penalties(c, gap, full_rotation, margin):
-    """Hinge penalties, exactly zero inside the feasible set: every target assemblable
-    with a margin from the toggle positions; lengths within 1/50 … 50 of the targets'
-    size; with `full_rotation`, a crank that turns fully (Grashof, crank shortest)."""
-    p = jnp.mean(jax.nn.relu(gap + margin) ** 2)
-    p = p + jnp.sum(jax.nn.relu(c.lengths - 50.0) ** 2 + jax.nn.relu(0.02 - c.lengths) ** 2)
-    if full_rotation:
-        c_min, c_max = fbk.crank_limit_cosines(c.lengths)
-        p = p + jax.nn.relu(1.0 + margin - c_min) ** 2 + jax.nn.relu(c_max + 1.0 + margin) ** 2
+def _transmission_angle(q):
+    """The transmission angle μ ∈ [0, π] between coupler and rocker (the angle at C of
+    the triangle BCD): cos μ = qB · qD."""
+    return jnp.arccos(jnp.clip(jnp.sum(q[..., 2:4] * q[..., 4:6], axis=-1), -1.0, 1.0))
+
+
+def _grashof_excess(lengths):
+    """`s + ℓ − p − q` (≤ 0: Grashof)."""
+    l = jnp.sort(lengths, axis=-1)
+    return l[..., 0] + l[..., 3] - l[..., 1] - l[..., 2]
+
+
+def _penalties(c, prob, theta, gap, samples=32):
+    """Hinge penalties, exactly zero inside the feasible set (with small margins): every
+    target and the motion between them assemblable away from the toggle positions;
+    unbounded lengths within 1/50 … 50 of the targets' size; Grashof; a fully turning
+    crank; the transmission angle within its limits over the motion."""
+    p = jnp.mean(jax.nn.relu(gap + prob.margin) ** 2)
+    # (prescribed and cyclic timing: the motion's range moves with the design's phase and
+    # gaps; free timing's angles are projections, constant for the gradient)
+    ordered, _ = _motion_order(theta, prob)
+    frac = jnp.linspace(0.0, 1.0, samples + 1, dtype=theta.dtype)
+    along = ordered[0] + (ordered[-1] - ordered[0]) * frac
+    q_s, gap_s = _configuration(c, along)
+    p = p + jnp.mean(jax.nn.relu(gap_s + prob.margin) ** 2)
+    l = c.lengths
+    if prob.window:
+        p = p + jnp.sum(jax.nn.relu(l - 50.0) ** 2 + jax.nn.relu(0.02 - l) ** 2)
+    if prob.grashof:
+        p = p + jax.nn.relu(_grashof_excess(l) + 1e-3 * jnp.sum(l)) ** 2
+    if prob.full_rotation:
+        c_min, c_max = fbk.crank_limit_cosines(l)
+        p = p + jax.nn.relu(1.0 + prob.margin - c_min) ** 2 + jax.nn.relu(c_max + 1.0 + prob.margin) ** 2
+    if prob.transmission is not None:
+        lo, hi = prob.transmission
+        mu = _transmission_angle(q_s)
+        p = p + jnp.mean(jax.nn.relu(lo + 0.01 - mu) ** 2 + jax.nn.relu(mu - hi + 0.01) ** 2)
     return p
 
 
-def _loss(c, targets, increments, free, full_rotation, margin):
-    P, gap = _coupler(c, _crank_angles(c, increments, free, targets, margin))
-    return jnp.mean(jnp.sum((P - targets) ** 2, axis=-1)) + 10.0 * _penalties(c, gap, full_rotation, margin)
+def _loss(c, prob):
+    c = _decode(c, prob)
+    theta = _thetas(c, prob)
+    q, gap = _configuration(c, theta)
+    return jnp.mean(_mismatch(c, prob, q, prob.targets)) + 10.0 * _penalties(c, prob, theta, gap)
 
 
-def _seed(c, targets, increments, free):
-    """Place a random start: its curve's centroid on the targets' (origin), and (prescribed
-    timing) the best of 64 phases."""
-    grid = jnp.linspace(0.0, 2 * jnp.pi, 64, endpoint=False, dtype=targets.dtype)
-    c0 = eqx.tree_at(lambda m: m.origin, c, jnp.zeros(2, targets.dtype))
-    curve, gap = _coupler(c0, grid)
-    ok = gap <= 0
-    centre = jnp.sum(jnp.where(ok[:, None], curve, 0.0), 0) / jnp.maximum(jnp.sum(ok), 1).astype(curve.dtype)
-    c = eqx.tree_at(lambda m: m.origin, c, -centre)
-    if free:
-        return c
-    errs = jax.vmap(lambda ph: jnp.sum((_coupler(c, ph + increments)[0] - targets) ** 2))(grid)
-    return eqx.tree_at(lambda m: m.phase, c, grid[jnp.argmin(jnp.where(jnp.isfinite(errs), errs, jnp.inf))])
+def _check(c, prob, substeps):
+    """The closure core's verdict on one (decoded) start: a continuation sweep through the
+    target angles in the order of motion (with `substeps` between consecutive targets),
+    on the start's branch. Returns the crank angles, the configurations at the targets
+    (target order), whether every input converged, and the transmission angle's range
+    over the sweep."""
+    theta = _thetas(c, prob)
+    ordered, order = _motion_order(theta, prob)
+    frac = jnp.arange(substeps, dtype=theta.dtype) / substeps
+    grid = (ordered[:-1, None] + jnp.diff(ordered)[:, None] * frac[None, :]).reshape(-1)
+    grid = jnp.concatenate([grid, ordered[-1:]])
+    s = fbk.sweep_functional(FourBar(lengths=c.lengths), grid, condition=False, sigma=c.sigma)
+    mu = _transmission_angle(s.q)
+    return theta, s.q[::substeps][jnp.argsort(order)], jnp.all(s.converged), jnp.min(mu), jnp.max(mu)
 
 
-_seed_batch = eqx.filter_jit(lambda c, t, inc, free: jax.vmap(lambda c_: _seed(c_, t, inc, free))(c))
+_check_batch = eqx.filter_jit(lambda c, prob, sub: jax.vmap(lambda c_: _check(_decode(c_, prob), prob, sub))(c))
+_features_batch = eqx.filter_jit(lambda c, prob, q: jax.vmap(lambda c_, q_: _features(_decode(c_, prob), prob, q_))(c, q))
+_decode_batch = eqx.filter_jit(lambda c, prob: jax.vmap(lambda c_: _decode(c_, prob))(c))
 
 
-def _random_starts(n_starts, rng, dtype):
+# --------------------------------------------------------------------------- starts
+
+
+def _seed(c, prob, fixed, scales, angles):
+    """Place a random start (physical coordinates): scale it by the best of `scales` and,
+    when its ground line is free but its pivot fixed, turn it by the best of `angles`;
+    a free pivot puts its curve's centroid on the targets'; with prescribed timing (or
+    function generation's input offset) and a free phase, the best of 64 phases within
+    the phase's bounds."""
+    dtype = prob.targets.dtype
+    grid = jnp.linspace(0.0, _TWO_PI, 64, endpoint=False, dtype=dtype)
+    if "phase" in prob.lo:
+        lo, hi = prob.lo["phase"], prob.hi["phase"]
+        lo_, hi_ = jnp.where(jnp.isfinite(lo), lo, 0.0), jnp.where(jnp.isfinite(hi), hi, _TWO_PI)
+        grid = lo_ + (hi_ - lo_) * jnp.linspace(0.0, 1.0, 64, dtype=dtype)
+
+    projected = dataclasses.replace(prob, timing="free") if prob.timing == "cyclic" else prob
+
+    def error(cand):
+        theta = _thetas(cand, projected)
+        return jnp.sum(_mismatch(cand, prob, _configuration(cand, theta)[0], prob.targets))
+
+    def place(cand):
+        if "origin" in fixed:
+            return cand
+        if prob.task == "function":
+            return cand
+        q, gap = _configuration(eqx.tree_at(lambda m: m.origin, cand, jnp.zeros(2, dtype)), grid)
+        curve = _to_world(eqx.tree_at(lambda m: m.origin, cand, jnp.zeros(2, dtype)),
+                          fbk.coupler_point(FourBar(lengths=cand.lengths), q, cand.point))
+        ok = gap <= 0
+        centre = jnp.sum(jnp.where(ok[:, None], curve, 0.0), 0) / jnp.maximum(jnp.sum(ok), 1).astype(dtype)
+        return eqx.tree_at(lambda m: m.origin, cand, -centre)
+
+    def with_phase(cand, ph):
+        cand = eqx.tree_at(lambda m: m.phase, cand, ph)
+        # function generation with offsets: the output offset that best fits this input offset
+        return _init_gamma(cand, prob) if (prob.task == "function" and prob.timing == "free") else cand
+
+    def best_phase(cand):
+        if "phase" in fixed or not (prob.timing == "prescribed" or prob.task == "function"):
+            return cand
+        errs = jax.vmap(lambda ph: error(with_phase(cand, ph)))(grid)
+        return with_phase(cand, grid[jnp.argmin(jnp.where(jnp.isfinite(errs), errs, jnp.inf))])
+
+    def variant(s, a):
+        cand = eqx.tree_at(lambda m: (m.lengths, m.point), c, (c.lengths * s, c.point * s))
+        if "angle" not in fixed:
+            cand = eqx.tree_at(lambda m: m.angle, cand, c.angle + a)
+        return best_phase(place(cand))
+
+    cands = jax.vmap(lambda s: jax.vmap(lambda a: variant(s, a))(angles))(scales)
+    errs = jax.vmap(jax.vmap(error))(cands)
+    k = jnp.argmin(jnp.where(jnp.isfinite(errs), errs, jnp.inf))
+    return jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:])[k], cands)
+
+
+_seed_batch = eqx.filter_jit(lambda c, prob, fixed, scales, angles: jax.vmap(
+    lambda c_: _seed(c_, prob, fixed, scales, angles))(c))
+
+
+def _init_timing(c, prob):
+    """Cyclic timing's start: the gaps between the crank angles nearest to the targets,
+    taken in the given order and the start's direction (equal gaps if they are not in
+    that order)."""
+    theta = _nearest(c, dataclasses.replace(prob, timing="free"))
+    d = jnp.mod(c.sense * jnp.diff(jnp.concatenate([theta, theta[:1]])), _TWO_PI)
+    d = jnp.where(d <= 0, _TWO_PI, d)
+    in_order = jnp.abs(jnp.sum(d) - _TWO_PI) < 1e-9
+    n = theta.shape[0]
+    w = jnp.where(in_order, jnp.log(jnp.maximum(d, 1e-3)), jnp.zeros(n, d.dtype))
+    return eqx.tree_at(lambda m: (m.phase, m.gaps), c, (theta[0], w))
+
+
+def _init_gamma(c, prob):
+    """Motion generation: the body's angle offset as the circular mean of the offsets at
+    the crank angles nearest to the target positions; function generation: of the
+    output's."""
+    if prob.task == "motion":
+        theta = _nearest(c, dataclasses.replace(prob, task="path", timing="free", targets=prob.targets[:, :2]))
+        _, beta, _ = _features(c, prob, _configuration(c, theta)[0])
+        d = prob.targets[:, 2] - beta
+    else:
+        _, _, psi = _features(c, prob, _configuration(c, _thetas(c, prob))[0])
+        d = prob.targets - psi
+    return eqx.tree_at(lambda m: m.gamma, c, jnp.arctan2(jnp.mean(jnp.sin(d)), jnp.mean(jnp.cos(d))))
+
+
+_init_batch = eqx.filter_jit(lambda c, prob, cyclic, gamma: jax.vmap(
+    lambda c_: _init_timing(c_, prob) if cyclic else c_)(jax.vmap(lambda c_: _init_gamma(c_, prob) if gamma else c_)(c)))
+
+
+def _random_starts(n_starts, n_targets, rng, dtype):
     """Grashof crank-rockers (crank shortest: they assemble at every crank angle) of
-    random proportions, coupler points and orientations, half on each branch."""
+    random proportions, coupler points and orientations, half on each branch (and, for
+    cyclic timing, half of each turning each way)."""
     lengths = np.empty((n_starts, 4))
     i = 0
     while i < n_starts:
@@ -239,65 +489,288 @@ def _random_starts(n_starts, rng, dtype):
         if l1 == s[0] and s[0] + s[3] < s[1] + s[2] - 0.05:
             lengths[i] = np.r_[l1, rest]
             i += 1
-    z = lambda *shape: np.zeros(shape)  # noqa: E731
-    sigma = np.where(np.arange(n_starts) % 2 == 0, 1.0, -1.0)
-    return _Candidate(lengths=jnp.asarray(lengths, dtype), point=jnp.asarray(rng.normal(0.0, 0.7, (n_starts, 2)), dtype),
-                      origin=jnp.asarray(z(n_starts, 2), dtype), angle=jnp.asarray(rng.uniform(-np.pi, np.pi, n_starts), dtype),
-                      phase=jnp.asarray(z(n_starts), dtype),
-                      sigma=jnp.asarray(sigma, dtype))
+    k = np.arange(n_starts)
+    a = lambda v: jnp.asarray(v, dtype)  # noqa: E731
+    return _Candidate(lengths=a(lengths), point=a(rng.normal(0.0, 0.7, (n_starts, 2))), origin=a(np.zeros((n_starts, 2))),
+                      angle=a(rng.uniform(-np.pi, np.pi, n_starts)), phase=a(np.zeros(n_starts)),
+                      gamma=a(np.zeros(n_starts)), gaps=a(np.zeros((n_starts, n_targets))),
+                      sigma=a(np.where(k % 2 == 0, 1.0, -1.0)), sense=a(np.where(k % 4 < 2, 1.0, -1.0)))
 
 
-def _motion_order(theta, free):
-    """Crank angles in the order the crank meets them: as given (prescribed); for free
-    timing, anticlockwise from the end of the largest angular gap (the part of the
-    circle the motion need not cross). Returns the ordered angles and the permutation."""
-    if not free:
-        return theta, jnp.arange(theta.shape[0])
-    w = jnp.mod(theta, 2 * jnp.pi)
-    order = jnp.argsort(w)
-    ws = w[order]
-    gaps = jnp.diff(jnp.concatenate([ws, ws[:1] + 2 * jnp.pi]))
-    k = (jnp.argmax(gaps) + 1) % theta.shape[0]
-    order = jnp.roll(order, -k)
-    ordered = w[order]
-    return ordered + 2 * jnp.pi * jnp.cumsum(jnp.concatenate([jnp.zeros(1, ordered.dtype), (jnp.diff(ordered) < 0).astype(ordered.dtype)])), order
+# --------------------------------------------------------------------------- arguments
 
 
-def _check(c, targets, increments, free, margin, substeps):
-    """The closure core's verdict on one start: a continuation sweep through the target
-    angles in the order of motion (with `substeps` between consecutive targets), on the
-    start's branch; returns (crank angles, points at the targets, all converged)."""
-    theta = _crank_angles(c, increments, free, targets, margin)
-    ordered, order = _motion_order(theta, free)
-    frac = jnp.arange(substeps, dtype=theta.dtype) / substeps
-    grid = (ordered[:-1, None] + jnp.diff(ordered)[:, None] * frac[None, :]).reshape(-1)
-    grid = jnp.concatenate([grid, ordered[-1:]])
-    fb = FourBar(lengths=c.lengths)
-    s = fbk.sweep_functional(fb, grid, condition=False, sigma=c.sigma)
-    q = s.q[::substeps]
-    local = fbk.coupler_point(fb, q, c.point)
-    pts = _to_world(c, local)
-    inverse = jnp.argsort(order)
-    return theta, pts[inverse], jnp.all(s.converged)
-
-
-_check_batch = eqx.filter_jit(lambda c, t, inc, free, margin, sub: jax.vmap(lambda c_: _check(c_, t, inc, free, margin, sub))(c))
-
-
-def _as_targets(target_points):
+def _as_targets(target_points, who="path_generation", name="target_points", width=2):
     t = np.asarray(target_points, dtype=float)
-    if t.ndim != 2 or t.shape[1] != 2 or t.shape[0] < 3:
-        raise ValueError(f"path_generation: `target_points` must be an (n, 2) array with n ≥ 3; got shape {t.shape}")
+    if t.ndim != 2 or t.shape[1] != width or t.shape[0] < 3:
+        raise ValueError(f"{who}: `{name}` must be an (n, {width}) array with n ≥ 3; got shape {t.shape}")
     if not np.all(np.isfinite(t)):
-        raise ValueError(f"path_generation: `target_points` must be finite; rows {np.where(~np.all(np.isfinite(t), 1))[0].tolist()} are not")
-    centre = t.mean(0)
-    scale = float(np.sqrt(np.mean(np.sum((t - centre) ** 2, 1))))
+        raise ValueError(f"{who}: `{name}` must be finite; rows {np.where(~np.all(np.isfinite(t), 1))[0].tolist()} are not")
+    centre = t[:, :2].mean(0)
+    scale = float(np.sqrt(np.mean(np.sum((t[:, :2] - centre) ** 2, 1))))
     if scale <= 0:
-        raise ValueError("path_generation: the target points all coincide")
+        raise ValueError(f"{who}: the target points all coincide")
     return t, centre, scale
 
 
-def path_generation(target_points, timing: str = "free", *, crank_angles=None, full_rotation: bool = False,
+def _world_bounds(bounds, frame, who, allowed):
+    """Validate `bounds` and `frame` (world units): returns `{field: (lo, hi)}` as arrays of
+    each field's shape, and the fixed values `{field: value}`."""
+    bounds = {} if bounds is None else dict(bounds)
+    frame = {} if frame is None else dict(frame)
+    out = {}
+    for key, val in bounds.items():
+        if key not in allowed:
+            raise ValueError(f"{who}: `bounds` has no field {key!r}; the fields are {list(allowed)}")
+        try:
+            lo, hi = val
+        except (TypeError, ValueError):
+            raise ValueError(f"{who}: `bounds[{key!r}]` must be a pair (lo, hi); got {val!r}") from None
+        shape = (_FIELDS[key],) if _FIELDS[key] else ()
+        lo = np.broadcast_to(np.asarray(lo if lo is not None else -np.inf, float), shape).copy()
+        hi = np.broadcast_to(np.asarray(hi if hi is not None else np.inf, float), shape).copy()
+        if np.any(np.isnan(lo)) or np.any(np.isnan(hi)):
+            raise ValueError(f"{who}: `bounds[{key!r}]` must not be NaN; got ({lo.tolist()}, {hi.tolist()})")
+        if np.any(lo > hi):
+            raise ValueError(f"{who}: `bounds[{key!r}]` has lo > hi: ({lo.tolist()}, {hi.tolist()})")
+        if key == "lengths" and np.any(hi <= 0):
+            raise ValueError(f"{who}: `bounds['lengths']` must allow positive lengths; got ({lo.tolist()}, {hi.tolist()})")
+        out[key] = (lo, hi)
+    fixed = {}
+    for key, val in frame.items():
+        if key not in ("origin", "angle"):
+            raise ValueError(f"{who}: `frame` takes 'origin' and/or 'angle'; got {key!r}")
+        v = np.asarray(val, float)
+        if v.shape != ((2,) if key == "origin" else ()) or not np.all(np.isfinite(v)):
+            raise ValueError(f"{who}: `frame[{key!r}]` must be {'(x, y)' if key == 'origin' else 'an angle (rad)'}; got {val!r}")
+        if key in out and (np.any(v < out[key][0]) or np.any(v > out[key][1])):
+            raise ValueError(f"{who}: `frame[{key!r}]` = {v.tolist()} lies outside `bounds[{key!r}]` "
+                             f"({out[key][0].tolist()}, {out[key][1].tolist()})")
+        fixed[key] = v
+    return out, fixed
+
+
+def _normalised_box(world, fixed, centre, scale, task):
+    """Bounds in the search's normalised units (lengths and points / scale; the origin
+    moved by the targets' centroid; angles as they are), without the fixed fields. A
+    length bound at 0 becomes 1e-9 of the targets' size (a zero length is degenerate)."""
+    lo, hi = {}, {}
+    for key, (a, b) in world.items():
+        if key in fixed:
+            continue
+        if key == "lengths":
+            a, b = np.maximum(a, 1e-9 * scale) / scale, b / scale
+        elif key == "point":
+            a, b = a / scale, b / scale
+        elif key == "origin":
+            a, b = (a - centre) / scale, (b - centre) / scale
+        lo[key], hi[key] = a, b
+    return lo, hi
+
+
+def _transmission(transmission, who):
+    if transmission is None:
+        return None
+    try:
+        lo, hi = (float(v) for v in transmission)
+    except (TypeError, ValueError):
+        raise ValueError(f"{who}: `transmission` must be (μmin, μmax) in radians; got {transmission!r}") from None
+    if not (0 <= lo < hi <= np.pi):
+        raise ValueError(f"{who}: `transmission` must satisfy 0 ≤ μmin < μmax ≤ π (radians); got ({lo}, {hi})")
+    return (lo, hi)
+
+
+# --------------------------------------------------------------------------- the search
+
+
+def _search(task, t, centre, scale, *, timing, angles, phase, frame, bounds, grashof, full_rotation, transmission,
+            starts, steps, seed, optimizer, gtol, tol, margin, progress, who):
+    """Multi-start L-BFGS on the normalised problem, then the closure core's check and
+    every constraint on each start; returns the best feasible design as a `Synthesis`."""
+    if starts < 1 or steps < 1:
+        raise ValueError(f"{who}: `starts` and `steps` must be ≥ 1; got {starts}, {steps}")
+    allowed = ("lengths", "phase") if task == "function" else tuple(_FIELDS)
+    world, fixed = _world_bounds(bounds, frame, who, allowed)
+    if phase is not None:
+        ph = np.asarray(phase, float)
+        if ph.shape != () or not np.isfinite(ph):
+            raise ValueError(f"{who}: `phase` must be a finite angle (rad); got {phase!r}")
+        if "phase" in world and not (world["phase"][0] <= ph <= world["phase"][1]):
+            raise ValueError(f"{who}: `phase` = {float(ph)} lies outside `bounds['phase']`")
+        fixed["phase"] = ph
+    transmission = _transmission(transmission, who)
+    n = t.shape[0]
+    dtype = jnp.asarray(0.0).dtype
+    if task == "path":
+        targets = (t - centre) / scale
+    elif task == "motion":
+        targets = np.c_[(t[:, :2] - centre) / scale, t[:, 2]]
+    else:
+        targets = t
+    lo, hi = _normalised_box(world, fixed, centre, scale, task)
+    prob = _Problem(targets=jnp.asarray(targets, dtype), angles=jnp.asarray(angles if angles is not None else np.zeros(n), dtype),
+                    lo={k: jnp.asarray(v, dtype) for k, v in lo.items()}, hi={k: jnp.asarray(v, dtype) for k, v in hi.items()},
+                    task=task, timing=timing, grashof=grashof, full_rotation=full_rotation, transmission=transmission,
+                    margin=margin, window="lengths" not in world)
+    rng = np.random.default_rng(seed)
+    c0 = _random_starts(starts, n, rng, dtype)
+    # fixed fields take their values; function generation places nothing
+    norm_fixed = {}
+    if "origin" in fixed:
+        norm_fixed["origin"] = (fixed["origin"] - centre) / scale
+    if "angle" in fixed:
+        norm_fixed["angle"] = fixed["angle"]
+    if "phase" in fixed:
+        norm_fixed["phase"] = fixed["phase"]
+    for key, v in norm_fixed.items():
+        c0 = eqx.tree_at(lambda m, k=key: getattr(m, k), c0, jnp.broadcast_to(jnp.asarray(v, dtype), getattr(c0, key).shape))
+    if task == "function":
+        c0 = eqx.tree_at(lambda m: (m.point, m.origin, m.angle), c0,
+                         (jnp.zeros_like(c0.point), jnp.zeros_like(c0.origin), jnp.zeros_like(c0.angle)))
+    # seeding: scales (a fixed pivot must be reached from where it is) and turns
+    dist = float(np.linalg.norm(norm_fixed["origin"])) if "origin" in norm_fixed else 0.0
+    scales = np.geomspace(0.25, 2.0 * max(dist, 1.0), 12) if "origin" in norm_fixed else np.ones(1)
+    turns = np.linspace(0.0, _TWO_PI, 12, endpoint=False) if ("origin" in norm_fixed and "angle" not in norm_fixed) \
+        else np.zeros(1)
+    fixed_names = tuple(sorted(set(norm_fixed) | ({"origin", "angle"} if task == "function" else set())))
+    c0 = _seed_batch(c0, prob, fixed_names, jnp.asarray(scales, dtype), jnp.asarray(turns, dtype))
+    with_gamma = task == "motion" or (task == "function" and timing == "free")  # function: `offsets`
+    c0 = _init_batch(c0, prob, timing == "cyclic" and task != "function", with_gamma)
+    # into the box, then into the unconstrained coordinates of the bounded fields
+    for key in lo:
+        v = np.clip(np.asarray(getattr(c0, key)), lo[key], hi[key])
+        c0 = eqx.tree_at(lambda m, k=key: getattr(m, k), c0, jnp.asarray(_unbox(v, lo[key], hi[key]), dtype))
+    names = ["lengths"]
+    if task != "function":
+        names += ["point"] + [k for k in ("origin", "angle") if k not in fixed]
+    if "phase" not in fixed and (timing in ("prescribed", "cyclic") or (task == "function" and timing == "free")):
+        names.append("phase")
+    if with_gamma:
+        names.append("gamma")
+    if timing == "cyclic" and task != "function":
+        names.append("gaps")
+    trainable = lambda m: tuple(getattr(m, k) for k in names)  # noqa: E731
+    positive = None if "lengths" in lo else (lambda m: m.lengths)
+    res = _fit.fit(_loss, c0, prob, trainable=trainable, positive=positive or False, optimizer=optimizer, steps=steps,
+                   gtol=gtol, batch=True, progress=progress)
+    cands = eqx.combine(res.params, c0)  # fitted fields from the fit, frozen ones from the starts
+    return _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who)
+
+
+def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
+    """Check every start by the closure core and the constraints, pick the best."""
+    thetas, q, ok, mu_lo, mu_hi = _check_batch(cands, prob, 8)
+    P, beta, psi = _features_batch(cands, prob, q)
+    dec = _decode_batch(cands, prob)
+    thetas, q, ok, mu_lo, mu_hi, P, beta, psi = (np.asarray(v) for v in (thetas, q, ok, mu_lo, mu_hi, P, beta, psi))
+    lengths = np.asarray(dec.lengths)
+    wrap = lambda a: np.arctan2(np.sin(a), np.cos(a))  # noqa: E731
+    if task == "path":
+        d = np.sqrt(np.sum((P - np.asarray(prob.targets)) ** 2, -1)) * scale
+        objective = np.sum(d**2, -1)
+        err = d.mean(-1)
+    elif task == "motion":
+        d = np.sqrt(np.sum((P - np.asarray(prob.targets)[:, :2]) ** 2, -1)) * scale
+        dphi = wrap(beta + np.asarray(dec.gamma)[:, None] - t[:, 2])
+        objective = np.sum(d**2, -1) + scale**2 * np.sum(dphi**2, -1)
+        err = d.mean(-1)
+    else:
+        dpsi = wrap(psi - (t + np.asarray(dec.gamma)[:, None]))
+        objective = np.sum(dpsi**2, -1)
+        err = np.abs(dpsi).mean(-1)
+    # every constraint, measured on each start
+    violations = [[] for _ in range(lengths.shape[0])]
+    for i in range(lengths.shape[0]):
+        if not ok[i]:
+            violations[i].append("assembles at every target on one branch (closure core)")
+    g_excess = np.asarray(_grashof_excess(jnp.asarray(lengths)))
+    if prob.grashof:
+        for i in np.flatnonzero(g_excess > 0):
+            violations[i].append(f"Grashof (s + ℓ − p − q = {g_excess[i]:.3g} > 0)")
+    c_min, c_max = (np.asarray(v) for v in fbk.crank_limit_cosines(jnp.asarray(lengths)))
+    full = (c_min >= 1) & (c_max <= -1)  # `crank_limits(...).full_rotation`, also for non-finite lengths
+    if prob.full_rotation:
+        for i in np.flatnonzero(~full):
+            violations[i].append("full rotation of the crank")
+    if prob.transmission is not None:
+        a, b = prob.transmission
+        for i in np.flatnonzero((mu_lo < a) | (mu_hi > b)):
+            violations[i].append(f"transmission angle in [{a:.4g}, {b:.4g}] (measured [{mu_lo[i]:.4g}, {mu_hi[i]:.4g}])")
+    feasible = np.array([not v for v in violations]) & np.isfinite(err)
+    errors = np.where(feasible, err, np.inf)
+    rel = errors / (scale if task != "function" else 1.0)
+    if not feasible.any():
+        # the closest: assembles, fewest violations, then the smallest error
+        key = [(len(v), e if np.isfinite(e) else np.inf) for v, e in zip(violations, err)]
+        b = min(range(len(key)), key=lambda i: key[i])
+        closest = _placed(jax.tree.map(lambda a: a[b], dec), fixed, world, centre, scale, task) if ok[b] else None
+        raise InfeasibleError(
+            f"{who}: none of the {lengths.shape[0]} starts gives a design that meets every constraint; the closest "
+            f"({'no start assembles' if closest is None else _describe(closest)}, error {err[b]:.3g}) violates: "
+            + "; ".join(violations[b]) + ". Relax the constraints, or try more starts or steps",
+            closest=closest, violations=violations[b])
+    b = int(np.argmin(errors))
+    best = jax.tree.map(lambda a: a[b], dec)
+    design = _placed(best, fixed, world, centre, scale, task)
+    if task == "function":
+        points = np.c_[thetas[b], psi[b]]
+    else:
+        points = centre + P[b] * scale
+    constraints = {"grashof_excess": float(g_excess[b] * (scale if task != "function" else 1.0)),
+                   "full_rotation": bool(full[b]), "transmission": (float(mu_lo[b]), float(mu_hi[b]))}
+    if task == "motion":
+        constraints["max_angle_error"] = float(np.max(np.abs(dphi[b])))
+        constraints["body_angle"] = float(best.gamma)
+    if task == "function":
+        constraints["offsets"] = (float(best.phase), float(best.gamma))
+    return Synthesis(design=design, inputs=jnp.asarray(thetas[b]), points=jnp.asarray(points), error=float(errors[b]),
+                     relative_error=float(rel[b]), history=jax.tree.map(lambda a: a[b], res.history),
+                     errors=jnp.asarray(errors), valid=jnp.asarray(feasible), success_rate=float(np.mean(rel <= tol)),
+                     fit=res, objective=float(objective[b]), constraints=constraints)
+
+
+def _placed(c, fixed, world, centre, scale, task):
+    """A decoded start in world units, the fixed fields exactly as given (an unbounded
+    ground-line angle wrapped to (−π, π])."""
+    l = np.asarray(c.lengths) * (scale if task != "function" else 1.0)
+    s_len = np.sign(l[3] - l[0]) or 1.0
+    if task == "function":
+        origin, point, angle = np.zeros(2), np.zeros(2), 0.0
+    else:
+        origin = fixed["origin"] if "origin" in fixed else centre + np.asarray(c.origin) * scale
+        point = np.asarray(c.point) * scale
+        angle = float(fixed["angle"]) if "angle" in fixed else float(c.angle)
+        if "angle" not in fixed and "angle" not in world:
+            angle = float(np.arctan2(np.sin(angle), np.cos(angle)))
+    return PlacedFourBar(lengths=jnp.asarray(l), point=jnp.asarray(point), origin=jnp.asarray(origin, float),
+                         angle=jnp.asarray(angle), branch=int(float(c.sigma) * s_len))
+
+
+def _describe(d):
+    return (f"lengths {np.array2string(np.asarray(d.lengths), precision=4)}, coupler point "
+            f"{np.array2string(np.asarray(d.point), precision=4)}, pivot {np.array2string(np.asarray(d.origin), precision=4)}, "
+            f"ground line {float(d.angle):.4g} rad, branch {d.branch:+d}")
+
+
+def _clip_bounds(syn: Synthesis, world, who):
+    """The returned design within its world-unit bounds exactly (the normalisation's
+    round-off can put a value at its bound one ulp outside)."""
+    d = syn.design
+    for key, (lo, hi) in world.items():
+        if key == "phase":
+            continue
+        v = np.asarray(getattr(d, key))
+        if np.any(v < lo - 1e-9 * (1 + np.abs(lo))) or np.any(v > hi + 1e-9 * (1 + np.abs(hi))):
+            raise AssertionError(f"{who}: internal error: {key} {v} outside its bounds")
+        d = eqx.tree_at(lambda m, k=key: getattr(m, k), d, jnp.asarray(np.clip(v, lo, hi)))
+    return eqx.tree_at(lambda s: s.design, syn, d)
+
+
+# --------------------------------------------------------------------------- the three tasks
+
+
+def path_generation(target_points, timing: str = "free", *, crank_angles=None, phase=None, frame=None, bounds=None,
+                    cyclic_order: bool = False, grashof: bool = False, full_rotation: bool = False, transmission=None,
                     mechanism: Linkage | None = None, tracer: str | None = None, starts: int = 32, steps: int = 300,
                     seed: int = 0, optimizer="lbfgs", gtol: float = 1e-12, tol: float = 1e-6, margin: float = 0.02,
                     spread: float = 0.05, progress: bool = False) -> Synthesis:
@@ -306,80 +779,160 @@ def path_generation(target_points, timing: str = "free", *, crank_angles=None, f
     **Arguments:**
 
     - `target_points`: `(n, 2)` world points, n ≥ 3;
-    - `timing`: `"free"` — the points may lie in any order along the curve (the crank
-      angle at each target is a design variable) — or `"prescribed"`: the crank is at
-      `phase + crank_angles[i]` at target i (the phase is a design variable);
-    - `crank_angles`: prescribed timing's crank angles, relative (default: `n` equal
-      steps over one anticlockwise revolution); for a linkage, its inputs (the first 0);
-    - `full_rotation`: require a crank that turns fully (Grashof, crank shortest);
+    - `timing`: `"free"` — the points may lie anywhere along the curve (the crank angle at
+      each target is a design variable) — or `"prescribed"`: the crank is at
+      `phase + crank_angles[i]` at target i;
+    - `crank_angles`: prescribed timing's crank angles (default: `n` equal steps over one
+      anticlockwise revolution from 0), monotonic; for a linkage, its inputs (the first 0);
+    - `phase`: prescribed timing: a fixed phase (rad), so the crank angles are absolute,
+      measured from the ground line A→D anticlockwise (default: the phase is a design
+      variable);
+    - `frame`: `{"origin": (x, y), "angle": a}` (either key alone allowed): a fixed crank
+      pivot A and/or ground-line direction A→D (rad);
+    - `bounds`: `{"lengths": (lo, hi), "point": (lo, hi), "origin": (lo, hi),
+      "angle": (lo, hi), "phase": (lo, hi)}`, box bounds in world units (scalars or
+      arrays broadcast to the field; `None` or ±inf for an open side), honoured exactly
+      by the returned design: the search moves a bounded field through MINUIT's smooth
+      transform (`lo + (hi − lo)(1 + sin z)/2`), so L-BFGS stays unconstrained and every
+      iterate is inside the box; unbounded lengths keep today's window (1/50 … 50 of the
+      targets' size) as a penalty;
+    - `cyclic_order`: free timing with the targets met in their given cyclic order
+      during one revolution (either turning direction): the crank's turns between
+      consecutive targets are design variables, positive and summing to 2π;
+    - `grashof`: a Grashof linkage (s + ℓ ≤ p + q); `full_rotation`: a Grashof crank
+      that is the shortest link (it turns fully);
+    - `transmission`: `(μmin, μmax)` (rad): the transmission angle (between coupler and
+      rocker, the angle at C) stays within these limits over the motion through the
+      targets;
     - `mechanism`, `tracer`: synthesise a `Linkage` (e.g. a six-bar) instead: its joint
       coordinates move so that joint `tracer` passes through the targets at the
       prescribed inputs (prescribed timing only), from `starts` perturbed copies of it
-      (`spread`, relative);
-    - `starts`: the number of starts, run as one vmapped batch (four-bars: random
-      Grashof crank-rockers, half on each assembly branch; reproducible by `seed`);
+      (`spread`, relative); the four-bar constraints do not apply;
+    - `starts`: the number of starts, run as one vmapped batch (random Grashof
+      crank-rockers, half on each assembly branch, so both assembly modes are
+      searched; reproducible by `seed`);
     - `steps`, `optimizer`, `gtol`: as in `diffmech.fit.fit`;
     - `tol`: a start succeeds when its relative path error is ≤ `tol`;
-    - `margin`: four-bars keep every target at least this far (relative to the targets'
-      size) from a toggle position of the crank.
+    - `margin`: keep every target at least this far (relative to the targets' size) from
+      a toggle position of the crank.
 
-    **Returns:** a `Synthesis`: the best design (a `PlacedFourBar` or a `Linkage`), its
-    crank angles at the targets, its path error (from the closure core), the loss
-    history, and per-start errors and the success rate.
+    **Returns:** a `Synthesis`: the best design (a `PlacedFourBar` or a `Linkage`) that
+    meets every constraint as the closure core measures it, its absolute crank angles at
+    the targets, `objective` = Σ‖Cᵢ − targetᵢ‖², its path error, the loss history, and
+    per-start errors and the success rate.
 
-    **Raises:** `ValueError` naming the argument that is wrong; `RuntimeError` if no
-    start passes the closure core's check.
+    **Raises:** `ValueError` naming the argument that is wrong; `InfeasibleError` (a
+    `RuntimeError`) if no start meets every constraint, with the closest design found.
     """
+    who = "path_generation"
     if timing not in ("free", "prescribed"):
-        raise ValueError(f"path_generation: `timing` must be 'free' or 'prescribed'; got {timing!r}")
-    if starts < 1 or steps < 1:
-        raise ValueError(f"path_generation: `starts` and `steps` must be ≥ 1; got {starts}, {steps}")
+        raise ValueError(f"{who}: `timing` must be 'free' or 'prescribed'; got {timing!r}")
     t, centre, scale = _as_targets(target_points)
     n = t.shape[0]
     if crank_angles is not None:
         inc = np.asarray(crank_angles, dtype=float)
         if inc.shape != (n,) or not np.all(np.isfinite(inc)):
-            raise ValueError(f"path_generation: `crank_angles` must be {n} finite values (one per target); got shape {inc.shape}")
+            raise ValueError(f"{who}: `crank_angles` must be {n} finite values (one per target); got shape {inc.shape}")
         if timing == "free":
-            raise ValueError("path_generation: `crank_angles` prescribe the timing; pass timing='prescribed'")
+            raise ValueError(f"{who}: `crank_angles` prescribe the timing; pass timing='prescribed'")
+    if phase is not None and timing != "prescribed":
+        raise ValueError(f"{who}: `phase` fixes prescribed timing's crank angles; pass timing='prescribed'")
+    if cyclic_order and timing != "free":
+        raise ValueError(f"{who}: `cyclic_order` orders free timing's crank angles; prescribed timing has its own order")
     if mechanism is not None:
+        if starts < 1 or steps < 1:
+            raise ValueError(f"{who}: `starts` and `steps` must be ≥ 1; got {starts}, {steps}")
         return _linkage_generation(t, scale, mechanism, tracer, timing, crank_angles, starts, steps, seed,
                                    optimizer, gtol, tol, spread, progress)
-    free = timing == "free"
     if crank_angles is None:
-        inc = 2 * np.pi * np.arange(n) / n
+        inc = _TWO_PI * np.arange(n) / n
     elif np.any(np.diff(inc) <= 0) and np.any(np.diff(inc) >= 0):
-        raise ValueError("path_generation: `crank_angles` must be monotonic (the crank turns one way)")
-    dtype = jnp.asarray(0.0).dtype
-    targets = jnp.asarray((t - centre) / scale, dtype)
-    increments = jnp.asarray(inc - inc[0], dtype)
-    c0 = _random_starts(starts, np.random.default_rng(seed), dtype)
-    c0 = _seed_batch(c0, targets, increments, free)
-    trainable = (lambda m: (m.lengths, m.point, m.origin, m.angle)) if free else \
-        (lambda m: (m.lengths, m.point, m.origin, m.angle, m.phase))
-    res = _fit.fit(_loss, c0, targets, increments, free, full_rotation, margin, trainable=trainable,
-                   positive=lambda m: m.lengths, optimizer=optimizer, steps=steps, gtol=gtol, batch=True,
-                   progress=progress)
-    cands = eqx.combine(res.params, c0)  # fitted fields from the fit, frozen ones (sigma) from the starts
-    thetas, pts, ok = _check_batch(cands, targets, increments, free, margin, 8)
-    if full_rotation:
-        ok = ok & fbk.crank_limits(FourBar(lengths=cands.lengths)).full_rotation
-    dist = jnp.mean(jnp.sqrt(jnp.sum((pts - targets) ** 2, -1)), axis=-1)
-    errors = jnp.where(ok & jnp.isfinite(dist), dist, jnp.inf)
-    if not bool(jnp.any(jnp.isfinite(errors))):
-        raise RuntimeError(f"path_generation: none of the {starts} starts gives a design that assembles at every target "
-                           "on one branch (closure core); try more starts or steps")
-    b = int(jnp.argmin(errors))
-    best = jax.tree.map(lambda a: a[b], cands)
-    l = np.asarray(best.lengths)
-    s_len = np.sign(l[3] - l[0]) or 1.0
-    design = PlacedFourBar(lengths=jnp.asarray(l * scale), point=best.point * scale,
-                           origin=jnp.asarray(centre, dtype) + best.origin * scale, angle=jnp.arctan2(jnp.sin(best.angle), jnp.cos(best.angle)),
-                           branch=int(float(best.sigma) * s_len))
-    theta = thetas[b]
-    return Synthesis(design=design, inputs=theta, points=jnp.asarray(centre, dtype) + pts[b] * scale,
-                     error=float(errors[b]) * scale, relative_error=float(errors[b]), history=jax.tree.map(lambda a: a[b], res.history),
-                     errors=errors * scale, valid=ok, success_rate=float(jnp.mean(errors <= tol)), fit=res)
+        raise ValueError(f"{who}: `crank_angles` must be monotonic (the crank turns one way)")
+    # prescribed timing, free phase: the phase is the crank angle at the first target
+    angles = inc if phase is not None else inc - inc[0]
+    mode = "cyclic" if cyclic_order else timing
+    world, _ = _world_bounds(bounds, frame, who, tuple(_FIELDS))
+    syn = _search("path", t, centre, scale, timing=mode, angles=angles, phase=phase, frame=frame, bounds=bounds,
+                  grashof=grashof, full_rotation=full_rotation, transmission=transmission, starts=starts, steps=steps,
+                  seed=seed, optimizer=optimizer, gtol=gtol, tol=tol, margin=margin, progress=progress, who=who)
+    return _clip_bounds(syn, world, who)
+
+
+def motion_generation(poses, *, cyclic_order: bool = False, frame=None, bounds=None, grashof: bool = False,
+                      full_rotation: bool = False, transmission=None, starts: int = 64, steps: int = 400, seed: int = 0,
+                      optimizer="lbfgs", gtol: float = 1e-12, tol: float = 1e-6, margin: float = 0.02,
+                      progress: bool = False) -> Synthesis:
+    """Rigid-body guidance: a four-bar whose coupler carries a body through `poses`.
+
+    `poses` `(n, 3)` = (x, y, φ): the body's reference point and its angle (rad,
+    anticlockwise). The body is the coupler; its reference point is the coupler point
+    (`design.point`, coupler frame) and its angle is the coupler line's world angle plus
+    a constant offset (`constraints["body_angle"]`, a design variable). The crank angle
+    at each pose is a design variable (free timing; `cyclic_order` keeps the poses in
+    their given cyclic order during one revolution). Three, four and five poses are
+    passed exactly where Burmester theory gives a solution (a four-bar's two dyads are
+    Burmester circle-point/centre-point pairs); more poses, in the least-squares sense
+    of `objective` = Σ‖Cᵢ − pᵢ‖² + Σ(ℓ Δφᵢ)² (ℓ: the positions' RMS distance from their
+    centroid). `frame`, `bounds`, `grashof`, `full_rotation`, `transmission`, `starts`,
+    ...: as in `path_generation`.
+
+    **Returns:** a `Synthesis` (`points`: the coupler point at the poses;
+    `constraints["max_angle_error"]`: the largest body-angle error, rad).
+    """
+    who = "motion_generation"
+    t, centre, scale = _as_targets(poses, who, "poses", 3)
+    world, _ = _world_bounds(bounds, frame, who, tuple(_FIELDS))
+    syn = _search("motion", t, centre, scale, timing="cyclic" if cyclic_order else "free", angles=None, phase=None,
+                  frame=frame, bounds=bounds, grashof=grashof, full_rotation=full_rotation, transmission=transmission,
+                  starts=starts, steps=steps, seed=seed, optimizer=optimizer, gtol=gtol, tol=tol, margin=margin,
+                  progress=progress, who=who)
+    return _clip_bounds(syn, world, who)
+
+
+def function_generation(theta_in, theta_out, *, offsets: bool = False, ground: float = 1.0, bounds=None,
+                        grashof: bool = False, full_rotation: bool = False, transmission=None, starts: int = 32,
+                        steps: int = 600, seed: int = 0, optimizer="lbfgs", gtol: float = 1e-12, tol: float = 1e-6,
+                        margin: float = 0.02, progress: bool = False) -> Synthesis:
+    """A four-bar whose rocker angle follows its crank angle at the given pairs.
+
+    `theta_in` (crank angles) and `theta_out` (rocker angles, the direction D→C), both
+    measured from the ground line A→D anticlockwise, n ≥ 3 pairs, `theta_in` monotonic
+    (the crank turns one way through them). Without `offsets` the angles are absolute:
+    three pairs fix the linkage's proportions (Freudenstein's equation) and more are
+    fitted in the least-squares sense of `objective` = Σ Δψᵢ² (rad²); with `offsets`, a
+    constant is added to each side (two more design variables: five pairs are exact).
+    The ground link's length is `ground` unless `bounds["lengths"]` leaves it free.
+    `bounds` (`"lengths"`, and `"phase"` for the input offset), `grashof`,
+    `full_rotation`, `transmission`, `starts`, ...: as in `path_generation`.
+
+    **Returns:** a `Synthesis` (`design.lengths`; `points`: the pairs (crank angle,
+    rocker angle) the closure core gives; `constraints["offsets"]`).
+    """
+    who = "function_generation"
+    a = np.asarray(theta_in, float)
+    b = np.asarray(theta_out, float)
+    if a.ndim != 1 or a.shape[0] < 3 or not np.all(np.isfinite(a)):
+        raise ValueError(f"{who}: `theta_in` must be a finite 1-D array of n ≥ 3 crank angles; got shape {a.shape}")
+    if b.shape != a.shape or not np.all(np.isfinite(b)):
+        raise ValueError(f"{who}: `theta_out` must be {a.shape[0]} finite rocker angles, one per crank angle; got shape {b.shape}")
+    if not (np.all(np.diff(a) > 0) or np.all(np.diff(a) < 0)):
+        raise ValueError(f"{who}: `theta_in` must be strictly monotonic (the crank turns one way)")
+    g = float(ground)
+    if not (np.isfinite(g) and g > 0):
+        raise ValueError(f"{who}: `ground` must be a positive length; got {ground!r}")
+    bounds = {} if bounds is None else dict(bounds)
+    world, _ = _world_bounds(bounds, None, who, ("lengths", "phase"))
+    if "lengths" not in world:  # the ground link fixed at `ground`, the others positive
+        world["lengths"] = (np.array([0.0, 0.0, 0.0, g]), np.array([np.inf, np.inf, np.inf, g]))
+        bounds["lengths"] = world["lengths"]
+    lo, hi = world["lengths"]
+    if "lengths" in world and lo[3] == hi[3] and lo[3] <= 0:
+        raise ValueError(f"{who}: the ground link's length must be positive")
+    syn = _search("function", b, np.zeros(2), 1.0, timing="free" if offsets else "prescribed", angles=a,
+                  phase=None if offsets else 0.0, frame=None, bounds=bounds, grashof=grashof,
+                  full_rotation=full_rotation, transmission=transmission, starts=starts, steps=steps, seed=seed,
+                  optimizer=optimizer, gtol=gtol, tol=tol, margin=margin, progress=progress, who=who)
+    return _clip_bounds(syn, {"lengths": world["lengths"]}, who)
 
 
 # --------------------------------------------------------------------------- linkages
@@ -422,7 +975,8 @@ def _linkage_generation(t, scale, lk, tracer, timing, inputs, starts, steps, see
     design = eqx.tree_at(lambda m: m.coords, lk, res.params.coords[b])
     return Synthesis(design=design, inputs=u, points=pts[b], error=float(errors[b]), relative_error=float(errors[b]) / scale,
                      history=jax.tree.map(lambda a: a[b], res.history), errors=errors, valid=ok,
-                     success_rate=float(jnp.mean(errors / scale <= tol)), fit=res)
+                     success_rate=float(jnp.mean(errors / scale <= tol)), fit=res,
+                     objective=float(jnp.sum((pts[b] - targets) ** 2)))
 
 
 _simulate_batch = eqx.filter_jit(lambda lk, u: jax.vmap(

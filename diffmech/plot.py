@@ -247,6 +247,24 @@ def synthesis(result, targets, *, ax=None, title: str | None = None):
     t = np.asarray(targets, dtype=float)
     d = result.design
     u = np.asarray(result.inputs)
+    if "offsets" in result.constraints:  # function generation: the rocker angle against the crank angle
+        from . import fourbar as _fb
+
+        a, b = result.constraints["offsets"]
+        th = np.linspace(u.min(), u.max(), 181)
+        s = _fb.sweep(d.fourbar, th, condition=False)
+        psi = np.unwrap(np.arctan2(np.asarray(s.q)[:, 5], np.asarray(s.q)[:, 4]))
+        psi = np.where(np.asarray(s.converged), psi, np.nan)
+        p = np.asarray(result.points)
+        shift = 2 * np.pi * np.round((p[0, 1] - psi[np.argmin(np.abs(th - p[0, 0]))]) / (2 * np.pi))
+        ax.plot(th, psi + shift, "-", color="C0", lw=1.5, label="rocker angle (closure core)")
+        ax.plot(t[:, 0] + a, t[:, 1] + b, "o", mfc="none", color="C3", ms=9, label="targets (with the offsets)")
+        ax.plot(p[:, 0], p[:, 1], "x", color="C0", ms=7, label=f"design (mean error {result.error:.2e} rad)")
+        ax.set_xlabel("crank angle (rad)")
+        ax.set_ylabel("rocker angle (rad)")
+        ax.legend(fontsize=8, loc="best")
+        ax.set_title(title or f"function generation: objective {result.objective:.2e} rad²")
+        return ax
     if isinstance(d, PlacedFourBar):
         curve, ok = d.path(u[0] + np.linspace(0.0, 2 * np.pi, 361))
         curve = np.where(np.asarray(ok)[:, None], np.asarray(curve), np.nan)
@@ -262,7 +280,17 @@ def synthesis(result, targets, *, ax=None, title: str | None = None):
     ax.plot(t[:, 0], t[:, 1], "o", mfc="none", color="C3", ms=9, label="targets")
     p = np.asarray(result.points)
     ax.plot(p[:, 0], p[:, 1], "x", color="C0", ms=7, label=f"design at targets (mean error {result.error:.2e})")
+    if t.shape[1] == 3 and "body_angle" in result.constraints:  # motion generation: the body's orientations
+        from . import fourbar as _fb
+
+        size = 0.15 * float(np.sqrt(np.mean(np.sum((t[:, :2] - t[:, :2].mean(0)) ** 2, 1))))
+        q = np.asarray(_fb.assemble(d.fourbar, jnp.asarray(u)))
+        phi = float(d.angle) + np.arctan2(q[:, 3], q[:, 2]) + result.constraints["body_angle"]
+        for (x, y, a), (px, py), f in zip(t, p, phi):
+            ax.plot([x, x + size * np.cos(a)], [y, y + size * np.sin(a)], "-", color="C3", lw=2)
+            ax.plot([px, px + size * np.cos(f)], [py, py + size * np.sin(f)], "--", color="C0", lw=1.2)
     ax.set_aspect("equal")
     ax.legend(fontsize=8, loc="best")
-    ax.set_title(title or f"path generation: relative error {result.relative_error:.1e}")
+    task = "motion" if t.shape[1] == 3 else "path"
+    ax.set_title(title or f"{task} generation: relative error {result.relative_error:.1e}")
     return ax

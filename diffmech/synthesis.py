@@ -1,4 +1,14 @@
-"""Path generation: four-bars (free or prescribed timing, ground placement, full-rotation
-cranks, both branches) and linkages, by gradient descent from many starts."""
+"""Four-bar synthesis — path generation (free, prescribed or cyclically ordered timing),
+motion generation (rigid-body guidance) and function generation — under box bounds, a
+fixed frame, Grashof, full-rotation and transmission-angle constraints, both assembly
+branches; and path generation of linkages, by gradient descent from many starts."""
 
-from ._synthesis import PlacedFourBar as PlacedFourBar, Synthesis as Synthesis, path_generation as path_generation, save_design as save_design
+from ._synthesis import (
+    InfeasibleError as InfeasibleError,
+    PlacedFourBar as PlacedFourBar,
+    Synthesis as Synthesis,
+    function_generation as function_generation,
+    motion_generation as motion_generation,
+    path_generation as path_generation,
+    save_design as save_design,
+)

@@ -80,6 +80,9 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert rel <= 1e-8
     if path.name.startswith("04_"):
         assert float(text.split("max |least-squares rates − IFT rates| =")[1].split()[0]) <= 1e-10
+    if path.name.startswith("07_"):
+        assert "below the best published value (1.28e-06): True" in text
+        assert float(text.split("max difference")[1].split(";")[0]) <= 1e-8  # Freudenstein's three-point solution
     if path.name.startswith("08_"):
         assert "same mask as fourbar.sweep: True" in text and "same mask as shard.run above: True" in text
         assert float(text.split("max |q − q_ref| =")[1].split()[0]) <= 1e-13

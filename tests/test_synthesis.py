@@ -2,6 +2,7 @@
 reported design is checked by the closure core and by the independent linkage model
 (the exported JSON), the free-timing gradient matches central differences."""
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -53,8 +54,15 @@ def test_prescribed_timing_recovers_a_known_path_checked_by_core_and_linkage_mod
 def _candidate(design, t):
     # the normalised-frame candidate of a placed four-bar (targets t set the frame)
     centre, scale = t.mean(0), _scale(t)
+    z = jnp.asarray(0.0)
     return S_._Candidate(lengths=design.lengths / scale, point=design.point / scale, origin=(design.origin - centre) / scale,
-                         angle=design.angle, phase=jnp.asarray(0.0), sigma=jnp.asarray(1.0))
+                         angle=design.angle, phase=z, gamma=z, gaps=jnp.zeros(len(t)), sigma=jnp.asarray(1.0), sense=z + 1)
+
+
+def _problem(tn):
+    # free-timing path generation of normalised targets `tn` (no bounds, no constraints)
+    return S_._Problem(targets=tn, angles=jnp.zeros(len(tn)), lo={}, hi={}, task="path", timing="free", grashof=False,
+                       full_rotation=False, transmission=None, margin=0.02, window=True)
 
 
 def test_free_timing_inner_solve_finds_the_crank_angles_of_points_on_the_curve():
@@ -64,10 +72,11 @@ def test_free_timing_inner_solve_finds_the_crank_angles_of_points_on_the_curve()
     perm = np.random.default_rng(1).permutation(len(t))
     c = _candidate(TRUE, t)
     tn = jnp.asarray((t[perm] - t.mean(0)) / _scale(t))
-    theta = jax.jit(S_._nearest, static_argnums=(2,))(c, tn, 0.02)
+    prob = _problem(tn)
+    theta = jax.jit(S_._nearest)(c, prob)
     d = np.angle(np.exp(1j * (np.asarray(theta) - THETA[perm])))
     assert np.max(np.abs(d)) <= 1e-10
-    assert float(jax.jit(S_._loss, static_argnums=(3, 4))(c, tn, jnp.zeros(12), True, False, 0.02)) <= 1e-28
+    assert float(jax.jit(S_._loss)(c, prob)) <= 1e-28
 
 
 @pytest.mark.slow
@@ -95,15 +104,15 @@ def test_free_timing_gradient_matches_central_differences():
     # stop_gradient: the envelope theorem makes the gradient at fixed θ* the total one
     t = jnp.asarray(_targets())
     t = (t - t.mean(0)) / _scale(np.asarray(t))
-    c = S_._random_starts(1, np.random.default_rng(4), jnp.float64)
-    c = jax.tree.map(lambda a: a[0], S_._seed_batch(c, t, jnp.zeros(12), True))
+    prob = _problem(t)
+    c = S_._random_starts(1, 12, np.random.default_rng(4), jnp.float64)
+    c = jax.tree.map(lambda a: a[0], S_._seed_batch(c, prob, (), jnp.ones(1), jnp.zeros(1)))
     flat, unravel = jax.flatten_util.ravel_pytree((c.lengths, c.point, c.origin, c.angle))
 
     @jax.jit
     def loss(v):
-        lengths, point, origin, angle = unravel(v)
-        m = S_._Candidate(lengths=lengths, point=point, origin=origin, angle=angle, phase=c.phase, sigma=c.sigma)
-        return S_._loss(m, t, jnp.zeros(12), True, False, 0.02)
+        m = eqx.tree_at(lambda m: (m.lengths, m.point, m.origin, m.angle), c, unravel(v))
+        return S_._loss(m, prob)
 
     g = jax.grad(loss)(flat)
     h = 1e-6

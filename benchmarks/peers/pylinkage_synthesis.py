@@ -218,6 +218,70 @@ def run(targets, crank_angles, budget_s: float, seed: int = 0, n_particles: int 
             "evaluations_per_s": best["n"] / max(wall, 1e-9)}
 
 
+def literature_params(x, problem, first_angle=0.0):
+    """The literature's design vector (Cabrera et al. 2002 layout) as this module's
+    11-number parameter vector. `x`: problem 1 `[r1, r2, r3, r4, rcx, rcy, b]` (frame
+    at the origin, crank angles absolute); problem 2 `[r1, r2, r3, r4, rcx, rcy, x0, y0,
+    θ0, θ2¹, b]`; r1 ground, r2 crank, r3 coupler, r4 rocker; (rcx, rcy) the coupler
+    point in the frame at B with x along B→C; θ2 from the ground line; b the branch
+    selector; `first_angle`: problem 1's crank angle at the first target."""
+    if problem == 1:
+        r1, r2, r3, r4, rcx, rcy, b = x
+        x0 = y0 = t0 = 0.0
+        th1 = first_angle
+    else:
+        r1, r2, r3, r4, rcx, rcy, x0, y0, t0, th1, b = x
+    d = (x0 + r1 * math.cos(t0), y0 + r1 * math.sin(t0))
+    return [x0, y0, d[0], d[1], r2, r3, r4, math.hypot(rcx, rcy), math.atan2(rcy, rcx), th1 + t0, b]
+
+
+def literature_objective(x, problem, targets, crank_angles, grashof=True):
+    """f = Σ‖Cᵢ − Tᵢ‖² of a literature design vector by pylinkage's kinematics (inf
+    if it does not assemble along the motion on its branch, or is not Grashof)."""
+    r = sorted(float(v) for v in x[:4])
+    if grashof and r[0] + r[3] > r[1] + r[2]:
+        return math.inf
+    p = _path(_template(), literature_params(x, problem, float(crank_angles[0])), _gap_runs(crank_angles))
+    return math.inf if p is None else float(np.sum((p - np.asarray(targets, dtype=float)) ** 2))
+
+
+def run_literature(targets, crank_angles, problem, lower, upper, budget_s, seed=0, n_particles=100):
+    """pylinkage's PSO on the literature's formulation (design vector and bounds as in
+    `literature_params`, objective f, Grashof as a rejection), restarted with new seeds
+    while time remains, for `budget_s` seconds of wall time (numba warm-up excluded).
+    `crank_angles`: problem 1 absolute; problem 2 relative to θ2¹."""
+    import pylinkage as pl
+
+    targets = np.asarray(targets, dtype=float)
+    runs = _gap_runs(crank_angles)
+    template = _template()
+    best = {"f": math.inf, "x": None, "n": 0}
+
+    def fitness(linkage, x, _init_pos):
+        r = sorted(float(v) for v in x[:4])
+        f = math.inf
+        if r[0] + r[3] <= r[1] + r[2]:
+            p = _path(linkage, literature_params(x, problem, float(crank_angles[0])), runs)
+            f = math.inf if p is None else float(np.sum((p - targets) ** 2))
+        best["n"] += 1
+        if f < best["f"]:
+            best["f"], best["x"] = f, list(map(float, x))
+        return f
+
+    template.step_fast(2, dt=1.0)  # numba warm-up, before the clock
+    t0, rounds, trace = time.perf_counter(), 0, []
+    iters = 50
+    while time.perf_counter() - t0 < budget_s:
+        with _seeded_pso_rng(np.random.SeedSequence([seed, rounds])):
+            pl.particle_swarm_optimization(fitness, template, dimensions=len(lower), n_particles=n_particles,
+                                           iterations=iters, bounds=(list(lower), list(upper)), order_relation=min,
+                                           verbose=False)
+        rounds += 1
+        trace.append([time.perf_counter() - t0, best["f"]])
+    return {"objective": best["f"], "x": best["x"], "evaluations": best["n"], "wall_s": time.perf_counter() - t0,
+            "rounds": rounds, "iterations_per_round": iters, "n_particles": n_particles, "trace": trace}
+
+
 def _known_design():
     """Self-check targets, computed independently in numpy. A = (0.3, -0.2), ground line at 0.4 rad, (crank, coupler, rocker, ground) =
     (0.12, 0.25, 0.26, 0.30), tracer (0.1, 0.05) in the coupler frame (origin B, x along

@@ -1,9 +1,21 @@
 """Shared timing for the benchmark scripts."""
 
+import os
 import statistics
 import time
 
 import jax
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def child_env(env=None):
+    """The environment for a benchmark's child process: `env` (default: this one) with
+    the repository first on PYTHONPATH, so the child imports the repository's diffmech,
+    not an installed copy."""
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
+    return env
 
 
 def timed(f, *args, repeats):

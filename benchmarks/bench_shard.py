@@ -20,14 +20,8 @@ import subprocess
 import sys
 
 # the repository's diffmech, not an installed copy (pip may hold another version)
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
-
-
-def _child_env(env=None):
-    env = dict(os.environ if env is None else env)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (ROOT, env.get("PYTHONPATH")) if p)
-    return env
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from benchmarks._timing import child_env as _child_env  # noqa: E402
 
 
 CHILD = r"""

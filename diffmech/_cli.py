@@ -219,8 +219,8 @@ def _synthesize(args) -> int:
     ax = plot.synthesis(r, pos[0] if task != "function" else np.c_[pos[0], pos[1]])
     ax.figure.savefig(os.path.join(args.out, "synthesis.png"), dpi=110)
     d = r.design
-    timing = kw.get("timing", "free") if task == "path" else "free"
-    print(f"diffmech synthesize: {task} generation, {len(pos[0])} targets, timing {timing}, {run['starts']} starts × "
+    timing = f", timing {kw.get('timing', 'free')}" if task == "path" else ""
+    print(f"diffmech synthesize: {task} generation, {len(pos[0])} targets{timing}, {run['starts']} starts × "
           f"≤ {run['steps']} L-BFGS steps, {wall:.1f} s")
     print(f"  lengths (crank, coupler, rocker, ground) {np.array2string(np.asarray(d.lengths), precision=6)}, branch {d.branch:+d}")
     if task != "function":

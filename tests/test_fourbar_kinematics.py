@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import diffmech as dm
 from diffmech import fourbar as fbk
@@ -33,8 +33,7 @@ def test_assemble_closes_to_round_off_on_random_designs(lengths, t, sign, branch
     fb = dm.FourBar(lengths=lengths, branch=branch)
     rng = fbk.crank_limits(fb)
     lo, hi = float(rng.theta_min), float(rng.theta_max)
-    if lo > hi or hi - lo < 1e-3:
-        return  # cannot be assembled anywhere (or only at a point)
+    assume(hi - lo >= 1e-3)  # assemblable on more than a point (a draw that is not is discarded, not passed)
     theta = sign * (lo + t * (hi - lo))
     q = np.asarray(fbk.assemble(fb, theta))
     assert float(fbk.closure_residual(fb, jnp.asarray(q))) <= 1e-14 * max(lengths) / 0.1
@@ -105,7 +104,7 @@ def test_sweep_keeps_branch_and_mirror_branch():
 
 def test_non_grashof_sweep_stops_at_the_crank_limit():
     fb = dm.FourBar(lengths=(0.3, 0.3, 0.3, 0.5))  # s + l = 0.8 > 0.6: triple-rocker
-    assert fbk.grashof(fb) == "double-rocker"
+    assert fbk.grashof(fb) == "triple-rocker"
     lim = fbk.crank_limits(fb)
     assert not bool(lim.full_rotation)
     th = jnp.linspace(0, 2 * jnp.pi, 721)
@@ -262,10 +261,10 @@ def test_jit_vmap_assemble_on_many_designs():
     "lengths,cls,full",
     [
         ((0.12, 0.25, 0.26, 0.30), "crank-rocker", True),
-        ((0.26, 0.25, 0.12, 0.30), "crank-rocker", False),  # the rocker is the short link
+        ((0.26, 0.25, 0.12, 0.30), "rocker-crank", False),  # the rocker is the short link: it turns fully
         ((0.25, 0.30, 0.26, 0.12), "double-crank", True),
         ((0.25, 0.12, 0.26, 0.30), "double-rocker", False),
-        ((0.30, 0.30, 0.30, 0.50), "double-rocker", False),
+        ((0.30, 0.30, 0.30, 0.50), "triple-rocker", False),
         ((0.10, 0.20, 0.15, 0.25), "change-point", True),
         ((0.10, 0.25, 0.10, 0.25), "parallelogram", True),
     ],
@@ -274,6 +273,24 @@ def test_grashof_classes(lengths, cls, full):
     fb = dm.FourBar(lengths=lengths)
     assert fbk.grashof(fb) == cls
     assert bool(fbk.crank_limits(fb).full_rotation) == full
+
+
+@settings(max_examples=60, deadline=None)
+@given(lengths=lengths_st)
+def test_grashof_class_names_which_ground_link_turns_fully(lengths):
+    # independent of the class rules: whether the input link (at A) turns fully is the
+    # closed-form crank range; whether the output link (at D) does is the same range of
+    # the four-bar seen from D (crank and rocker swapped); Grashof is s + l vs p + q
+    fb = dm.FourBar(lengths=lengths)
+    s = np.sort(np.asarray(lengths, float))
+    assume(abs(s[0] + s[3] - s[1] - s[2]) > 1e-6 * s.sum())  # not a change point
+    l1, l2, l3, l4 = lengths
+    inp = bool(fbk.crank_limits(fb).full_rotation)
+    out = bool(fbk.crank_limits(dm.FourBar(lengths=(l3, l2, l1, l4))).full_rotation)
+    grashof = s[0] + s[3] < s[1] + s[2]
+    expected = {(True, False): "crank-rocker", (False, True): "rocker-crank", (True, True): "double-crank",
+                (False, False): "double-rocker" if grashof else "triple-rocker"}[(inp, out)]
+    assert fbk.grashof(fb) == expected
 
 
 @settings(max_examples=40, deadline=None)

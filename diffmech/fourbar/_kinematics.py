@@ -504,19 +504,29 @@ def coupler_point(fb: FourBar, q: Float[Array, "*n 6"], point: Float[Array, "2"]
 # --------------------------------------------------------------------------- Grashof
 
 
-GRASHOF_CLASSES = ("crank-rocker", "double-crank", "double-rocker", "change-point", "parallelogram")
+GRASHOF_CLASSES = ("crank-rocker", "rocker-crank", "double-crank", "double-rocker", "triple-rocker", "change-point",
+                   "parallelogram")
 
 
 def grashof(fb: FourBar, rtol: float = 1e-12) -> str:
-    """The Grashof class of a (single, concrete) design.
+    """The Grashof class of a (single, concrete) design, named by what the input link
+    (the crank, l1 at A) and the output link (the rocker, l3 at D) do.
 
-    With s, ℓ the shortest and longest links (ground included) and p, q the others:
-    `s + ℓ < p + q` (Grashof): shortest link beside the ground (crank or rocker) →
-    `"crank-rocker"`; shortest is the ground → `"double-crank"`; shortest is the
-    coupler → `"double-rocker"`. `s + ℓ > p + q` (non-Grashof, a triple-rocker) →
-    `"double-rocker"`. `s + ℓ = p + q` (to `rtol`) → `"parallelogram"` if opposite
-    links are equal in pairs (l1 = l3, l2 = l4), else `"change-point"`.
-    Which ground-adjacent link turns fully is told by `crank_limits`.
+    With s, ℓ the shortest and longest links (ground included) and p, q the others
+    (Barker's classification):
+
+    - `s + ℓ < p + q` (Grashof): the shortest link turns fully relative to the others.
+      Shortest is the crank → `"crank-rocker"` (the input turns fully, the output
+      rocks); the rocker → `"rocker-crank"` (the output link at D is the one that turns
+      fully, the input rocks); the ground → `"double-crank"` (both turn fully); the
+      coupler → `"double-rocker"` (neither does, the coupler turns fully relative to
+      them).
+    - `s + ℓ > p + q` (non-Grashof): no link turns fully → `"triple-rocker"`.
+    - `s + ℓ = p + q` (to `rtol`, the change-point linkages whose branches cross) →
+      `"parallelogram"` if opposite links are equal in pairs (l1 = l3, l2 = l4), else
+      `"change-point"`.
+
+    `crank_limits` gives the input's range in closed form (jittable).
     """
     if fb.batch_shape:
         raise ValueError(f"grashof: expects one design; got batch shape {fb.batch_shape}")
@@ -532,9 +542,9 @@ def grashof(fb: FourBar, rtol: float = 1e-12) -> str:
             return "parallelogram"
         return "change-point"
     if s + big > p + q_:
-        return "double-rocker"
+        return "triple-rocker"
     shortest = int(np.argmin(l))
-    return {0: "crank-rocker", 2: "crank-rocker", 3: "double-crank", 1: "double-rocker"}[shortest]
+    return {0: "crank-rocker", 2: "rocker-crank", 3: "double-crank", 1: "double-rocker"}[shortest]
 
 
 class CrankRange(eqx.Module):

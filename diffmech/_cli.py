@@ -263,6 +263,9 @@ def _sweep(args) -> int:
     print(f"diffmech sweep: {n} designs × {N} crank angles on {info['devices']} {info['platform']} device(s) in "
           f"{wall:.1f} s ({n * N / wall:,.0f} configurations/s incl. compilation); converged {info['converged']}/{n * N}; "
           f"wrote {args.out}")
+    if info["resumed"]:
+        print(f"  resumed: {info['resumed']} finished chunk(s) loaded from {args.out}.chunks, "
+              f"{info['computed']} computed")
     return 0
 
 

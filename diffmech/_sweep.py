@@ -63,9 +63,11 @@ _FNS: dict = {}
 
 
 def sweep(lengths, branch=None, *, steps: int, devices="all", per_device: int = 256, chunk_dir=None,
-          progress: bool = False):
+          progress: bool = False, counts: dict | None = None):
     """Sweep every design through `steps` crank angles over one revolution, across
-    `devices`; with `chunk_dir`, finished chunks are saved there and reused.
+    `devices`; with `chunk_dir`, finished chunks are saved there and reused. `counts`
+    (a dict, optional) receives `"resumed"` (chunks loaded from `chunk_dir`) and
+    `"computed"` (chunks solved by this call).
 
     **Returns:** `theta_A` `(steps,)`, `q` `(n, steps, 6)`, `converged` `(n, steps)`.
     """
@@ -78,6 +80,8 @@ def sweep(lengths, branch=None, *, steps: int, devices="all", per_device: int = 
     if (steps, dt) not in _FNS:  # one function object per angle count: the compiled program is reused
         _FNS[steps, dt] = _one(jnp.asarray(theta, dtype=dt))
     n_dev = len(shard.devices(devices))
+    counts = {} if counts is None else counts
+    counts.update(resumed=0, computed=0)
     on_chunk = skip = None
     if chunk_dir is not None:
         os.makedirs(chunk_dir, exist_ok=True)
@@ -104,6 +108,7 @@ def sweep(lengths, branch=None, *, steps: int, devices="all", per_device: int = 
             tmp = name(k) + ".tmp.npz"
             np.savez(tmp, q=out[0], converged=out[1], start=start, stop=stop)
             os.replace(tmp, name(k))
+            counts["computed"] += 1
 
         def skip(k, start, stop):
             if not os.path.exists(name(k)):
@@ -111,6 +116,7 @@ def sweep(lengths, branch=None, *, steps: int, devices="all", per_device: int = 
             with np.load(name(k)) as z:
                 if int(z["start"]) != start or int(z["stop"]) != stop:
                     return None
+                counts["resumed"] += 1
                 return z["q"], z["converged"]
 
     q, conv = shard.run(_FNS[steps, dt], (lengths.astype(dt), branch.astype(dt)), devices=devices,
@@ -122,11 +128,12 @@ def sweep_file(designs, out, *, steps: int, devices="all", per_device: int = 256
     """`diffmech sweep`: read DESIGNS.npz, sweep, write RESULT.npz (see the module)."""
     lengths, branch = load_designs(designs)
     chunk_dir = os.fspath(out) + ".chunks"
+    counts: dict = {}
     theta, q, conv = sweep(lengths, branch, steps=steps, devices=devices, per_device=per_device,
-                           chunk_dir=chunk_dir, progress=progress)
+                           chunk_dir=chunk_dir, progress=progress, counts=counts)
     tmp = os.fspath(out) + ".tmp.npz"
     np.savez(tmp, theta_A=theta, q=q, converged=conv, lengths=lengths)
     os.replace(tmp, out)
     shutil.rmtree(chunk_dir, ignore_errors=True)
     return {"designs": int(lengths.shape[0]), "steps": steps, "devices": len(shard.devices(devices)),
-            "platform": jax.devices()[0].platform, "converged": int(conv.sum())}
+            "platform": jax.devices()[0].platform, "converged": int(conv.sum()), **counts}

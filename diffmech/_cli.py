@@ -87,7 +87,6 @@ def _demo_dynamics(args, crank_rocker):
         tr.q.block_until_ready()
         wall = time.perf_counter() - t0
         q = np.asarray(tr.q)
-        E = np.asarray(tr.energy)
         out[name] = dict(q0=q[0].tolist(), theta_A_end=float(tr.theta_A[-1]), theta_A_range=[float(tr.theta_A.min()), float(tr.theta_A.max())],
                          max_closure_residual=float(np.max(np.asarray(tr.closure_residual))), energy_drift=float(tr.energy_drift),
                          steps=int(tr.num_steps), ok=bool(tr.ok), wall_s_incl_compile=wall)

@@ -224,3 +224,19 @@ def test_vmap_over_a_thousand_designs_and_initial_states(n):
         # accept/reject decision of the step-size controller: lanes agree to the
         # integration tolerance (rtol 1e-10 per step, accumulated), not bit for bit
         np.testing.assert_allclose(tr.theta_A[i], single.theta_A, rtol=0, atol=1e-8)
+
+
+def test_simulate_takes_diffrax_solver_objects():
+    # issue 22: a Diffrax solver object runs the same integration as its shorthand
+    # string; a solver without step-size control is refused by name
+    fb = dm.FourBar.seed_crank_rocker()
+    q0 = fbk.assemble(fb, 0.3)
+    ts = jnp.linspace(0.0, 0.2, 5)
+    a = fbk.simulate(fb, q0, 0.0, 0.2, saveat=ts, solver="tsit5", rtol=1e-8, atol=1e-10)
+    b = fbk.simulate(fb, q0, 0.0, 0.2, saveat=ts, solver=diffrax.Tsit5(), rtol=1e-8, atol=1e-10)
+    np.testing.assert_array_equal(np.asarray(a.theta_A), np.asarray(b.theta_A))
+    assert float(jnp.max(jnp.abs(a.theta_A - 0.3))) > 1e-6  # it moved (released from rest under gravity)
+    with pytest.raises(ValueError, match="solver"):
+        fbk.simulate(fb, q0, 0.0, 0.2, solver=diffrax.Euler())
+    with pytest.raises(ValueError, match="solver"):
+        fbk.simulate(fb, q0, 0.0, 0.2, solver="rk4")

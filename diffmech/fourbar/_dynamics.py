@@ -40,7 +40,7 @@ def _links(q):
 def com_positions(fb: FourBar, q: Float[Array, "6"]) -> Float[Array, "3 2"]:
     """Centres of mass of crank, coupler, rocker (Eqs. (37)–(46) with the offsets of
     `fb.com` in the link frames from A, B, D)."""
-    l1, l3, l4 = fb.lengths[0], fb.lengths[2], fb.lengths[3]
+    l1, l4 = fb.lengths[0], fb.lengths[3]
     qA, qB, qD = _links(q)
     rho = fb.com
     B = l1 * qA
@@ -258,7 +258,7 @@ def simulate(
     saveat: Float[Array, " T"] | None = None,
     t0: float = 0.0,
     mode: str = "minimal",
-    solver: str = "dopri8",
+    solver: str | diffrax.AbstractAdaptiveSolver = "dopri8",
     rtol: float = 1e-10,
     atol: float = 1e-12,
     drive: Drive | None = None,
@@ -284,8 +284,9 @@ def simulate(
           the loop gap drifts at the tolerance;
         - `"paper"`: the 7-D ODE of Eqs. (84)–(85) in (Π1, q) as printed: both unit
           norms and the loop drift at the tolerance.
-    - `solver`: `"tsit5"`, `"dopri5"` or `"dopri8"`, with a PID step-size controller at
-      `rtol`, `atol`.
+    - `solver`: a Diffrax adaptive solver object (`diffrax.Dopri8()`, `diffrax.Tsit5()`,
+      ...; the explicit Runge–Kutta ones are tested), or one of the shorthands
+      `"tsit5"`, `"dopri5"`, `"dopri8"`; with a PID step-size controller at `rtol`, `atol`.
     - `drive`: a `Drive` (crank torque, joint damping).
     - `linearised`: K and δK by the paper's linearised constraint, Eqs. (74)–(81)
       (corrected), instead of Eq. (35) differentiated by JAX; same results.
@@ -299,8 +300,14 @@ def simulate(
     """
     if mode not in _MODES:
         raise ValueError(f"simulate: `mode` must be one of {_MODES}; got {mode!r}")
-    if solver not in _SOLVERS:
-        raise ValueError(f"simulate: `solver` must be one of {sorted(_SOLVERS)}; got {solver!r}")
+    if isinstance(solver, str):
+        if solver not in _SOLVERS:
+            raise ValueError(f"simulate: `solver` must be a Diffrax adaptive solver or one of {sorted(_SOLVERS)}; "
+                             f"got {solver!r}")
+        solver = _SOLVERS[solver]()
+    elif not isinstance(solver, diffrax.AbstractAdaptiveSolver):
+        raise ValueError(f"simulate: `solver` must be a Diffrax adaptive solver (its step size is controlled at "
+                         f"rtol, atol), e.g. diffrax.Dopri8(), or one of {sorted(_SOLVERS)}; got {solver!r}")
     if np.shape(q0) != (6,):
         raise ValueError(f"simulate: `q0` must hold the 6 attitude components (qA, qB, qD); got shape {np.shape(q0)}")
     if not is_traced(t1, t0) and not float(t1) > float(t0):
@@ -327,7 +334,7 @@ def _simulate(fb, q0, Pi0, t0, t1, ts, rtol, atol, drive, adjoint, mode, solver,
     else:
         term, y0, args = diffrax.ODETerm(_rhs_lie), jnp.concatenate([Pi0[None], jnp.zeros(3, q_init.dtype)]), (fb, drive, linearised, q_init)
     sol = diffrax.diffeqsolve(
-        term, _SOLVERS[solver](), t0, t1, None, y0, args=args,  # dt0=None: first step chosen by the controller
+        term, solver, t0, t1, None, y0, args=args,  # dt0=None: first step chosen by the controller
         saveat=diffrax.SaveAt(ts=ts), stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
         max_steps=max_steps, adjoint=adjoint, throw=False,
     )

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from .. import _closure, _linalg, _screw
+from .. import _linalg, _screw
 from .._closure import RESULTS
 from .._validate import check_array, is_traced
 from . import _kinematics as _kin
@@ -172,7 +172,6 @@ def _null_dim(mech):
 
 
 def _dynamics(mech: AbstractParallelMechanism, kin: Kinematics, f_ext, method: str) -> Dynamics:
-    N = kin.times.shape[0]
     theta = kin.labels - mech.home_labels()
 
     def chain_terms(th, thd):

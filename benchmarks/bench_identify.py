@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from test_identify import LOAD, NOMINAL, SIX_INPUTS, TRUE, _measurement, _payload_case, _six_case  # noqa: E402
 
 from benchmarks._timing import timed  # noqa: E402
-from diffmech import identify  # noqa: E402
+from diffmech import _identify, identify  # noqa: E402
 
 
 def central_jacobian(residual, p, h):
@@ -54,9 +54,9 @@ def fourbar(repeats):
     nscale = jnp.asarray(np.abs(base))
     p = jnp.concatenate([jnp.sign(jnp.asarray(base)), TRUE.lengths[:3], jnp.asarray([th[w], 2.0])])
     args = (TRUE, drive, None, nscale, tt, meas, 1e-10, True)
-    (r, ok, J), c_fwd, t_fwd = timed(lambda x: identify._oe_linearise(x, *args), p, repeats=repeats)
+    (r, ok, J), c_fwd, t_fwd = timed(lambda x: _identify._oe_linearise(x, *args), p, repeats=repeats)
     h = 1e-6 * jnp.maximum(jnp.abs(p), 1e-2)
-    fd = eqx.filter_jit(lambda x: central_jacobian(lambda y: identify._oe_residual(y, *args)[0], x, h))
+    fd = eqx.filter_jit(lambda x: central_jacobian(lambda y: _identify._oe_residual(y, *args)[0], x, h))
     Jfd, c_fd, t_fd = timed(fd, p, repeats=repeats)
     diff = float(jnp.max(jnp.abs(Jfd - J) / jnp.max(jnp.abs(J), axis=0)))
 
@@ -84,7 +84,7 @@ def payload(repeats):
     par, nominal, true, traj, kin = _payload_case()
     f = np.asarray(par.inverse_dynamics(true, traj, LOAD, kinematics=kin).actuator_forces)
     fe = jnp.broadcast_to(LOAD, (traj.times.shape[0], 6))
-    (Y, f0, ok), c_ex, t_ex = timed(lambda m: identify._payload_regressor(m, kin, fe, "newton_euler"), nominal,
+    (Y, f0, ok), c_ex, t_ex = timed(lambda m: _identify._payload_regressor(m, kin, fe, "newton_euler"), nominal,
                                     repeats=repeats)
     p0 = identify.payload_parameters(nominal)
     forces = lambda p: par._dynamics._dynamics(identify.with_payload(nominal, p), kin, fe,  # noqa: E731
@@ -110,7 +110,7 @@ def stephenson2(repeats):
     lk, path, start = _six_case()
     u, pts, k = jnp.asarray(SIX_INPUTS), jnp.asarray(path), lk.names.index("J8")
     p = identify.linkage_params(lk)
-    (r, ok, J), c_fwd, t_fwd = timed(lambda x: identify._lk_linearise(x, lk, u, k, pts), p, repeats=repeats)
+    (r, ok, J), c_fwd, t_fwd = timed(lambda x: _identify._lk_linearise(x, lk, u, k, pts), p, repeats=repeats)
 
     def residual(x):
         m = identify.lks.simulate_functional(identify.linkage_from_params(lk, x), u, branch=True, condition=False)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import diffmech as dm
-from diffmech import fourbar as fbk, identify
+from diffmech import _identify, fourbar as fbk, identify
 
 # one xdist group with tests/test_fit.py and notebook 06 (shared programs; see conftest)
 pytestmark = pytest.mark.xdist_group("fit")
@@ -150,7 +150,7 @@ def test_crank_angles_cannot_fix_the_length_scale():
 
     def residual(p):  # p: base / |base|, the four lengths, θA and ωA at tt[0]
         with_l4 = eqx.tree_at(lambda f: f.lengths, TRUE, p[8:12])  # l4 enters through the template
-        return identify._oe_residual(jnp.concatenate([p[:11], p[12:]]), with_l4, drive, None, nscale, tt, meas,
+        return _identify._oe_residual(jnp.concatenate([p[:11], p[12:]]), with_l4, drive, None, nscale, tt, meas,
                                      1e-10, True)[0]
 
     p = jnp.concatenate([jnp.sign(jnp.asarray(TRUE_BASE)), TRUE.lengths, tr.theta_A[:1], tr.omega_A[:1]])

@@ -231,7 +231,7 @@ def test_linkage_sweeps_wrench_solves_and_multistart_fits_on_one_and_four_device
         import jax, numpy as np, jax.numpy as jnp, equinox as eqx
         jax.config.update("jax_enable_x64", True)
         import diffmech as dm
-        from diffmech import shard, parallel as par, identify, fourbar as fbk
+        from diffmech import _identify, shard, parallel as par, identify, fourbar as fbk
         rng = np.random.default_rng(0)
         six = dm.examples.stephenson2()
         coords = six.coords[None] * (1 + 1e-3 * rng.normal(size=(6,) + six.coords.shape))
@@ -253,14 +253,14 @@ def test_linkage_sweeps_wrench_solves_and_multistart_fits_on_one_and_four_device
         def fit(l0):  # one start of a tracer fit: 150 Adam steps on identify's masked loss, inside jit
             import optax
             opt = optax.adam(1e-3)
-            m0 = identify._Kinematic(lengths=l0, point=jnp.array([0.09, 0.06]))
+            m0 = _identify._Kinematic(lengths=l0, point=jnp.array([0.09, 0.06]))
             def step(_, c):
                 m, s = c
-                g = jax.grad(identify._tracer_loss)(m, theta, pts, 1)
+                g = jax.grad(_identify._tracer_loss)(m, theta, pts, 1)
                 upd, s = opt.update(g, s)
                 return optax.apply_updates(m, upd), s
             m, _ = jax.lax.fori_loop(0, 150, step, (m0, opt.init(m0)))
-            return m.lengths, identify._tracer_loss(m0, theta, pts, 1), identify._tracer_loss(m, theta, pts, 1)
+            return m.lengths, _identify._tracer_loss(m0, theta, pts, 1), _identify._tracer_loss(m, theta, pts, 1)
         res = {{}}
         for d in (1, 4):
             res[f"lk{{d}}"], res[f"lkc{{d}}"] = shard.run(lk, coords, devices=d, per_device=2)

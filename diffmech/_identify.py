@@ -342,7 +342,7 @@ def _split(p, template, fixed, nscale, fit_lengths):
 def _ee_terms(fb, drive, times, theta, omega, alpha):
     """At smoothed samples (θA, ωA, αA): the regressor, the applied torque (from the
     `Drive`) and whether every sample closed."""
-    q, ok = jax.vmap(lambda a: fbd._closure_q(fb, a))(theta)
+    q, ok = jax.vmap(lambda a: fbd.closure_q(fb, a))(theta)
     tau = jax.vmap(lambda t, a, w, qq: drive.generalised_force(fb, t, a, w, qq))(times, theta, omega, q)
     return fourbar_regressor(fb, theta, omega, alpha), tau, jnp.all(ok)
 
@@ -368,7 +368,7 @@ def _oe_residual(p, template, drive, fixed, nscale, times, theta, rtol, fit_leng
     base, lengths = _split(p, template, fixed, nscale, fit_lengths)
     th0, w0 = p[-2], p[-1]
     fb = fourbar_from_base(eqx.tree_at(lambda f: f.lengths, template, lengths), base)
-    q0, ok0 = fbd._closure_q(fb, th0)
+    q0, ok0 = fbd.closure_q(fb, th0)
     tr = fbd.simulate(fb, q0, fbd.sigma(fb, q0) * w0, times[-1], t0=times[0], saveat=times, solver="tsit5",
                       rtol=rtol, atol=rtol * 1e-2, drive=drive, adjoint=fbd.diffrax.ForwardMode())
     ok = ok0 & tr.closed & (tr.result == fbd.diffrax.RESULTS.successful) & jnp.all(lengths > 0)

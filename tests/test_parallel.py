@@ -160,7 +160,7 @@ def _energy_power_residual(mech, kin, dyn, load):
     def energy(x, xd):
         th, thd = x[:mech.n_joints], xd[:mech.n_joints]
         E = 0.0
-        for ch, t, td in zip(mech.chains, par._kinematics._split_joints(mech, th), par._kinematics._split_joints(mech, thd)):
+        for ch, t, td in zip(mech.chains, par._kinematics.split_joints(mech, th), par._kinematics.split_joints(mech, thd)):
             if not ch.body_after:
                 continue
             _, c, J, V, _ = _dynamics._chain_bodies(ch, t, td)

@@ -104,7 +104,7 @@ def crank_torque(fb: FourBar, theta_A, omega_A, alpha_A) -> Float[Array, "*n"]:
     th, w, a = jnp.broadcast_arrays(*(jnp.asarray(v, dtype=fb.lengths.dtype) for v in (theta_A, omega_A, alpha_A)))
 
     def one(th_, w_, a_):
-        q, _ = _closure_q(fb, th_)
+        q, _ = closure_q(fb, th_)
         tq = tangent(fb, q)
         s, ds = jax.jvp(lambda qq: sigma(fb, qq), (q,), (tq,))
         _, dV = jax.jvp(lambda qq: potential(fb, qq), (q,), (tq,))
@@ -150,7 +150,7 @@ def _pi_dot(fb, drive, t, theta_A, Pi, q, linearised):
 _NEWTON_STEPS = 2
 
 
-def _closure_q(fb, theta_A):
+def closure_q(fb, theta_A):
     """q on `fb.branch` at θA: by the closure core, or by the parallelogram mode's
     closed form (qB = e1, qD = qA), which stays exact through its change points."""
     par = _k.is_parallelogram_mode(fb)
@@ -177,7 +177,7 @@ def _rotate(q, phi):
 def _rhs_minimal(t, y, args):
     fb, drive, lin = args
     theta_A, Pi = y[0], y[1]
-    q, _ = _closure_q(fb, theta_A)
+    q, _ = closure_q(fb, theta_A)
     dPi, omega, _ = _pi_dot(fb, drive, t, theta_A, Pi, q, lin)
     return jnp.stack([omega, dPi])
 
@@ -242,7 +242,7 @@ def project(fb: FourBar, q0) -> Float[Array, "6"]:
     of `q0` (atan2 of qA) and solve the closure on `fb.branch`."""
     q0 = jnp.asarray(q0, dtype=fb.lengths.dtype)
     theta = jnp.arctan2(q0[1], q0[0])
-    q, _ = _closure_q(fb, theta)
+    q, _ = closure_q(fb, theta)
     return q
 
 
@@ -342,7 +342,7 @@ def _simulate(fb, q0, Pi0, t0, t1, ts, rtol, atol, drive, adjoint, mode, solver,
     ok = jnp.ones(ts.shape, bool)
     if mode == "minimal":
         theta, Pi = ys[:, 0], ys[:, 1]
-        q, ok = jax.vmap(lambda th: _closure_q(fb, th))(theta)
+        q, ok = jax.vmap(lambda th: closure_q(fb, th))(theta)
     elif mode == "paper":
         Pi, q = ys[:, 0], ys[:, 1:]
         theta = jnp.unwrap(jnp.arctan2(q[:, 1], q[:, 0]))

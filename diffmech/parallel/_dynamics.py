@@ -175,8 +175,8 @@ def _dynamics(mech: AbstractParallelMechanism, kin: Kinematics, f_ext, method: s
     theta = kin.labels - mech.home_labels()
 
     def chain_terms(th, thd):
-        return [_chain_bodies(ch, t, td) for ch, t, td in zip(mech.chains, _kin._split_joints(mech, th),
-                                                               _kin._split_joints(mech, thd))]
+        return [_chain_bodies(ch, t, td) for ch, t, td in zip(mech.chains, _kin.split_joints(mech, th),
+                                                               _kin.split_joints(mech, thd))]
 
     if kin.method == "exact":
         def per_step(x, xd, xdd, fe):
@@ -282,7 +282,7 @@ def wrench_rank(mech: AbstractParallelMechanism, labels, rtol: float = 1e-10) ->
     theta = np.asarray(labels) - np.asarray(mech.home_labels())
     rows = []
     C = len(mech.chains)
-    for c, (ch, th) in enumerate(zip(mech.chains, _kin._split_joints(mech, jnp.asarray(theta)))):
+    for c, (ch, th) in enumerate(zip(mech.chains, _kin.split_joints(mech, jnp.asarray(theta)))):
         S = np.asarray(_kin.chain_screws(ch, th))
         for j in range(ch.n):
             if not ch.actuated[j]:
@@ -302,7 +302,7 @@ def body_motion(mechanism: AbstractParallelMechanism, kinematics: Kinematics) ->
 
     def links(th, thd):
         out = [_chain_bodies(ch, t, td)[1:4] for ch, t, td in zip(
-            mech.chains, _kin._split_joints(mech, th), _kin._split_joints(mech, thd)) if ch.body_after]
+            mech.chains, _kin.split_joints(mech, th), _kin.split_joints(mech, thd)) if ch.body_after]
         return [jnp.concatenate(v) for v in zip(*out)]
 
     n = mech.n_joints

@@ -80,7 +80,7 @@ def chain_screws(chain: Chain, theta: Float[Array, " n"], poses=None) -> Float[A
 def split(mech: AbstractParallelMechanism, x):
     """`x → ([θ_c], φ, d)`."""
     n = mech.n_joints
-    return _split_joints(mech, x[..., :n]), x[..., n:n + 3], x[..., n + 3:n + 6]
+    return split_joints(mech, x[..., :n]), x[..., n:n + 3], x[..., n + 3:n + 6]
 
 
 def groups(mech: AbstractParallelMechanism) -> tuple[tuple[int, ...], ...]:
@@ -198,13 +198,13 @@ def screw_rates(mech: AbstractParallelMechanism, theta, platform_twist) -> Float
     `θ̇_c = (S_cᵀ S_c)⁻¹ S_cᵀ V` (Eq. 14 of seed 002, Eq. 7 of seed 004), where `V` is
     the platform's space twist (the chain's last link is the platform)."""
     out = []
-    for ch, th in zip(mech.chains, _split_joints(mech, theta)):
+    for ch, th in zip(mech.chains, split_joints(mech, theta)):
         S = chain_screws(ch, th)
         out.append(_linalg.solve(S.T @ S, S.T @ platform_twist))
     return jnp.concatenate(out)
 
 
-def _split_joints(mech, theta):
+def split_joints(mech, theta):
     out, k = [], 0
     for n in mech.sizes:
         out.append(theta[..., k:k + n])
@@ -258,7 +258,7 @@ def _closure_errors(mech, theta, R, d):
     """Per-sample max-norm of the chains' closure errors (unscaled) at displacements
     `theta` against the platform displacement `(R, d)` (the one-step drift)."""
     def one(th, R_, d_):
-        rows = [_closure_rows(ch, t, R_, d_, 1.0) for ch, t in zip(mech.chains, _split_joints(mech, th))]
+        rows = [_closure_rows(ch, t, R_, d_, 1.0) for ch, t in zip(mech.chains, split_joints(mech, th))]
         return jnp.max(jnp.abs(jnp.concatenate(rows)))
     return jax.vmap(one)(theta, R, d)
 
@@ -439,7 +439,7 @@ def chain_ranks(mech: AbstractParallelMechanism, labels, rtol: float = 1e-9) -> 
     """Numerical rank of every chain's screw matrix at joint labels `labels` (eager)."""
     theta = jnp.asarray(labels) - mech.home_labels()
     out = {}
-    for ch, th in zip(mech.chains, _split_joints(mech, theta)):
+    for ch, th in zip(mech.chains, split_joints(mech, theta)):
         s = np.linalg.svd(np.asarray(chain_screws(ch, th)), compute_uv=False)
         out[ch.name] = int(np.sum(s > rtol * max(s[0], 1e-300)))
     return out
@@ -489,7 +489,7 @@ def _pose_screws(mechanism, R, pos):
     """Close the chains at the pose (R, pos) from home by Newton, one compiled program;
     returns (converged, residual, screw matrix of every chain)."""
     sol = _closure.root(residual, jnp.zeros(mechanism.n_joints + 6), (R, pos - R @ mechanism.reference), mechanism)
-    th = _split_joints(mechanism, sol.value[:mechanism.n_joints])
+    th = split_joints(mechanism, sol.value[:mechanism.n_joints])
     return sol.converged, sol.residual, [chain_screws(ch, t) for ch, t in zip(mechanism.chains, th)]
 
 

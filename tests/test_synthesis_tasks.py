@@ -12,7 +12,7 @@ import pytest
 
 import diffmech as dm
 from diffmech import fourbar as fbk, synthesis as S
-from tests.reference import burmester as bm
+from reference import burmester as bm
 
 # one xdist group with tests/test_synthesis.py and notebook 07, which runs after them in the
 # same process and reuses their compiled programs (tests/conftest.py)

@@ -20,14 +20,12 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import diffmech as dm  # noqa: E402
-from benchmarks.bench_fourbar_dynamics import COM, G, J, L, M, _median_time, released  # noqa: E402
+from benchmarks.bench_fourbar_dynamics import COM, G, J, L, M, _median_time, random_releases, released  # noqa: E402
 from diffmech.fourbar import _dynamics as D  # noqa: E402
 
 fb = dm.FourBar(lengths=L, masses=M, inertias=J, com=COM, gravity=G)
 n, t1, rtol = 1024, 1.0, 1e-8
-rng = np.random.default_rng(1)
-th0 = jnp.asarray(rng.uniform(-np.pi, np.pi, n))
-w0 = jnp.asarray(rng.uniform(-3, 3, n))
+th0, w0 = random_releases(np.random.default_rng(1), n)  # the throughput bench's first batch
 
 
 @jax.jit

@@ -100,12 +100,16 @@ def released(fb, theta0, omega0, t1, rtol):
                         atol=rtol * 1e-2)
 
 
+def random_releases(rng, n):
+    """n crank angles in [−π, π) and rates in [−3, 3) rad/s: the batched cases' starts."""
+    return jnp.asarray(rng.uniform(-np.pi, np.pi, n)), jnp.asarray(rng.uniform(-3, 3, n))
+
+
 def throughput(fb, batches, t1, rtol, repeats):
     rows = []
     rng = np.random.default_rng(1)
     for n in batches:
-        th0 = jnp.asarray(rng.uniform(-np.pi, np.pi, n))
-        w0 = jnp.asarray(rng.uniform(-3, 3, n))
+        th0, w0 = random_releases(rng, n)
 
         @jax.jit
         def run(th0, w0):

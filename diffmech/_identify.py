@@ -1,24 +1,5 @@
-"""Parameter identification from measured motion, on the fitting layer (`diffmech.fit`).
-
-`fourbar_tracer`: a four-bar's link lengths and coupler point from tracer positions
-measured at known crank angles, in the four-bar's frame (A at the origin, D on +x).
-The positions come from the closure core (a continuation sweep through the measured
-angles, implicit gradients); samples where the candidate cannot be assembled are masked
-out of the loss before the gradient.
-
-`linkage_tracer`: any planar linkage's joint coordinates (a Stephenson-II six-bar, …)
-from tracer positions at known inputs, by Levenberg–Marquardt through the linkage
-model, with the identifiable combinations counted.
-
-`fourbar_dynamics`: a four-bar's base inertial parameters (`BASE_NAMES`, the 8
-combinations of masses, inertias and COM offsets the motion depends on), crank,
-coupler and rocker lengths and initial state from a measured crank angle θA(t) of the
-reduced Hamiltonian model, free or under a known torque.
-
-`payload`: a parallel mechanism's platform (payload) mass, centre of mass and inertia
-from measured actuator forces along a known trajectory (linear least squares on the
-exact regressor of the Newton–Euler wrench solve).
-"""
+"""The implementation of `diffmech.identify` (its public names are re-exported there;
+the module docstring there describes them)."""
 
 from __future__ import annotations
 

@@ -379,9 +379,15 @@ def _check(c, prob, substeps):
     return theta, s.q[::substeps][jnp.argsort(order)], jnp.all(s.converged), jnp.min(mu), jnp.max(mu)
 
 
-_check_batch = eqx.filter_jit(lambda c, prob, sub: jax.vmap(lambda c_: _check(_decode(c_, prob), prob, sub))(c))
-_features_batch = eqx.filter_jit(lambda c, prob, q: jax.vmap(lambda c_, q_: _features(_decode(c_, prob), prob, q_))(c, q))
-_decode_batch = eqx.filter_jit(lambda c, prob: jax.vmap(lambda c_: _decode(c_, prob))(c))
+def _verdict(c, prob, substeps):
+    """`_check` of a start in the search's coordinates, with the decoded start and the
+    task's features at the targets (one program for the selection)."""
+    c = _decode(c, prob)
+    theta, q, ok, mu_lo, mu_hi = _check(c, prob, substeps)
+    return c, theta, q, ok, mu_lo, mu_hi, _features(c, prob, q)
+
+
+_verdict_batch = eqx.filter_jit(lambda c, prob, sub: jax.vmap(lambda c_: _verdict(c_, prob, sub))(c))
 
 
 # --------------------------------------------------------------------------- starts
@@ -659,9 +665,7 @@ def _search(task, t, centre, scale, *, timing, angles, phase, frame, bounds, gra
 
 def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
     """Check every start by the closure core and the constraints, pick the best."""
-    thetas, q, ok, mu_lo, mu_hi = _check_batch(cands, prob, 8)
-    P, beta, psi = _features_batch(cands, prob, q)
-    dec = _decode_batch(cands, prob)
+    dec, thetas, q, ok, mu_lo, mu_hi, (P, beta, psi) = _verdict_batch(cands, prob, 8)
     thetas, q, ok, mu_lo, mu_hi, P, beta, psi = (np.asarray(v) for v in (thetas, q, ok, mu_lo, mu_hi, P, beta, psi))
     lengths = np.asarray(dec.lengths)
     wrap = lambda a: np.arctan2(np.sin(a), np.cos(a))  # noqa: E731

@@ -27,3 +27,18 @@ def rotation(theta: Float[Array, ""]) -> Float[Array, "2 2"]:
     """The planar rotation matrix R(θ) (anticlockwise)."""
     c, s = jnp.cos(theta), jnp.sin(theta)
     return jnp.stack([jnp.stack([c, -s]), jnp.stack([s, c])])
+
+
+def dot(a: Float[Array, "*b k"], b: Float[Array, "*b k"]) -> Float[Array, "*b"]:
+    """a · b over the last axis, written element-wise: under `vmap` a `jnp.dot` of
+    2- or 3-vectors becomes a batched `dot` that XLA:CPU runs one tiny matrix at a
+    time (10x slower in the four-bar's sweep)."""
+    out = a[..., 0] * b[..., 0]
+    for i in range(1, a.shape[-1]):
+        out = out + a[..., i] * b[..., i]
+    return out
+
+
+def unit(v: Float[Array, "*b k"]) -> Float[Array, "*b k"]:
+    """v / |v| over the last axis."""
+    return v / jnp.sqrt(dot(v, v))[..., None]

@@ -2,7 +2,8 @@
 spherical and spatial n-bars with revolute, prismatic and spherical joints, one input
 (revolute, prismatic or a linear actuator), simulated on the closure core."""
 
-from ._model import GEOMETRIES as GEOMETRIES, Linkage as Linkage, LinkageError as LinkageError, residual as residual
+from ._model import Linkage as Linkage, residual as residual
+from ._schema import GEOMETRIES as GEOMETRIES, LinkageError as LinkageError
 from ._simulate import (
     Motion as Motion,
     check_initial as check_initial,

@@ -50,8 +50,6 @@ pole of its plane (Eq. (21), right-handed; arc length = angle on the unit sphere
 import dataclasses
 import functools
 import json
-import math
-import tomllib
 from pathlib import Path
 
 import equinox as eqx
@@ -60,46 +58,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .. import _linalg
-from .._geometry import rotation
+from .. import _screw
+from . import _schema
+from .._geometry import dot, rotation, unit
+from ._equations import EQUATIONS, TRACERS
 
-GEOMETRIES = ("planar", "spherical", "spatial")
-_KEYS = ("name", "geometry", "description", "joints", "links", "ground", "input", "simulation")
-INPUTS = ("revolute", "prismatic", "actuator")
-JOINT_TYPES = {"planar": ("R", "P", "tracer"), "spherical": ("R", "P", "tracer"), "spatial": ("S", "tracer")}
-
-
-class LinkageError(ValueError):
-    """A linkage description or configuration is invalid; the message names the
-    joint, link or path in the file, and the reason."""
-
-
-# --------------------------------------------------------------------------- small vector helpers
-
-
-def _perp(v):
-    return jnp.stack([-v[..., 1], v[..., 0]], axis=-1)
-
-
-def _dot(u, v):
-    return jnp.sum(u * v, axis=-1)
-
-
-def _cross2(u, v):
-    return u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0]
-
-
-def _unit(v):
-    return v / jnp.sqrt(_dot(v, v))[..., None]
-
-
-def _rodrigues(axis, angle):
-    """Rotation matrix about the unit `axis` by `angle` (right-handed)."""
-    k = axis
-    z = jnp.zeros_like(k[0])
-    K = jnp.stack([jnp.stack([z, -k[2], k[1]]), jnp.stack([k[2], z, -k[0]]), jnp.stack([-k[1], k[0], z])])
-    return jnp.eye(3, dtype=axis.dtype) + jnp.sin(angle) * K + (1 - jnp.cos(angle)) * (K @ K)
-
+from ._schema import LinkageError
 
 # --------------------------------------------------------------------------- topology (static)
 
@@ -161,9 +125,7 @@ def _frame_of(topo: _Topology, link: int):
 @functools.lru_cache(maxsize=256)
 def _compile(topo: _Topology, names: tuple, link_names: tuple) -> _Plan:
     known = topo.known
-    eq: dict[str, list] = {k: [] for k in (
-        "dist", "pcarry", "lcarry", "lslide", "offset", "angle", "unit",
-        "sdot", "scarry", "scarry2", "tcarry", "act")}
+    eq: dict[str, list] = {k: [] for k in EQUATIONS}
     carried = set()  # elements with a gauge (planar lines, spherical vectors) already carried by a link
     frames = []
     for li in range(len(topo.links)):
@@ -232,10 +194,8 @@ def _compile(topo: _Topology, names: tuple, link_names: tuple) -> _Plan:
     if topo.input_kind == "actuator":
         eq["act"].append(topo.input_joints)
 
-    rows_per = {"dist": 1, "pcarry": 2, "lcarry": 3, "lslide": 2, "offset": 1, "angle": 1, "unit": 1,
-                "sdot": 1, "scarry": 3, "scarry2": 2, "tcarry": 3, "act": 1}
-    width = {"dist": 2, "pcarry": 3, "lcarry": 3, "lslide": 3, "offset": 2, "angle": 2, "unit": 1,
-             "sdot": 2, "scarry": 3, "scarry2": 3, "tcarry": 4, "act": 2}
+    rows_per = {k: E.rows for k, E in EQUATIONS.items()}
+    width = {k: E.width for k, E in EQUATIONS.items()}
     groups = {k: np.array(v, dtype=int).reshape(-1, width[k]) for k, v in eq.items()}
     n_eq = sum(rows_per[k] * len(v) for k, v in eq.items())
     unknowns, off = [], 0
@@ -324,102 +284,7 @@ class Linkage(eqx.Module):
         sphere is an error (the seed's tables print two decimals). Errors name the
         path in the description and the reason (`LinkageError`).
         """
-        if not isinstance(spec, dict):
-            raise LinkageError(f"linkage: a description is a mapping; got {type(spec).__name__}")
-        extra = sorted(set(spec) - set(_KEYS))
-        if extra:
-            raise LinkageError(f"linkage: unknown key {extra[0]!r} (allowed: {_KEYS})")
-        for key in ("joints", "links", "ground", "input"):
-            if key not in spec:
-                raise LinkageError(f"linkage: missing key {key!r} (need 'joints', 'links', 'ground', 'input')")
-        geometry = spec.get("geometry", "planar")
-        if geometry not in GEOMETRIES:
-            raise LinkageError(f"geometry: must be one of {GEOMETRIES}; got {geometry!r}")
-        joints, links = spec["joints"], spec["links"]
-        if not isinstance(joints, dict) or not joints:
-            raise LinkageError("joints: a non-empty mapping of joint name -> {type, coords}")
-        if not isinstance(links, dict) or not links:
-            raise LinkageError("links: a non-empty mapping of link name -> [joint names]")
-        allowed = JOINT_TYPES[geometry]
-        names, types, rows = [], [], []
-        for name, j in joints.items():
-            kind = j.get("type") if isinstance(j, dict) else None
-            if kind not in allowed:
-                raise LinkageError(f"joints.{name}.type: a {geometry} joint is one of {allowed}; got {kind!r}")
-            raw = j.get("coords")
-            try:
-                c = np.asarray(raw, dtype=float)
-            except (TypeError, ValueError):
-                raise LinkageError(f"joints.{name}.coords: need numbers; got {raw!r}") from None
-            want = 2 if (geometry == "planar" and kind != "P") else 3
-            what = {"planar": "a point (x, y)" if kind != "P" else "a line (a, b, c), a x + b y + c = 0",
-                    "spherical": "a point (x, y, z) on the unit sphere" if kind != "P" else
-                    "a plane through the centre, its normal (a, b, c)",
-                    "spatial": "a point (x, y, z)"}[geometry]
-            if c.shape != (want,):
-                raise LinkageError(f"joints.{name}.coords: {what} needs {want} numbers; got {raw!r}")
-            if not np.all(np.isfinite(c)):
-                raise LinkageError(f"joints.{name}.coords: must be finite; got {raw!r}")
-            if geometry == "planar" and kind == "P":
-                nn = math.hypot(c[0], c[1])
-                if not nn > 1e-12 * max(1.0, abs(c[2])):
-                    raise LinkageError(f"joints.{name}.coords: the line {c.tolist()} cannot be normalised ((a, b) = 0)")
-                c = c / nn
-            elif geometry == "spherical":
-                nn = float(np.linalg.norm(c))
-                if kind == "P":
-                    if not nn > 1e-12:
-                        raise LinkageError(f"joints.{name}.coords: the plane normal {c.tolist()} cannot be normalised")
-                elif abs(nn - 1) > sphere_tol:
-                    raise LinkageError(
-                        f"joints.{name}.coords: a spherical point must lie on the unit sphere (Eq. (9)); "
-                        f"{c.tolist()} has norm {nn:.6g} (tolerance {sphere_tol})")
-                c = c / nn
-            else:
-                c = np.concatenate([c, np.zeros(3 - c.size)])
-            names.append(str(name))
-            types.append(kind)
-            rows.append(c)
-        index = {n: i for i, n in enumerate(names)}
-        link_names, link_tuples = [], []
-        for lname, members in links.items():
-            if not isinstance(members, (list, tuple)):
-                raise LinkageError(f"links.{lname}: a list of joint names; got {members!r}")
-            unknown = [m for m in members if m not in index]
-            if unknown:
-                raise LinkageError(f"links.{lname}: unknown joint {unknown[0]!r}; joints are {names}")
-            idx = tuple(index[m] for m in members)
-            if len(set(idx)) != len(idx):
-                raise LinkageError(f"links.{lname}: a joint is listed twice: {list(members)}")
-            if sum(types[i] != "tracer" for i in idx) < 2:
-                raise LinkageError(f"links.{lname}: a link needs two or more joints (tracers not counted); got {list(members)}")
-            link_names.append(str(lname))
-            link_tuples.append(idx)
-        ground = spec["ground"]
-        if ground not in link_names:
-            raise LinkageError(f"ground: unknown link {ground!r}; links are {link_names}")
-        g = link_names.index(ground)
-        for j, kind in enumerate(types):
-            holders = [link_names[k] for k, lk in enumerate(link_tuples) if j in lk]
-            if kind == "tracer" and len(holders) != 1:
-                raise LinkageError(f"joints.{names[j]}: a tracer belongs to exactly one link; it is in {holders}")
-            if kind != "tracer" and len(holders) < 2:
-                raise LinkageError(f"joints.{names[j]}: a joint connects two or more links; it is in {holders}")
-        in_kind, in_link, in_joints = _parse_input(spec["input"], geometry, names, types, link_names, link_tuples, g)
-        sim = spec.get("simulation", {}) or {}
-        if not isinstance(sim, dict) or set(sim) - {"steps", "step"}:
-            raise LinkageError(f"simulation: a mapping with 'steps' and/or 'step'; got {sim!r}")
-        steps = sim.get("steps", 180)
-        step = sim.get("step")
-        if not (isinstance(steps, int) and steps >= 1):
-            raise LinkageError(f"simulation.steps: a positive integer; got {steps!r}")
-        if step is not None and not (isinstance(step, (int, float)) and math.isfinite(step) and step != 0):
-            raise LinkageError(f"simulation.step: a finite non-zero number; got {step!r}")
-        lk = cls(coords=jnp.asarray(np.stack(rows)), names=tuple(names), types=tuple(types),
-                 links=tuple(link_tuples), link_names=tuple(link_names), ground=g, input_kind=in_kind,
-                 input_link=in_link, input_joints=in_joints, geometry=geometry,
-                 name=str(spec.get("name", "linkage")), steps=steps, step=None if step is None else float(step),
-                 description=str(spec.get("description", "")))
+        lk = cls(**_schema.parse(spec, sphere_tol=sphere_tol))
         lk._validate_frames()
         plan = lk.plan
         if plan.n_equations != plan.n_unknowns:
@@ -453,14 +318,7 @@ class Linkage(eqx.Module):
         """Load a description from a JSON (`.json`) or TOML (`.toml`) file (see
         `from_dict`); errors name the file."""
         path = Path(path)
-        try:
-            text = path.read_text()
-        except OSError as e:
-            raise LinkageError(f"{path}: cannot read ({e})") from None
-        try:
-            spec = tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
-        except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
-            raise LinkageError(f"{path}: not valid {'TOML' if path.suffix.lower() == '.toml' else 'JSON'} ({e})") from None
+        spec = _schema.read(path)
         try:
             return cls.from_dict(spec, **kw)
         except LinkageError as e:
@@ -489,7 +347,7 @@ class Linkage(eqx.Module):
         """Write the description as JSON (`.json`) or TOML (`.toml`)."""
         path = Path(path)
         d = self.to_dict()
-        path.write_text(_to_toml(d) if path.suffix.lower() == ".toml" else json.dumps(d, indent=1))
+        path.write_text(_schema.to_toml(d) if path.suffix.lower() == ".toml" else json.dumps(d, indent=1))
 
     # ------------------------------------------------------------------ topology
 
@@ -537,11 +395,11 @@ class Linkage(eqx.Module):
         if self.geometry == "planar":
             lines = np.array([j for j, t in enumerate(self.types) if t == "P"], dtype=int)
             if lines.size:
-                n = jnp.sqrt(_dot(C[lines, :2], C[lines, :2]))
+                n = jnp.sqrt(dot(C[lines, :2], C[lines, :2]))
                 C = C.at[lines].set(C[lines] / n[:, None])
             return C
         if self.geometry == "spherical":
-            return _unit(C)
+            return unit(C)
         return C
 
     def driven(self, u) -> Float[Array, "J 3"]:
@@ -565,80 +423,7 @@ class Linkage(eqx.Module):
         return self.state(self.initial())
 
 
-def _parse_input(inp, geometry, names, types, link_names, link_tuples, g):
-    if isinstance(inp, str):
-        inp = {"link": inp}
-    if not isinstance(inp, dict):
-        raise LinkageError(f"input: a link name or a mapping {{type, link, joint}} / {{type: actuator, joints}}; got {inp!r}")
-    kind = inp.get("type")
-    if kind is not None and kind not in INPUTS:
-        raise LinkageError(f"input.type: one of {INPUTS}; got {kind!r}")
-    if kind == "actuator":
-        js = inp.get("joints")
-        if not (isinstance(js, (list, tuple)) and len(js) == 2):
-            raise LinkageError(f"input.joints: an actuator acts between two joints; got {js!r}")
-        for n in js:
-            if n not in names or types[names.index(n)] == "P":
-                raise LinkageError(f"input.joints: {n!r} is not a point joint of this linkage")
-        a, b = names.index(js[0]), names.index(js[1])
-        if a == b:
-            raise LinkageError("input.joints: an actuator needs two different joints")
-        if any(a in lk and b in lk for lk in link_tuples):
-            raise LinkageError(f"input.joints: {js[0]} and {js[1]} are on the same link; the actuator would be rigid")
-        return "actuator", -1, (a, b)
-    if geometry == "spatial":
-        raise LinkageError("input: a spatial linkage is driven by an actuator ({\"type\": \"actuator\", \"joints\": [A, B]})")
-    link = inp.get("link")
-    if link not in link_names:
-        raise LinkageError(f"input.link: unknown link {link!r}; links are {link_names}")
-    li = link_names.index(link)
-    if li == g:
-        raise LinkageError("input.link: the input link cannot be the ground")
-    shared = [j for j in link_tuples[li] if j in link_tuples[g] and types[j] != "tracer"]
-    if "joint" in inp:
-        if inp["joint"] not in names or names.index(inp["joint"]) not in shared:
-            raise LinkageError(f"input.joint: {inp['joint']!r} is not a joint between {link!r} and the ground")
-        shared = [names.index(inp["joint"])]
-    if len(shared) != 1:
-        raise LinkageError(f"input: link {link!r} must share exactly one joint with the ground; it shares "
-                           f"{[names[j] for j in shared]}")
-    (s,) = shared
-    inferred = "prismatic" if types[s] == "P" else "revolute"
-    if kind is not None and kind != inferred:
-        raise LinkageError(f"input.type: {kind!r} does not match joint {names[s]} of type {types[s]} "
-                           f"(a revolute input turns about a point, a prismatic one slides along a line or plane)")
-    return inferred, li, (s,)
-
-
 # --------------------------------------------------------------------------- frames, tracers, residual
-
-
-def _frame_coeffs_pp(C0, a, b, c):
-    # (α, β) with c = a + α e + β S e, e = b − a
-    e = C0[b, :2] - C0[a, :2]
-    d = C0[c, :2] - C0[a, :2]
-    r2 = _dot(e, e)
-    return _dot(d, e) / r2, _dot(d, _perp(e)) / r2
-
-
-def _frame_coeffs_3(C0, a, b, c, d):
-    # (α, β, γ) with d = a + α (b − a) + β (c − a) + γ (b − a) × (c − a)
-    e1, e2 = C0[b] - C0[a], C0[c] - C0[a]
-    M = jnp.stack([e1, e2, jnp.cross(e1, e2)], axis=-1)  # (k, 3, 3) columns
-    return jax.vmap(_linalg.solve)(M, C0[d] - C0[a])
-
-
-def _frame_coeffs_s(C0, u, v, w):
-    # (α, β, γ) with w = α u + β v + γ u × v
-    M = jnp.stack([C0[u], C0[v], jnp.cross(C0[u], C0[v])], axis=-1)
-    return jax.vmap(_linalg.solve)(M, C0[w])
-
-
-def _orthonormal(u, v):
-    # rows (k, 3): e1 = u/|u|, e2 ⟂ e1 in span(u, v), e3 = e1 × e2
-    e1 = _unit(u)
-    e2 = _unit(v - _dot(v, e1)[..., None] * e1)
-    return e1, e2, jnp.cross(e1, e2)
 
 
 class _Prepared(eqx.Module):
@@ -653,71 +438,19 @@ class _Prepared(eqx.Module):
 
 def _tracer_rows(plan, kind):
     rows = [(j,) + tuple(plan.frames[li][1:]) for j, li in plan.tracers if plan.frames[li][0] == kind]
-    return np.array(rows, dtype=int).reshape(-1, {"pp": 3, "pl": 3, "ss": 3, "ppp": 4}[kind])
+    return np.array(rows, dtype=int).reshape(-1, TRACERS[kind].width)
 
 
 def _prepare(lk: Linkage) -> _Prepared:
+    """The constants of every equation and tracer, from the initial coordinates."""
     C0 = lk.initial()
-    g = lk.plan.groups
-    k = {}
-
-    def dist0(a, b, sl):
-        return jnp.sqrt(_dot(C0[b, sl] - C0[a, sl], C0[b, sl] - C0[a, sl]))
-
-    sl = slice(0, 2) if lk.geometry == "planar" else slice(0, 3)
-    if g["dist"].size:
-        k["dist"] = dist0(*g["dist"].T, sl)
-    if g["act"].size:
-        k["act"] = dist0(*g["act"].T, sl)
-    if g["pcarry"].size:
-        k["pcarry"] = _frame_coeffs_pp(C0, *g["pcarry"].T)
-    for kind in ("lcarry", "lslide"):
-        if g[kind].size:
-            a, b, ln = g[kind].T
-            e0 = C0[b, :2] - C0[a, :2]
-            r0 = jnp.sqrt(_dot(e0, e0))
-            k[kind] = (_dot(C0[ln, :2], e0) / r0, _dot(C0[ln, :2], _perp(e0)) / r0, r0,
-                       _dot(C0[ln, :2], C0[a, :2]) + C0[ln, 2])
-    if g["offset"].size:
-        p, ln = g["offset"].T
-        k["offset"] = _dot(C0[ln, :2], C0[p, :2]) + C0[ln, 2]
-    if g["angle"].size:
-        l1, l2 = g["angle"].T
-        k["angle"] = (_dot(C0[l1, :2], C0[l2, :2]), _cross2(C0[l1, :2], C0[l2, :2]))
-    if g["sdot"].size:
-        a, b = g["sdot"].T
-        cr = jnp.cross(C0[a], C0[b])
-        k["sdot"] = (_dot(C0[a], C0[b]), jnp.sqrt(_dot(cr, cr)))
-    if g["scarry"].size:
-        k["scarry"] = _frame_coeffs_s(C0, *g["scarry"].T)
-    if g["scarry2"].size:
-        # an element another link already carries: two of its coordinates in this
-        # link's orthonormal frame, those along the axes where it is smallest (their
-        # projections on its tangent plane are then well conditioned)
-        a, b, w = g["scarry2"].T
-        c = jnp.stack([_dot(C0[w], e) for e in _orthonormal(C0[a], C0[b])], axis=-1)
-        ac = jax.lax.stop_gradient(jnp.abs(c))
-        biggest = (ac >= jnp.max(ac, axis=-1, keepdims=True)).astype(c.dtype)
-        keep = 1.0 - biggest / jnp.sum(biggest, axis=-1, keepdims=True)  # drop the largest axis
-        k["scarry2"] = (c, keep)
-    if g["tcarry"].size:
-        k["tcarry"] = _frame_coeffs_3(C0, *g["tcarry"].T)
-    plan = lk.plan
-    if plan.tracers:
-        R = _tracer_rows(plan, "pp")
-        if R.size:
-            k["t_pp"] = _frame_coeffs_pp(C0, R[:, 1], R[:, 2], R[:, 0])
-        R = _tracer_rows(plan, "pl")
-        if R.size:
-            j, p, ln = R.T
-            d, n0 = C0[j, :2] - C0[p, :2], C0[ln, :2]
-            k["t_pl"] = (_dot(d, n0), _dot(d, _perp(n0)))
-        R = _tracer_rows(plan, "ss")
-        if R.size:
-            k["t_ss"] = _frame_coeffs_s(C0, R[:, 1], R[:, 2], R[:, 0])
-        R = _tracer_rows(plan, "ppp")
-        if R.size:
-            k["t_ppp"] = _frame_coeffs_3(C0, R[:, 1], R[:, 2], R[:, 3], R[:, 0])
+    sl = slice(0, lk.dim)
+    k = {kind: E.constants(C0, lk.plan.groups[kind], sl) for kind, E in EQUATIONS.items()
+         if lk.plan.groups[kind].size}
+    for kind, T in TRACERS.items():
+        rows = _tracer_rows(lk.plan, kind)
+        if rows.size:
+            k["t_" + kind] = T.constants(C0, rows)
     return _Prepared(lk=lk, C0=C0, k=k)
 
 
@@ -738,7 +471,7 @@ def _moved(prep: _Prepared, u):
             R = rotation(u)
             pts = P + (M[:, :2] - P) @ R.T
             n = M[:, :2] @ R.T
-            c = M[:, 2] + _dot(M[:, :2] - n, P)
+            c = M[:, 2] + dot(M[:, :2] - n, P)
             rows = jnp.where(line[:, None], jnp.concatenate([n, c[:, None]], axis=1),
                              jnp.concatenate([pts, M[:, 2:]], axis=1))
         else:  # slide along the ground line, direction (b, −a): Eqs. (13)–(14)
@@ -746,7 +479,7 @@ def _moved(prep: _Prepared, u):
             rows = jnp.where(line[:, None], M.at[:, 2].add(-(M[:, :2] @ t)), M.at[:, :2].add(t))
         return moving, rows
     # spherical: a rotation about the pivot's axis or the slider plane's pole, Eqs. (15)–(22)
-    return moving, M @ _rodrigues(C[s], u).T
+    return moving, M @ _screw.rotation(C[s], u).T
 
 
 def _assemble(x, u, prep: _Prepared) -> Float[Array, "J 3"]:
@@ -767,27 +500,11 @@ def _assemble(x, u, prep: _Prepared) -> Float[Array, "J 3"]:
 
 
 def _carry_tracers(prep: _Prepared, X):
-    plan = prep.lk.plan
-    k = prep.k
-    if "t_pp" in k:
-        j, a, b = _tracer_rows(plan, "pp").T
-        al, be = k["t_pp"]
-        e = X[b, :2] - X[a, :2]
-        X = X.at[j, :2].set(X[a, :2] + al[:, None] * e + be[:, None] * _perp(e))
-    if "t_pl" in k:
-        j, p, ln = _tracer_rows(plan, "pl").T
-        al, be = k["t_pl"]
-        n = X[ln, :2]
-        X = X.at[j, :2].set(X[p, :2] + al[:, None] * n + be[:, None] * _perp(n))
-    if "t_ss" in k:
-        j, u, v = _tracer_rows(plan, "ss").T
-        kk = k["t_ss"]
-        X = X.at[j].set(kk[:, :1] * X[u] + kk[:, 1:2] * X[v] + kk[:, 2:] * jnp.cross(X[u], X[v]))
-    if "t_ppp" in k:
-        j, a, b, c = _tracer_rows(plan, "ppp").T
-        kk = k["t_ppp"]
-        e1, e2 = X[b] - X[a], X[c] - X[a]
-        X = X.at[j].set(X[a] + kk[:, :1] * e1 + kk[:, 1:2] * e2 + kk[:, 2:] * jnp.cross(e1, e2))
+    for kind, T in TRACERS.items():
+        if "t_" + kind in prep.k:
+            rows = _tracer_rows(prep.lk.plan, kind)
+            new = T.carry(X, rows, prep.k["t_" + kind])
+            X = X.at[rows[:, 0], : new.shape[1]].set(new)
     return X
 
 
@@ -800,98 +517,12 @@ def _residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " n"]:
     """The rigidity equations of a prepared linkage (the closure core's residual)."""
     lk, k = prep.lk, prep.k
     X = _assemble(x, u, prep)
-    g = lk.plan.groups
-    out = []
-    sl = slice(0, 2) if lk.geometry == "planar" else slice(0, 3)
-    if g["dist"].size:
-        a, b = g["dist"].T
-        r0 = k["dist"]
-        e = X[b, sl] - X[a, sl]
-        out.append((_dot(e, e) - r0**2) / (2 * r0))
-    if g["pcarry"].size:
-        a, b, c = g["pcarry"].T
-        al, be = k["pcarry"]
-        e = X[b, :2] - X[a, :2]
-        out.append((X[c, :2] - X[a, :2] - al[:, None] * e - be[:, None] * _perp(e)).reshape(-1))
-    for kind in ("lcarry", "lslide"):
-        if g[kind].size:
-            a, b, ln = g[kind].T
-            ga, de, r0, d0 = k[kind]
-            e = (X[b, :2] - X[a, :2]) / r0[:, None]
-            n = ga[:, None] * e + de[:, None] * _perp(e)
-            # carried: n equals where the frame puts it; sliding: parallel to it
-            out.append((X[ln, :2] - n).reshape(-1) if kind == "lcarry" else _cross2(X[ln, :2], n))
-            out.append(_dot(X[ln, :2], X[a, :2]) + X[ln, 2] - d0)
-    if g["offset"].size:
-        p, ln = g["offset"].T
-        out.append(_dot(X[ln, :2], X[p, :2]) + X[ln, 2] - k["offset"])
-    if g["angle"].size:
-        l1, l2 = g["angle"].T
-        c, s = k["angle"]
-        out.append(_cross2(X[l2, :2], c[:, None] * X[l1, :2] + s[:, None] * _perp(X[l1, :2])))
-    if g["sdot"].size:
-        a, b = g["sdot"].T
-        c0, s0 = k["sdot"]
-        out.append((_dot(X[a], X[b]) - c0) / s0)
-    if g["scarry"].size:
-        a, b, w = g["scarry"].T
-        kk = k["scarry"]
-        out.append((X[w] - kk[:, :1] * X[a] - kk[:, 1:2] * X[b] - kk[:, 2:] * jnp.cross(X[a], X[b])).reshape(-1))
-    if g["scarry2"].size:
-        a, b, w = g["scarry2"].T
-        c, keep = k["scarry2"]
-        r = jnp.stack([_dot(X[w], e) for e in _orthonormal(X[a], X[b])], axis=-1) - c  # (k, 3)
-        # the two kept axes, in order (a static selection would need concrete data)
-        first = jnp.sum(keep * r * (jnp.cumsum(keep, axis=-1) == 1), axis=-1)
-        second = jnp.sum(keep * r * (jnp.cumsum(keep, axis=-1) == 2), axis=-1)
-        out.append(jnp.stack([first, second], axis=-1).reshape(-1))
-    if g["tcarry"].size:
-        a, b, c, d = g["tcarry"].T
-        kk = k["tcarry"]
-        e1, e2 = X[b] - X[a], X[c] - X[a]
-        out.append((X[d] - X[a] - kk[:, :1] * e1 - kk[:, 1:2] * e2 - kk[:, 2:] * jnp.cross(e1, e2)).reshape(-1))
-    if g["unit"].size:
-        (j,) = g["unit"].T
-        out.append((_dot(X[j, sl], X[j, sl]) - 1) / 2)
-    if g["act"].size:
-        a, b = g["act"].T
-        r = k["act"] + u
-        e = X[b, sl] - X[a, sl]
-        out.append((_dot(e, e) - r**2) / (2 * r))
-    return jnp.concatenate(out)
+    sl = slice(0, lk.dim)
+    return jnp.concatenate([E.residual(X, lk.plan.groups[kind], k.get(kind), u, sl)
+                            for kind, E in EQUATIONS.items() if lk.plan.groups[kind].size])
 
 
 def residual(x: Float[Array, " n"], u, lk: Linkage) -> Float[Array, " n"]:
     """The rigidity equations at input `u` (square; each form has an O(1), full-rank
     Jacobian; see the module docstring)."""
     return _residual(x, u, _prepare(lk))
-
-
-# --------------------------------------------------------------------------- TOML writer (our schema only)
-
-
-def _toml_value(v):
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml_value(e) for e in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(e)}" for k, e in v.items()) + " }"
-    raise TypeError(type(v))
-
-
-def _to_toml(d: dict) -> str:
-    lines = []
-    for key, val in d.items():
-        if not isinstance(val, dict) or key == "input":
-            lines.append(f"{key} = {_toml_value(val)}")
-    for key, val in d.items():
-        if isinstance(val, dict) and key != "input":
-            lines.append(f"\n[{key}]")
-            for k2, v2 in val.items():
-                lines.append(f"{json.dumps(k2)} = {_toml_value(v2)}")
-    return "\n".join(lines) + "\n"

@@ -1,0 +1,208 @@
+"""The linkage description (the JSON/TOML file's schema): reading, validating and
+writing it. Every error names the path in the description and the reason
+(`LinkageError`); the equations it leads to are `_model`'s and `_equations`'."""
+
+import json
+import math
+import tomllib
+from pathlib import Path
+
+import jax.numpy as jnp
+import numpy as np
+
+GEOMETRIES = ("planar", "spherical", "spatial")
+KEYS = ("name", "geometry", "description", "joints", "links", "ground", "input", "simulation")
+INPUTS = ("revolute", "prismatic", "actuator")
+JOINT_TYPES = {"planar": ("R", "P", "tracer"), "spherical": ("R", "P", "tracer"), "spatial": ("S", "tracer")}
+
+
+class LinkageError(ValueError):
+    """A linkage description or configuration is invalid; the message names the
+    joint, link or path in the file, and the reason."""
+
+
+def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
+    """The fields of a `Linkage` from a description (see `Linkage.from_dict`)."""
+    if not isinstance(spec, dict):
+        raise LinkageError(f"linkage: a description is a mapping; got {type(spec).__name__}")
+    extra = sorted(set(spec) - set(KEYS))
+    if extra:
+        raise LinkageError(f"linkage: unknown key {extra[0]!r} (allowed: {KEYS})")
+    for key in ("joints", "links", "ground", "input"):
+        if key not in spec:
+            raise LinkageError(f"linkage: missing key {key!r} (need 'joints', 'links', 'ground', 'input')")
+    geometry = spec.get("geometry", "planar")
+    if geometry not in GEOMETRIES:
+        raise LinkageError(f"geometry: must be one of {GEOMETRIES}; got {geometry!r}")
+    joints, links = spec["joints"], spec["links"]
+    if not isinstance(joints, dict) or not joints:
+        raise LinkageError("joints: a non-empty mapping of joint name -> {type, coords}")
+    if not isinstance(links, dict) or not links:
+        raise LinkageError("links: a non-empty mapping of link name -> [joint names]")
+    allowed = JOINT_TYPES[geometry]
+    names, types, rows = [], [], []
+    for name, j in joints.items():
+        kind = j.get("type") if isinstance(j, dict) else None
+        if kind not in allowed:
+            raise LinkageError(f"joints.{name}.type: a {geometry} joint is one of {allowed}; got {kind!r}")
+        raw = j.get("coords")
+        try:
+            c = np.asarray(raw, dtype=float)
+        except (TypeError, ValueError):
+            raise LinkageError(f"joints.{name}.coords: need numbers; got {raw!r}") from None
+        want = 2 if (geometry == "planar" and kind != "P") else 3
+        what = {"planar": "a point (x, y)" if kind != "P" else "a line (a, b, c), a x + b y + c = 0",
+                "spherical": "a point (x, y, z) on the unit sphere" if kind != "P" else
+                "a plane through the centre, its normal (a, b, c)",
+                "spatial": "a point (x, y, z)"}[geometry]
+        if c.shape != (want,):
+            raise LinkageError(f"joints.{name}.coords: {what} needs {want} numbers; got {raw!r}")
+        if not np.all(np.isfinite(c)):
+            raise LinkageError(f"joints.{name}.coords: must be finite; got {raw!r}")
+        if geometry == "planar" and kind == "P":
+            nn = math.hypot(c[0], c[1])
+            if not nn > 1e-12 * max(1.0, abs(c[2])):
+                raise LinkageError(f"joints.{name}.coords: the line {c.tolist()} cannot be normalised ((a, b) = 0)")
+            c = c / nn
+        elif geometry == "spherical":
+            nn = float(np.linalg.norm(c))
+            if kind == "P":
+                if not nn > 1e-12:
+                    raise LinkageError(f"joints.{name}.coords: the plane normal {c.tolist()} cannot be normalised")
+            elif abs(nn - 1) > sphere_tol:
+                raise LinkageError(
+                    f"joints.{name}.coords: a spherical point must lie on the unit sphere (Eq. (9)); "
+                    f"{c.tolist()} has norm {nn:.6g} (tolerance {sphere_tol})")
+            c = c / nn
+        else:
+            c = np.concatenate([c, np.zeros(3 - c.size)])
+        names.append(str(name))
+        types.append(kind)
+        rows.append(c)
+    index = {n: i for i, n in enumerate(names)}
+    link_names, link_tuples = [], []
+    for lname, members in links.items():
+        if not isinstance(members, (list, tuple)):
+            raise LinkageError(f"links.{lname}: a list of joint names; got {members!r}")
+        unknown = [m for m in members if m not in index]
+        if unknown:
+            raise LinkageError(f"links.{lname}: unknown joint {unknown[0]!r}; joints are {names}")
+        idx = tuple(index[m] for m in members)
+        if len(set(idx)) != len(idx):
+            raise LinkageError(f"links.{lname}: a joint is listed twice: {list(members)}")
+        if sum(types[i] != "tracer" for i in idx) < 2:
+            raise LinkageError(f"links.{lname}: a link needs two or more joints (tracers not counted); got {list(members)}")
+        link_names.append(str(lname))
+        link_tuples.append(idx)
+    ground = spec["ground"]
+    if ground not in link_names:
+        raise LinkageError(f"ground: unknown link {ground!r}; links are {link_names}")
+    g = link_names.index(ground)
+    for j, kind in enumerate(types):
+        holders = [link_names[k] for k, lk in enumerate(link_tuples) if j in lk]
+        if kind == "tracer" and len(holders) != 1:
+            raise LinkageError(f"joints.{names[j]}: a tracer belongs to exactly one link; it is in {holders}")
+        if kind != "tracer" and len(holders) < 2:
+            raise LinkageError(f"joints.{names[j]}: a joint connects two or more links; it is in {holders}")
+    in_kind, in_link, in_joints = parse_input(spec["input"], geometry, names, types, link_names, link_tuples, g)
+    sim = spec.get("simulation", {}) or {}
+    if not isinstance(sim, dict) or set(sim) - {"steps", "step"}:
+        raise LinkageError(f"simulation: a mapping with 'steps' and/or 'step'; got {sim!r}")
+    steps = sim.get("steps", 180)
+    step = sim.get("step")
+    if not (isinstance(steps, int) and steps >= 1):
+        raise LinkageError(f"simulation.steps: a positive integer; got {steps!r}")
+    if step is not None and not (isinstance(step, (int, float)) and math.isfinite(step) and step != 0):
+        raise LinkageError(f"simulation.step: a finite non-zero number; got {step!r}")
+    return dict(coords=jnp.asarray(np.stack(rows)), names=tuple(names), types=tuple(types),
+                links=tuple(link_tuples), link_names=tuple(link_names), ground=g, input_kind=in_kind,
+                input_link=in_link, input_joints=in_joints, geometry=geometry,
+                name=str(spec.get("name", "linkage")), steps=steps, step=None if step is None else float(step),
+                description=str(spec.get("description", "")))
+
+
+def read(path: Path) -> dict:
+    """A description from a JSON (`.json`) or TOML (`.toml`) file."""
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise LinkageError(f"{path}: cannot read ({e})") from None
+    try:
+        return tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
+    except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
+        raise LinkageError(f"{path}: not valid {'TOML' if path.suffix.lower() == '.toml' else 'JSON'} ({e})") from None
+
+
+def parse_input(inp, geometry, names, types, link_names, link_tuples, g):
+    if isinstance(inp, str):
+        inp = {"link": inp}
+    if not isinstance(inp, dict):
+        raise LinkageError(f"input: a link name or a mapping {{type, link, joint}} / {{type: actuator, joints}}; got {inp!r}")
+    kind = inp.get("type")
+    if kind is not None and kind not in INPUTS:
+        raise LinkageError(f"input.type: one of {INPUTS}; got {kind!r}")
+    if kind == "actuator":
+        js = inp.get("joints")
+        if not (isinstance(js, (list, tuple)) and len(js) == 2):
+            raise LinkageError(f"input.joints: an actuator acts between two joints; got {js!r}")
+        for n in js:
+            if n not in names or types[names.index(n)] == "P":
+                raise LinkageError(f"input.joints: {n!r} is not a point joint of this linkage")
+        a, b = names.index(js[0]), names.index(js[1])
+        if a == b:
+            raise LinkageError("input.joints: an actuator needs two different joints")
+        if any(a in lk and b in lk for lk in link_tuples):
+            raise LinkageError(f"input.joints: {js[0]} and {js[1]} are on the same link; the actuator would be rigid")
+        return "actuator", -1, (a, b)
+    if geometry == "spatial":
+        raise LinkageError("input: a spatial linkage is driven by an actuator ({\"type\": \"actuator\", \"joints\": [A, B]})")
+    link = inp.get("link")
+    if link not in link_names:
+        raise LinkageError(f"input.link: unknown link {link!r}; links are {link_names}")
+    li = link_names.index(link)
+    if li == g:
+        raise LinkageError("input.link: the input link cannot be the ground")
+    shared = [j for j in link_tuples[li] if j in link_tuples[g] and types[j] != "tracer"]
+    if "joint" in inp:
+        if inp["joint"] not in names or names.index(inp["joint"]) not in shared:
+            raise LinkageError(f"input.joint: {inp['joint']!r} is not a joint between {link!r} and the ground")
+        shared = [names.index(inp["joint"])]
+    if len(shared) != 1:
+        raise LinkageError(f"input: link {link!r} must share exactly one joint with the ground; it shares "
+                           f"{[names[j] for j in shared]}")
+    (s,) = shared
+    inferred = "prismatic" if types[s] == "P" else "revolute"
+    if kind is not None and kind != inferred:
+        raise LinkageError(f"input.type: {kind!r} does not match joint {names[s]} of type {types[s]} "
+                           f"(a revolute input turns about a point, a prismatic one slides along a line or plane)")
+    return inferred, li, (s,)
+
+
+# --------------------------------------------------------------------------- TOML writer (our schema only)
+
+
+def _toml_value(v):
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_toml_value(e) for e in v) + "]"
+    if isinstance(v, dict):
+        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml_value(e)}" for k, e in v.items()) + " }"
+    raise TypeError(type(v))
+
+
+def to_toml(d: dict) -> str:
+    lines = []
+    for key, val in d.items():
+        if not isinstance(val, dict) or key == "input":
+            lines.append(f"{key} = {_toml_value(val)}")
+    for key, val in d.items():
+        if isinstance(val, dict) and key != "input":
+            lines.append(f"\n[{key}]")
+            for k2, v2 in val.items():
+                lines.append(f"{json.dumps(k2)} = {_toml_value(v2)}")
+    return "\n".join(lines) + "\n"

@@ -39,7 +39,7 @@ warnings.simplefilter("ignore")
 import jax.numpy as jnp, numpy as np
 import diffmech as dm
 from diffmech import fourbar as fbk, parallel as par
-from diffmech import _sweep as sw
+from diffmech import _cli_sweep as sw
 dt = jnp.asarray(0.0).dtype
 eps = float(jnp.finfo(dt).eps)
 out = dict(dtype=str(dt))

@@ -81,7 +81,7 @@ def single_runs(fb, q0, rtols, modes, repeats, theta_ref):
             wall = _median_time(run, repeats)
             rows.append(dict(
                 mode=mode, rtol=rtol, compile_s=max(first - wall, 0.0), wall_s=wall, steps=int(tr.num_steps),
-                closure=_loop_gap(tr.q), closure_residual=float(jnp.max(tr.closure_residual)),
+                closure=_loop_gap(tr.q), closure_residual=float(jnp.max(tr.residual)),
                 norm_error=float(np.max(np.abs(np.linalg.norm(np.asarray(tr.q).reshape(-1, 3, 2), axis=-1) - 1))),
                 drift=float(tr.energy_drift), theta_err=abs(float(tr.theta_A[-1]) - theta_ref),
                 sim_per_wall=T1 / wall,

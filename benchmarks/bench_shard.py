@@ -30,7 +30,7 @@ import jax, numpy as np, jax.numpy as jnp
 jax.config.update("jax_enable_x64", {x64})
 import diffmech as dm
 from diffmech import shard, fourbar as fbk
-from diffmech import _sweep as sw
+from diffmech import _cli_sweep as sw
 n, steps, repeats, per_device, devices = {n}, {steps}, {repeats}, {per_device}, {devices}
 rng = np.random.default_rng(0)
 L = np.column_stack([rng.uniform(0.05, 0.2, n), rng.uniform(0.2, 0.4, n), rng.uniform(0.2, 0.4, n), rng.uniform(0.25, 0.35, n)])

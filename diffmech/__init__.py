@@ -3,6 +3,14 @@
 import importlib.metadata
 
 from . import closure as closure, examples as examples, fit as fit, fourbar as fourbar, identify as identify, linkage as linkage, parallel as parallel, screw as screw, synthesis as synthesis
+from ._result import (
+    AssemblyError as AssemblyError,
+    BranchSwitchError as BranchSwitchError,
+    ClosureError as ClosureError,
+    ConvergenceError as ConvergenceError,
+    MotionLimitError as MotionLimitError,
+    SingularError as SingularError,
+)
 from .fourbar import FourBar as FourBar
 from .linkage import Linkage as Linkage
 

@@ -88,7 +88,7 @@ def _demo_dynamics(args, crank_rocker):
         wall = time.perf_counter() - t0
         q = np.asarray(tr.q)
         out[name] = dict(q0=q[0].tolist(), theta_A_end=float(tr.theta_A[-1]), theta_A_range=[float(tr.theta_A.min()), float(tr.theta_A.max())],
-                         max_closure_residual=float(np.max(np.asarray(tr.closure_residual))), energy_drift=float(tr.energy_drift),
+                         max_closure_residual=float(np.max(np.asarray(tr.residual))), energy_drift=float(tr.energy_drift),
                          steps=int(tr.num_steps), ok=bool(tr.ok), wall_s_incl_compile=wall)
         extra = ""
         if name == "parallelogram":
@@ -242,7 +242,7 @@ def _sweep(args) -> int:
 
     if not args.float32:
         jax.config.update("jax_enable_x64", True)
-    from . import _sweep as sw
+    from . import _cli_sweep as sw
 
     devices = "all" if args.devices == "all" else None
     if devices is None:

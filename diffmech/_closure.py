@@ -9,7 +9,7 @@ length, ...) and `params` any pytree of design parameters. This module
   (`jax.lax.custom_root`; the iterations are never differentiated);
 - solves every input of a sequence at once (`sweep`: a predictor, a fixed number of
   Newton steps on all inputs, a sequential fallback only where needed; see the
-  comment above `_code`), or one input after the other (`continuation`), with a
+  comment above `sweep`), or one input after the other (`continuation`), with a
   converged mask, a status per input, an optional branch invariant, and every input
   after the first failure masked instead of returning garbage;
 - gives velocities and accelerations of the solution by the implicit function
@@ -29,38 +29,18 @@ into an error.
 import dataclasses
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optimistix as optx
 from jaxtyping import Array, Bool, Float, Int, PyTree
 
-from . import _linalg
-
-
-class RESULTS(optx.RESULTS):  # pyright: ignore
-    """Status of a closure solve (extends `optimistix.RESULTS`)."""
-
-    motion_limit = (
-        "No closed configuration was found at this input: the mechanism cannot be "
-        "assembled there (beyond a motion limit, or an unreachable input)."
-    )
-    branch_switch = (
-        "The solution left the requested assembly branch (it passed through or near "
-        "a singular configuration)."
-    )
-    not_reached = "An earlier input of the continuation failed; this one was not solved."
-    deferred = (
-        "The parallel pass did not certify this input and the sequential fallback was "
-        "not run (`fallback=Deferred()`): solve again with the default fallback."
-    )
-    singular_configuration = (
-        "The screw system is singular here (rank-deficient joint screws or wrench "
-        "system): the joint rates or the joint wrenches are not determined."
-    )
+from . import _linalg, _result
+from ._validate import is_traced
+from ._result import RESULTS, AbstractResult, finish
+from ._result import as_results as _as_results, code as _code
 
 
 Residual = Callable[[Float[Array, " n"], Any, PyTree], Float[Array, " n"]]
@@ -115,6 +95,27 @@ class Solution(eqx.Module):
     def converged(self) -> Bool[Array, ""]:
         return self.result == RESULTS.successful
 
+    @property
+    def status(self) -> RESULTS:
+        """The status of the one configuration solved (the same as `result`)."""
+        return self.result
+
+    def check(self, throw: bool, owner: str, u: Any = None) -> "Solution":
+        """Apply `throw` (the contract of `diffmech._result`): eagerly, raise the
+        failure as the `ClosureError` subclass of its status, naming the input `u`
+        and the residual; under a transformation, attach Equinox's run-time error."""
+        if not throw:
+            return self
+        if is_traced(self):
+            return eqx.tree_at(lambda s: s.value, self, self.result.error_if(self.value, ~self.converged))
+        if not bool(self.converged):
+            c = int(_code(self.result))
+            u_txt = ", ".join(_result._fmt(leaf) for leaf in jax.tree.leaves(u))
+            raise _result.error_class(c)(
+                f"{owner}: {_result.message(c)} At input {u_txt}: closure residual {float(self.residual):.3e} "
+                f"after {int(self.steps)} Newton steps.", status=_result.message(c), residual=float(self.residual))
+        return self
+
 
 def _tolerance(atol: float, dtype) -> float:
     # float32 cannot reach 1e-10: scale the tolerance to the precision in use.
@@ -137,15 +138,17 @@ def _unroll(x) -> bool:
 
 
 def _newton(f, jac, x0, *, atol, xtol, max_steps, min_steps, robust=False):
-    """Newton iterations on `f(x) = 0`; returns (x, residual_norm, steps, converged).
+    """Newton iterations on `f(x) = 0`; returns `(x, residual_norm, steps, converged,
+    last_update, singular)`.
 
     With `robust`, a non-finite step (singular Jacobian) is replaced by a damped
     least-squares (Levenberg–Marquardt) step, and an iterate whose residual is
     already at round-off is not moved; this converges at singular configurations
     such as the change points of a parallelogram, where the solution branches cross.
-    `jac(x)`: `∂f/∂x` (`jacobian`).
+    Without it, a non-finite step stops the iteration at the last iterate and sets
+    `singular`. `jac(x)`: `∂f/∂x` (`jacobian`).
     """
-    def step(x):
+    def step(x, sing):
         J, r = jac(x), f(x)
         dx = _linalg.solve(J, -r)
         if robust:
@@ -157,31 +160,50 @@ def _newton(f, jac, x0, *, atol, xtol, max_steps, min_steps, robust=False):
             dx_ls = _linalg.solve(JtJ + mu * jnp.eye(x.shape[0], dtype=x.dtype), -(J.T @ r))
             dx = jnp.where(jnp.isfinite(_max_abs(dx)), dx, dx_ls)
             dx = jnp.where(_max_abs(r) <= 2 * jnp.finfo(x.dtype).eps, 0.0, dx)
-        # (not robust: a non-finite step leaves the lane unconverged; `sweep`'s
-        # fallback then restarts it from the last solution)
-        return x + dx, _max_abs(dx) / (1 + _max_abs(x))
+        else:
+            # a step through a singular Jacobian stops at the last iterate (`sweep`'s
+            # fallback then restarts the lane from the last solution)
+            bad = ~jnp.isfinite(_max_abs(dx)) & jnp.isfinite(_max_abs(r))
+            sing = sing | bad
+            dx = jnp.where(sing, 0.0, dx)
+        return x + dx, _max_abs(dx) / (1 + _max_abs(x)), sing
 
     dxn = jnp.asarray(jnp.inf, x0.dtype)
+    sing = jnp.asarray(False)
     # the fixed steps as a loop, one copy of the step to compile, unless the system is
     # small enough to unroll cheaply (the four-bar dynamics' right-hand side)
-    x, dxn = jax.lax.fori_loop(0, min_steps, lambda _, c: step(c[0]), (x0, dxn), unroll=_unroll(x0))
+    x, dxn, sing = jax.lax.fori_loop(0, min_steps, lambda _, c: step(c[0], c[2]), (x0, dxn, sing),
+                                     unroll=_unroll(x0))
 
     def cond(carry):
-        x, dxn, i = carry
-        return (i < max_steps) & (dxn > xtol) & jnp.isfinite(_max_abs(x))
+        x, dxn, sing, i = carry
+        return (i < max_steps) & (dxn > xtol) & jnp.isfinite(_max_abs(x)) & ~sing
 
     def body(carry):
-        x, _, i = carry
-        x_new, dxn_new = step(x)
-        return x_new, dxn_new, i + 1
+        x, _, sing, i = carry
+        x_new, dxn_new, sing = step(x, sing)
+        return x_new, dxn_new, sing, i + 1
 
     if max_steps > min_steps:
-        x, dxn, steps = jax.lax.while_loop(cond, body, (x, dxn, jnp.asarray(min_steps)))
+        x, dxn, sing, steps = jax.lax.while_loop(cond, body, (x, dxn, sing, jnp.asarray(min_steps)))
     else:
         steps = jnp.asarray(min_steps)
     r = _max_abs(f(x))
     ok = jnp.isfinite(r) & jnp.isfinite(_max_abs(x)) & (r <= atol)
-    return x, r, steps, ok, dxn
+    return x, r, steps, ok, dxn, sing
+
+
+def _cause(ok, r, x_finite, steps, dxn, sing, max_steps, xtol):
+    """The status of a Newton solve: its real cause when it failed."""
+    nonfinite = ~jnp.isfinite(r) | ~x_finite
+    out_of_steps = (steps >= max_steps) & (dxn > xtol)
+    # otherwise Newton stalled at a non-zero minimum of the residual: no closed
+    # configuration near the guess (beyond a motion limit)
+    return RESULTS.where(
+        ok, RESULTS.successful, RESULTS.where(
+            sing, RESULTS.singular, RESULTS.where(
+                nonfinite, RESULTS.nonfinite, RESULTS.where(
+                    out_of_steps, RESULTS.nonlinear_max_steps_reached, RESULTS.motion_limit))))
 
 
 def root(
@@ -195,7 +217,7 @@ def root(
     max_steps: int = 24,
     min_steps: int = 0,
     condition: bool = False,
-    throw: bool = False,
+    throw: bool = True,
     robust: bool = True,
 ) -> Solution:
     """Solve the closure `fn(x, u, params) = 0` by Newton's method from `x0`.
@@ -217,7 +239,14 @@ def root(
     - `atol`, `xtol`, `max_steps`, `min_steps`: tolerances and step bounds
       (`min_steps` steps in a fixed loop, then a `while_loop` runs to `max_steps`).
     - `condition`: also compute the Jacobian's 1-norm condition number.
-    - `throw`: raise (at run time, also under `jit`) if the solve failed.
+    - `throw`: if the solve failed, raise: eagerly a `diffmech.ClosureError`
+      subclass naming the cause, the input and the residual; under `jit`/`vmap`
+      Equinox's run-time error with the cause's message. With `throw=False`, read
+      `result`: `successful`, or the real cause of a failure: `motion_limit`
+      (Newton stalled at a non-zero minimum of the residual: no closed configuration
+      near the guess), `nonfinite` (NaN or inf in the residual or the iterates:
+      check the input and the parameters), `nonlinear_max_steps_reached`, or
+      `singular` (a singular Jacobian stopped Newton; only with `robust=False`).
     - `robust`: where the Jacobian is singular, take a damped least-squares step
       instead of stopping (converges at singular configurations; costs a second
       small solve per step).
@@ -232,40 +261,32 @@ def root(
         return fn(x, u, params)
 
     def solve(f_, guess):
-        x, r, steps, ok, dxn = _newton(
+        x, r, steps, ok, dxn, sing = _newton(
             f_, lambda y: jacobian(fn)(y, u, params), guess, atol=tol, xtol=xtol, max_steps=max_steps,
             min_steps=min_steps, robust=robust,
         )
+        x_finite = jnp.isfinite(_max_abs(x))
         x = jnp.where(ok, x, guess)
+        r = jnp.where(ok, r, _max_abs(f_(guess)))  # the residual at the value returned
         # aux kept floating-point: custom_root's JVP rule mishandles integer/bool aux
-        return x, (r, steps.astype(x.dtype), ok.astype(x.dtype), dxn)
+        aux = jnp.stack([v.astype(x.dtype) for v in (steps, ok, x_finite, sing)])
+        return x, (r, aux, dxn)
 
     def tangent_solve(g, y):
         return _linalg.solve(jax.jacfwd(g)(y), y)
 
-    x, (r, steps, ok, dxn) = jax.lax.custom_root(
+    x, (r, aux, dxn) = jax.lax.custom_root(
         f, jax.lax.stop_gradient(x0), solve, tangent_solve, has_aux=True
     )
-    r, steps, ok, dxn = jax.lax.stop_gradient((r, steps, ok, dxn))
-    steps, ok = steps.astype(jnp.int32), ok > 0.5
+    r, aux, dxn = jax.lax.stop_gradient((r, aux, dxn))
+    steps, ok, x_finite, sing = aux[0].astype(jnp.int32), aux[1] > 0.5, aux[2] > 0.5, aux[3] > 0.5
     if condition:
         cond = _linalg.condition_1(jacobian(fn)(jax.lax.stop_gradient(x), u, params))
     else:
         cond = jnp.asarray(jnp.nan, x.dtype)
-    result = RESULTS.where(ok, RESULTS.successful, RESULTS.motion_limit)
+    result = _cause(ok, r, x_finite, steps, dxn, sing, max_steps, xtol)
     sol = Solution(value=x, result=result, residual=r, steps=steps, condition=cond, last_step=dxn)
-    if throw:
-        sol = eqx.tree_at(lambda s: s.value, sol, result.error_if(sol.value, result != RESULTS.successful))
-    return sol
-
-
-def first_failure(converged: Bool[Array, "*batch N"], status: RESULTS) -> RESULTS:
-    """The status at the first unconverged input along the last axis (`successful`
-    where every input converged); leading batch axes are kept."""
-    first = jnp.argmin(converged, axis=-1)  # index of the first False (0 if none)
-    failed = ~jnp.all(converged, axis=-1)
-    at_first = jax.tree.map(lambda v: jnp.take_along_axis(v, first[..., None], axis=-1)[..., 0], status)
-    return RESULTS.where(failed, at_first, RESULTS.successful)
+    return sol.check(throw, "closure.root", u) if throw else sol
 
 
 # --------------------------------------------------------------------------- sweeps
@@ -289,17 +310,9 @@ def first_failure(converged: Bool[Array, "*batch N"], status: RESULTS) -> RESULT
 # at each solution (no iteration is differentiated).
 
 
-def _code(item: RESULTS) -> Int[Array, "..."]:
-    return jax.tree.leaves(item)[0]
-
-
-def _as_results(codes: Int[Array, "..."]) -> RESULTS:
-    return jax.tree.map(lambda _: codes, RESULTS.successful)
-
-
-_SUCCESS, _LIMIT, _SWITCH, _NOT_REACHED, _DEFERRED = (
+_SUCCESS, _LIMIT, _SWITCH, _NOT_REACHED, _DEFERRED, _NONFINITE = (
     int(_code(r)) for r in (RESULTS.successful, RESULTS.motion_limit, RESULTS.branch_switch, RESULTS.not_reached,
-                            RESULTS.deferred)
+                            RESULTS.deferred, RESULTS.nonfinite)
 )
 
 
@@ -378,7 +391,8 @@ def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, de
         i, xs, ss, count, _, sign, out = c
         u = _take(inputs, i)
         guess = jnp.where(count > 0, _extrapolate(xs, ss, count, arc[i]), out.x[i])
-        sol = root(opts.fn, guess, u, params, atol=opts.atol, xtol=opts.xtol, max_steps=opts.max_steps, robust=robust)
+        sol = root(opts.fn, guess, u, params, atol=opts.atol, xtol=opts.xtol, max_steps=opts.max_steps, robust=robust,
+                   throw=False)
         if opts.branch is None:
             b_ok = jnp.asarray(True)
         else:
@@ -386,7 +400,10 @@ def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, de
             sign = jnp.where(derive_sign & (i == 0), b, sign)
             b_ok = b == sign
         ok = sol.converged & b_ok
-        code = jnp.where(sol.converged, jnp.where(b_ok, _SUCCESS, _SWITCH), _code(sol.result)).astype(jnp.int32)
+        # a failed input of a sweep is a motion limit (the sweep cannot go on), unless
+        # its values were not finite (a NaN input or parameter is no motion limit)
+        failed = jnp.where(_code(sol.result) == _NONFINITE, _NONFINITE, _LIMIT)
+        code = jnp.where(sol.converged, jnp.where(b_ok, _SUCCESS, _SWITCH), failed).astype(jnp.int32)
         out = _Rows(
             x=out.x.at[i].set(jnp.where(ok, sol.value, xs[0])), ok=out.ok.at[i].set(ok),
             code=out.code.at[i].set(code), residual=out.residual.at[i].set(sol.residual),
@@ -420,6 +437,7 @@ def continuation(
     xtol: float = 1e-10,
     max_steps: int = 24,
     condition: bool = True,
+    throw: bool = False,
 ) -> "SweepSolution":
     """Follow the closure through `inputs` one input after the other (sequential
     continuation): the first input is solved from `x0`, each later one by Newton to
@@ -435,7 +453,7 @@ def continuation(
     opts = _Options(fn=fn, branch=branch, atol=_tolerance(atol, x0.dtype), xtol=xtol, max_steps=max_steps)
     rows, _ = _continuation_rows(opts, x0, jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params),
                                  branch_sign)
-    return _finish(opts, inputs, params, rows, condition)
+    return finish(_finish(opts, inputs, params, rows, condition), throw, "closure.continuation")
 
 
 def _continuation_rows(opts, x0, inputs, params, branch_sign, robust=True):
@@ -656,8 +674,9 @@ def _when_needed(need, operands, run, chunk):
 # --------------------------------------------------------------------------- sweep
 
 
-class SweepSolution(eqx.Module):
-    """The result of `sweep`, one row per input.
+class SweepSolution(AbstractResult):
+    """The result of `sweep`, one row per input (the contract of every result:
+    `diffmech._result.AbstractResult`).
 
     - `inputs`: the inputs, leading axis `N`;
     - `value`: solutions, shape `(N, n)`. Where `converged` is False the row holds the
@@ -677,17 +696,8 @@ class SweepSolution(eqx.Module):
     condition: Float[Array, " N"]
     steps: Int[Array, " N"]
 
-    @property
-    def result(self) -> RESULTS:
-        return first_failure(self.converged, self.status)
-
-    @property
-    def n_converged(self) -> Int[Array, ""]:
-        return jnp.sum(self.converged)
-
-    def masked(self) -> Float[Array, "N n"]:
-        """`value` with unconverged rows set to NaN (for plotting and printing)."""
-        return jnp.where(self.converged[:, None], self.value, jnp.nan)
+    _values: ClassVar[str] = "value"
+    _inputs: ClassVar[str] = "inputs"
 
 
 def _finish(opts, inputs, params, rows: _Rows, condition: bool) -> SweepSolution:
@@ -729,6 +739,7 @@ def sweep(
     xtol: float = 1e-10,
     max_steps: int = 24,
     condition: bool = True,
+    throw: bool = False,
 ) -> SweepSolution:
     """Solve the closure at every input of a sequence, all inputs at once.
 
@@ -761,7 +772,9 @@ def sweep(
 
     **Arguments:** `fn`, `x0`, `params`, `atol`, `xtol`, `max_steps` as `root`;
     `inputs` (a pytree with leading axis `N`); `condition`: the Jacobian's 1-norm
-    condition number per input (NaN if False).
+    condition number per input (NaN if False); `throw`: raise at the first failed
+    input (see `diffmech._result`; default False: a sweep that stops at a motion
+    limit is an answer, read `converged` and `result`).
 
     **Returns:** a `SweepSolution`.
     """
@@ -804,7 +817,7 @@ def sweep(
     need = ~all_good & ~(pred.unreachable[first] & ~certified[first])
     if isinstance(fallback, Deferred):
         rows = eqx.tree_at(lambda r: r.code, rows, jnp.where(need & (idx >= first), _DEFERRED, rows.code))
-        return _finish(opts, inputs, params, rows, condition)
+        return finish(_finish(opts, inputs, params, rows, condition), throw, "closure.sweep")
     arc = _arc_length(p_in, n_in, dtype)
 
     def run(o):
@@ -815,7 +828,7 @@ def sweep(
     operands = dict(params=p_par, inputs=p_in, arc=arc, rows=rows, first=first, sign0=sign0,
                     derive=jnp.asarray(branch is not None and branch_sign is None) & (first == 0))
     rows = _when_needed(need, operands, run, fallback.chunk)
-    return _finish(opts, inputs, params, rows, condition)
+    return finish(_finish(opts, inputs, params, rows, condition), throw, "closure.sweep")
 
 
 def mask_after(converged: Bool[Array, "*batch N"], status: RESULTS, bad: Bool[Array, "*batch N"],

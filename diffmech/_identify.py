@@ -352,7 +352,7 @@ def _oe_residual(p, template, drive, fixed, nscale, times, theta, rtol, fit_leng
     q0, ok0 = fbd.closure_q(fb, th0)
     tr = fbd.simulate(fb, q0, fbd.sigma(fb, q0) * w0, times[-1], t0=times[0], saveat=times, solver="tsit5",
                       rtol=rtol, atol=rtol * 1e-2, drive=drive, adjoint=fbd.diffrax.ForwardMode())
-    ok = ok0 & tr.closed & (tr.result == fbd.diffrax.RESULTS.successful) & jnp.all(lengths > 0)
+    ok = ok0 & tr.converged & jnp.all(lengths > 0)
     r = tr.theta_A - theta
     return jnp.where(ok, r, 0.0), ok
 

@@ -374,7 +374,7 @@ def _check(c, prob, substeps):
     frac = jnp.arange(substeps, dtype=theta.dtype) / substeps
     grid = (ordered[:-1, None] + jnp.diff(ordered)[:, None] * frac[None, :]).reshape(-1)
     grid = jnp.concatenate([grid, ordered[-1:]])
-    s = fbk.sweep_functional(FourBar(lengths=c.lengths), grid, condition=False, sigma=c.sigma)
+    s = fbk.sweep_functional(FourBar(lengths=c.lengths), grid, condition=False, sign=c.sigma)
     mu = _transmission_angle(s.q)
     return theta, s.q[::substeps][jnp.argsort(order)], jnp.all(s.converged), jnp.min(mu), jnp.max(mu)
 

@@ -1,6 +1,7 @@
 """The loop-closure core (public namespace): Newton with implicit differentiation,
 continuation sweeps, IFT rates, conditioning. See `diffmech._closure`."""
 
+from ._result import AbstractResult as AbstractResult
 from ._closure import (
     AbstractPredictor as AbstractPredictor,
     ClosedForm as ClosedForm,

@@ -88,7 +88,7 @@ def fourbar_dynamics(traj, *, title: str = "", fig=None):
         axs[0, 1].plot(t, q[:, 2 * k + 1], "--", color=c, lw=lw, alpha=a, label=f"${name}$ y")
     axs[0, 1].legend(fontsize=7, ncol=3)
     axs[0, 1].set_ylabel("attitude components")
-    axs[1, 0].plot(t, np.asarray(traj.closure_residual), "k.", ms=2)
+    axs[1, 0].plot(t, np.asarray(traj.residual), "k.", ms=2)
     axs[1, 0].set_yscale("symlog", linthresh=1e-17)
     axs[1, 0].set_ylabel("closure residual")
     E = np.asarray(traj.energy)

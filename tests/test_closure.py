@@ -8,6 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import diffmech as dm
 from diffmech import _closure, closure
 from helpers import central_diff, rel_err
 
@@ -83,7 +84,7 @@ def test_a_residual_may_carry_its_own_jacobian():
     xd_ref, xdd_ref = closure.rates(residual, ref.value, u, P, jnp.asarray(1.0))
     np.testing.assert_allclose(xd, xd_ref, rtol=1e-13)
     np.testing.assert_allclose(xdd, xdd_ref, rtol=1e-13)
-    wrong = closure.root(with_jacobian(2.0), x0, u, P)
+    wrong = closure.root(with_jacobian(2.0), x0, u, P, throw=False)
     assert int(wrong.steps) > int(ref.steps) + 5
     assert float(closure.condition(with_jacobian(2.0), ref.value, u, P)) == pytest.approx(float(ref.condition), rel=1e-12)
     xd_wrong, _ = closure.rates(with_jacobian(2.0), ref.value, u, P, jnp.asarray(1.0))
@@ -93,16 +94,42 @@ def test_a_residual_may_carry_its_own_jacobian():
 def test_failure_is_a_status_not_garbage():
     u_bad = jnp.asarray(2.0)  # > r √(1 + a²) = 1.4
     guess = jnp.array([0.5, 1.0])
-    sol = jax.jit(lambda u: closure.root(residual, guess, u, P))(u_bad)
-    assert sol.result == closure.RESULTS.motion_limit
+    sol = jax.jit(lambda u: closure.root(residual, guess, u, P, throw=False))(u_bad)
+    # beyond the motion limit Newton wanders (no root to converge to): the core says so
+    assert sol.result == closure.RESULTS.nonlinear_max_steps_reached
     np.testing.assert_array_equal(sol.value, guess)  # the guess, finite
-    with pytest.raises(Exception, match="cannot be assembled"):
-        jax.block_until_ready(closure.root(residual, guess, u_bad, P, throw=True).value)
+    # the residual reported is the one at the value returned: the guess's
+    assert float(sol.residual) == pytest.approx(float(jnp.max(jnp.abs(residual(guess, u_bad, P)))), rel=1e-15)
+    # throw=True (the default of a single solve): eagerly a ConvergenceError naming
+    # the input and the residual; under jit Equinox's run-time error, same message
+    with pytest.raises(dm.ConvergenceError, match=r"maximum number of steps.*At input 2: closure residual 1\.2"):
+        closure.root(residual, guess, u_bad, P)
+    with pytest.raises(Exception, match="maximum number of steps"):
+        jax.block_until_ready(jax.jit(lambda u: closure.root(residual, guess, u, P).value)(u_bad))
+
+
+def test_root_reports_the_real_cause_of_a_failure():
+    u = jnp.asarray(0.3)
+    # a NaN parameter: non-finite, whatever the guess
+    nan = closure.root(residual, jnp.array([1.0, 0.0]), u, {"r": jnp.asarray(jnp.nan), "a": P["a"]}, throw=False)
+    assert nan.result == closure.RESULTS.nonfinite
+    # a guess where the Jacobian [[x/r, y/r], [−a, 1]] is singular (x = −a y, e.g. 0):
+    # plain Newton stops there (`singular`); the damped step of `robust` goes on
+    at = jnp.array([0.0, 0.0])
+    assert closure.root(residual, at, u, P, robust=False, throw=False).result == closure.RESULTS.singular
+    with pytest.raises(dm.SingularError):
+        closure.root(residual, at, u, P, robust=False)
+    ok = closure.root(residual, at, u, P)
+    np.testing.assert_allclose(ok.value, exact(0.3, P), rtol=0, atol=1e-15)
+    # too few steps from a rough guess: out of steps, not a motion limit
+    short = closure.root(residual, jnp.array([5.0, -4.0]), u, P, max_steps=2, throw=False)
+    assert short.result == closure.RESULTS.nonlinear_max_steps_reached
+    assert closure.root(residual, jnp.array([5.0, -4.0]), u, P).converged
 
 
 def test_masked_loss_of_failed_solve_has_finite_gradient():
     def loss(u):
-        sol = closure.root(residual, jnp.array([0.5, 1.0]), u, P)
+        sol = closure.root(residual, jnp.array([0.5, 1.0]), u, P, throw=False)
         return jnp.where(sol.converged, sol.value[0], 0.0)
 
     assert float(jax.grad(loss)(jnp.asarray(2.0))) == 0.0  # masked out, finite

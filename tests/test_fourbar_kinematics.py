@@ -117,7 +117,7 @@ def test_non_grashof_sweep_stops_at_the_crank_limit():
     assert s.result == dm.closure.RESULTS.motion_limit or s.result == dm.closure.RESULTS.branch_switch
     assert float(jnp.max(fbk.closure_residual(fb, s.q[:k]))) <= 1e-15
     # the closure Jacobian becomes ill-conditioned at the limit (B, C, D collinear)
-    near = fbk.solve_position(fb, lim.theta_max - 1e-8, condition=True)
+    near = fbk.solve(fb, lim.theta_max - 1e-8, condition=True, throw=False)
     assert near.converged and float(near.condition) > 1e3 * float(s.condition[0])
     # just inside / just outside the limit through the eager API
     fbk.assemble(fb, float(lim.theta_max) - 1e-6)
@@ -151,7 +151,7 @@ def _state(theta):
 def test_velocity_ratios_eq35_match_autodiff_and_finite_differences(theta):
     q = jnp.asarray(_state(theta))
     K = np.asarray(fbk.velocity_ratios(SEED, q))
-    qdot, _ = fbk.rates(SEED, theta, q, 1.0)
+    qdot, _ = fbk.rates(SEED, q, theta, 1.0)
     w = np.asarray(fbk.angular_velocities(q, qdot))
     assert w[0] == pytest.approx(1.0, abs=1e-15)
     np.testing.assert_allclose(w[1:], K, rtol=1e-12)
@@ -164,7 +164,7 @@ def test_velocity_ratios_eq35_match_autodiff_and_finite_differences(theta):
 @pytest.mark.parametrize("theta,omega,alpha", [(0.0, 2 * np.pi, 0.0), (1.1, -3.0, 5.0), (3.7, 0.5, -2.0)])
 def test_accelerations_eq29_corrected_match_autodiff_and_fd(theta, omega, alpha):
     q = jnp.asarray(_state(theta))
-    qdot, qddot = fbk.rates(SEED, theta, q, omega, alpha)
+    qdot, qddot = fbk.rates(SEED, q, theta, omega, alpha)
     # angular accelerations from attitude accelerations: q̈ = α S1 q − ω² q ⇒ α = q × q̈
     alpha_ad = np.array([_cross(np.asarray(q)[i:i + 2], np.asarray(qddot)[i:i + 2]) for i in (2, 4)])
     alpha_eq = np.asarray(fbk.angular_accelerations(SEED, q, omega, alpha))
@@ -185,7 +185,7 @@ def test_printed_eq29_sign_is_wrong():
     wB, wD = np.asarray(fbk.velocity_ratios(SEED, jnp.asarray(q))) * omega
     M = np.stack([l2 * _perp(qB), -l3 * _perp(qD)], axis=1)
     printed = np.linalg.solve(M, wB**2 * l2 * qB - omega**2 * l1 * qA - wD**2 * l3 * qD)
-    _, qddot = fbk.rates(SEED, theta, jnp.asarray(q), omega, 0.0)
+    _, qddot = fbk.rates(SEED, jnp.asarray(q), theta, omega, 0.0)
     truth = np.array([_cross(q[i:i + 2], np.asarray(qddot)[i:i + 2]) for i in (2, 4)])
     assert rel_err(printed, truth) > 0.1
     assert rel_err(fbk.angular_accelerations(SEED, jnp.asarray(q), omega, 0.0), truth) < 1e-11
@@ -198,7 +198,7 @@ def test_printed_eq29_sign_is_wrong():
 def test_implicit_gradients_wrt_lengths_match_central_differences(theta):
     def qBD(lengths):
         fb = dm.FourBar(lengths=lengths)
-        return fbk.solve_position(fb, jnp.asarray(theta), condition=False).value
+        return fbk.solve(fb, jnp.asarray(theta), condition=False).value
 
     L = jnp.array([0.12, 0.25, 0.26, 0.30])
     J = np.asarray(jax.jacrev(qBD)(L))
@@ -339,7 +339,7 @@ def test_unassemblable_angle_error_names_angle_design_residual():
     with pytest.raises(fbk.AssemblyError, match=r"design index \(1,\)"):
         fbk.assemble(dm.FourBar(lengths=[(0.12, 0.25, 0.26, 0.30), (0.3, 0.3, 0.3, 0.5)]), 3.0)
     # inside jit: masked by the functional API ...
-    sol = jax.jit(lambda f, t: fbk.solve_position(f, t))(fb, jnp.asarray(3.0))
+    sol = jax.jit(lambda f, t: fbk.solve(f, t, throw=False))(fb, jnp.asarray(3.0))
     assert sol.result != dm.closure.RESULTS.successful
     # ... and a runtime error from the throwing one
     with pytest.raises(Exception, match="cannot be assembled"):

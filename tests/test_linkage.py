@@ -190,7 +190,7 @@ def test_velocities_and_accelerations_against_finite_differences(motions, name):
 
     @jax.jit
     def everything(lk, x, u):
-        vel, acc = L.rates(lk, u, x, 1.0, 0.0)
+        vel, acc = L.rates(lk, x, u, 1.0, 0.0)
         at = [L.solve(lk, u + d, guess=x) for d in (h, 0.0, -h)]
         return vel, acc, [lk.full(s.value, u + d) for s, d in zip(at, (h, 0.0, -h))], [s.converged for s in at]
 

@@ -1,8 +1,8 @@
 """The planar four-bar in the attitude-vector form of Bai et al. (2024)."""
 
+from .._result import AssemblyError as AssemblyError
 from ._kinematics import (
     GRASHOF_CLASSES as GRASHOF_CLASSES,
-    AssemblyError as AssemblyError,
     CrankRange as CrankRange,
     Sweep as Sweep,
     angular_accelerations as angular_accelerations,
@@ -20,7 +20,7 @@ from ._kinematics import (
     joint_positions as joint_positions,
     rates as rates,
     residual as residual,
-    solve_position as solve_position,
+    solve as solve,
     sweep as sweep,
     sweep_functional as sweep_functional,
     velocity_ratios as velocity_ratios,
@@ -28,7 +28,7 @@ from ._kinematics import (
 )
 from ._dynamics import (
     Drive as Drive,
-    Trajectory as Trajectory,
+    Simulation as Simulation,
     com_positions as com_positions,
     crank_torque as crank_torque,
     energy as energy,

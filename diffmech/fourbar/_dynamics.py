@@ -24,10 +24,14 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jaxtyping import Array, Float
+from typing import ClassVar
+
+from jaxtyping import Array, Bool, Float
 
 from .. import _closure
 from .._geometry import attitude, perp
+from .._result import RESULTS, AbstractResult, as_results, finish
+from .._result import code as _code
 from .._validate import is_traced
 from . import _kinematics as _k
 from ._model import FourBar
@@ -161,7 +165,8 @@ def closure_q(fb, theta_A):
     # Newton steps of the core take it to round-off (no while_loop in the ODE's RHS),
     # and the core's custom_root gives the implicit derivatives
     guess, _ = _k.closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(th))
-    sol = _closure.root(_k.residual, guess, th, fb, min_steps=_NEWTON_STEPS, max_steps=_NEWTON_STEPS, robust=False)
+    sol = _closure.root(_k.residual, guess, th, fb, min_steps=_NEWTON_STEPS, max_steps=_NEWTON_STEPS, robust=False,
+                        throw=False)
     x = jnp.where(par, jnp.concatenate([jnp.array([1.0, 0.0], dtype=qA.dtype), qA]), sol.value)
     ok = par | ((sol.result == _closure.RESULTS.successful) & jnp.all(jnp.isfinite(sol.value)))
     return jnp.concatenate([qA, x]), ok
@@ -202,19 +207,23 @@ def _rhs_lie(t, y, args):
     return jnp.concatenate([dPi[None], omega * link_rates(fb, q, lin)])
 
 
-class Trajectory(eqx.Module):
-    """A four-bar trajectory.
+class Simulation(AbstractResult):
+    """A four-bar's motion, saved at `ts` (the contract of every result:
+    `diffmech._result.AbstractResult`, one sample per save).
 
     - `ts`; `Pi` (Π1); `q` (`(T, 6)` attitude vectors); `theta_A` (unwrapped);
       `omega_A`;
     - `energy`: H at each save (its drift is the integration error; with a `Drive`,
       compare its change with the work, `Drive.power` integrated over time);
-    - `closure_residual`: loop gap and unit-norm error per save;
+    - `residual`: the closure's loop gap (m) and unit-norm error per save;
     - `energy_drift`: max |H(t) − H(0)| / max T(t) (T the kinetic energy); meaningful
       without a drive (with one, compare H with the work done);
-    - `result`: Diffrax's status; `closed`: per save, whether the closure core
-      converged (mode `"minimal"`; it fails e.g. at a toggle position of a non-Grashof
-      crank); `ok`: both; `num_steps`: accepted steps.
+    - `converged`: per save, False from the first save that the integrator did not
+      reach (Diffrax stopped: `status` is its cause, e.g. `max_steps_reached`) or
+      where the closure core did not close the loop (mode `"minimal"`, e.g. at a
+      toggle position of a non-Grashof crank: `motion_limit`); `status` per save,
+      `result` the first failure; `ok`: all saves converged;
+    - `solver_result`: Diffrax's own status; `num_steps`: accepted steps.
     """
 
     ts: Float[Array, " T"]
@@ -223,15 +232,34 @@ class Trajectory(eqx.Module):
     theta_A: Float[Array, " T"]
     omega_A: Float[Array, " T"]
     energy: Float[Array, " T"]
-    closure_residual: Float[Array, " T"]
+    residual: Float[Array, " T"]
     energy_drift: Float[Array, ""]
-    result: diffrax.RESULTS
-    closed: Array
+    converged: Bool[Array, " T"]
+    status: RESULTS
+    solver_result: diffrax.RESULTS
     num_steps: Array
+
+    _values: ClassVar[str] = "q"
+    _inputs: ClassVar[str] = "ts"
 
     @property
     def ok(self) -> Array:
-        return (self.result == diffrax.RESULTS.successful) & jnp.all(self.closed, axis=-1)
+        return jnp.all(self.converged, axis=-1)
+
+
+def _save_status(solver_result, ys, closed):
+    """Per save: converged until the first save the integrator did not reach or
+    whose loop the closure core did not close; the status names the cause."""
+    reached = jnp.all(jnp.isfinite(ys), axis=-1)  # Diffrax fills the saves it did not reach with inf
+    good = reached & closed
+    ok = jnp.cumsum(~good) == 0
+    first = jnp.argmin(ok)
+    solver = RESULTS.promote(solver_result)
+    solver = RESULTS.where(solver == RESULTS.successful, RESULTS.nonfinite, solver)  # a blow-up to NaN
+    cause = RESULTS.where(reached[first], RESULTS.motion_limit, solver)
+    idx = jnp.arange(ok.shape[0])
+    failed = jnp.where(idx == first, _code(cause), _code(RESULTS.not_reached))
+    return ok, as_results(jnp.where(ok, _code(RESULTS.successful), failed))
 
 
 _SOLVERS = {"tsit5": diffrax.Tsit5, "dopri5": diffrax.Dopri5, "dopri8": diffrax.Dopri8}
@@ -265,7 +293,8 @@ def simulate(
     linearised: bool = False,
     max_steps: int = 100_000,
     adjoint: diffrax.AbstractAdjoint | None = None,
-) -> Trajectory:
+    throw: bool = False,
+) -> Simulation:
     """Simulate the four-bar by the reduced Hamiltonian model (Eqs. (82)–(85)).
 
     **Arguments:**
@@ -291,12 +320,16 @@ def simulate(
     - `linearised`: K and δK by the paper's linearised constraint, Eqs. (74)–(81)
       (corrected), instead of Eq. (35) differentiated by JAX; same results.
     - `adjoint`: a Diffrax adjoint for gradients (default: recursive checkpointing).
+    - `throw`: raise at the first save not reached or not closed (a
+      `diffmech.ConvergenceError` for an integrator's failure, a
+      `diffmech.MotionLimitError` where the loop cannot close). Default False: read
+      `converged`, `status`, `result` (see `diffmech._result`).
 
     Works under `jax.vmap` (designs, initial states) and `jax.grad`. On a
     parallelogram's parallelogram mode the change points θA = 0, π are passed
     exactly (`is_parallelogram_mode`).
 
-    **Returns:** a `Trajectory`.
+    **Returns:** a `Simulation`.
     """
     if mode not in _MODES:
         raise ValueError(f"simulate: `mode` must be one of {_MODES}; got {mode!r}")
@@ -318,9 +351,10 @@ def simulate(
     ts = jnp.linspace(t0, t1, 501, dtype=dt) if saveat is None else jnp.asarray(saveat, dtype=dt)
     drive = drive if drive is not None else Drive()
     adjoint = adjoint if adjoint is not None else diffrax.RecursiveCheckpointAdjoint()
-    return _simulate(fb, jnp.asarray(q0, dtype=dt), jnp.asarray(Pi0, dtype=dt), jnp.asarray(t0, dtype=dt),
-                     jnp.asarray(t1, dtype=dt), ts, jnp.asarray(rtol, dtype=dt), jnp.asarray(atol, dtype=dt),
-                     drive, adjoint, mode, solver, linearised, max_steps)
+    out = _simulate(fb, jnp.asarray(q0, dtype=dt), jnp.asarray(Pi0, dtype=dt), jnp.asarray(t0, dtype=dt),
+                    jnp.asarray(t1, dtype=dt), ts, jnp.asarray(rtol, dtype=dt), jnp.asarray(atol, dtype=dt),
+                    drive, adjoint, mode, solver, linearised, max_steps)
+    return finish(out, throw, "fourbar.simulate")
 
 
 @eqx.filter_jit
@@ -352,8 +386,9 @@ def _simulate(fb, q0, Pi0, t0, t1, ts, rtol, atol, drive, adjoint, mode, solver,
     s = jax.vmap(lambda qq: sigma(fb, qq, linearised))(q)
     H = energy(fb, Pi, q)
     T = Pi**2 / (2 * s)
-    return Trajectory(
+    converged, status = _save_status(sol.result, ys, ok)
+    return Simulation(
         ts=ts, Pi=Pi, q=q, theta_A=theta, omega_A=Pi / s, energy=H,
-        closure_residual=_k.closure_residual(fb, q), energy_drift=jnp.max(jnp.abs(H - H[0])) / jnp.max(T),
-        result=sol.result, closed=ok, num_steps=sol.stats["num_accepted_steps"],
+        residual=_k.closure_residual(fb, q), energy_drift=jnp.max(jnp.abs(H - H[0])) / jnp.max(T),
+        converged=converged, status=status, solver_result=sol.result, num_steps=sol.stats["num_accepted_steps"],
     )

@@ -5,25 +5,25 @@ Unknowns `x = (qB, qD)` (4 numbers), input the crank angle θA, residual Eq. (86
 Newton (`diffmech._closure`), differentiated by the implicit function theorem.
 """
 
-import functools
 import math
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+from typing import ClassVar
+
 from jaxtyping import Array, Bool, Float
 
 from .. import _closure, _linalg
 from .._geometry import attitude, cross, perp
 from .._validate import is_traced
+from .._result import code as _result_code
 from .._xla import COMPILER_OPTIONS
 from ._model import FourBar
 
 
-class AssemblyError(ValueError):
-    """The four-bar cannot be assembled at the requested crank angle."""
-
+from .._result import RESULTS, AbstractResult, BranchSwitchError, MotionLimitError, finish
 
 # --------------------------------------------------------------------------- closure
 
@@ -102,11 +102,11 @@ def branch_sign_at(fb: FourBar, theta_A) -> Array:
     return branch_sign(fb) * _change_point_flip(fb, theta_A)
 
 
-def closed_form(fb: FourBar, theta_A, sigma=None) -> tuple[Float[Array, "4"], Float[Array, ""]]:
+def closed_form(fb: FourBar, theta_A, sign=None) -> tuple[Float[Array, "4"], Float[Array, ""]]:
     """The configuration on `fb.branch` by circle intersection (the sweeps' warm start,
     and the synthesis layer's assembly).
 
-    `sigma`: the sign of qB × qD to assemble on (default: `branch_sign_at(fb, theta_A)`);
+    `sign`: the sign of qB × qD to assemble on (default: `branch_sign_at(fb, theta_A)`);
     a traced ±1 lets one compiled program hold designs of both branches.
 
     **Returns:** `(x, gap)` with `x = (qB, qD)` and `gap ≤ 0` where the design can be
@@ -127,8 +127,8 @@ def closed_form(fb: FourBar, theta_A, sigma=None) -> tuple[Float[Array, "4"], Fl
     h2 = l2**2 - a**2
     gap = jnp.maximum(d - (l2 + l3), jnp.abs(l2 - l3) - d)
     h = jnp.where(h2 > 0, jnp.sqrt(jnp.where(h2 > 0, h2, 1.0)), 0.0)  # double where: finite gradient
-    sigma = branch_sign_at(fb, theta_A) if sigma is None else sigma
-    C = B + a * u + sigma * h * perp(u)
+    sign = branch_sign_at(fb, theta_A) if sign is None else sign
+    C = B + a * u + sign * h * perp(u)
     qB = (C - B) / l2
     qD = (C - D) / l3
     qB = qB / jnp.sqrt(_dot(qB, qB))
@@ -140,20 +140,26 @@ def _full_q(theta_A, x):
     return jnp.concatenate([attitude(theta_A), x], axis=-1)
 
 
-def solve_position(fb: FourBar, theta_A, guess: Float[Array, "4"] | None = None, *,
-                   condition: bool = True, throw: bool = False) -> _closure.Solution:
+def solve(fb: FourBar, theta_A, guess: Float[Array, "4"] | None = None, *,
+          condition: bool = True, throw: bool = True) -> _closure.Solution:
     """Solve the closure at one crank angle with the core's Newton (functional API).
 
     Warm-started from `guess` (default: the circle-intersection configuration on
-    `fb.branch`). Never raises unless `throw`; check `.result`. One design (no batch
-    axis): `jax.vmap` it for batches.
+    `fb.branch`). `throw` as `diffmech.closure.root` (with `throw=False`, check
+    `.result`: `motion_limit` where the circle intersection proves the angle
+    unassemblable, `branch_switch` if Newton converged on the other branch, else
+    the core's cause). One design (no batch axis): `jax.vmap` it for batches.
 
     **Returns:** a `diffmech.closure.Solution` whose `value` is `(qB, qD)`.
     """
     theta_A = jnp.asarray(theta_A, dtype=fb.lengths.dtype)
-    if guess is None:
-        guess, _ = closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A))
+    closed, gap = closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A))
+    guess = closed if guess is None else guess
     sol = _closure.root(residual, guess, theta_A, fb, condition=condition, throw=False)
+    # the circle intersection proves an angle unassemblable (|BD| outside [|l2 − l3|,
+    # l2 + l3]): whatever stopped Newton, the cause is the motion limit
+    sol = eqx.tree_at(lambda s: s.result, sol, RESULTS.where(
+        (sol.result != RESULTS.successful) & (gap > 0), RESULTS.motion_limit, sol.result))
     ok_branch = jnp.sign(cross(sol.value[:2], sol.value[2:])) == branch_sign_at(fb, theta_A)
     ok_branch = ok_branch | (jnp.abs(cross(sol.value[:2], sol.value[2:])) <= 1e-12)  # a change or dead point
     result = _closure.RESULTS.where(
@@ -162,9 +168,7 @@ def solve_position(fb: FourBar, theta_A, guess: Float[Array, "4"] | None = None,
         sol.result,
     )
     sol = eqx.tree_at(lambda s: s.result, sol, result)
-    if throw:
-        sol = eqx.tree_at(lambda s: s.value, sol, result.error_if(sol.value, result != _closure.RESULTS.successful))
-    return sol
+    return sol.check(throw, "fourbar.solve", theta_A)
 
 
 def _batched(fn, fb: FourBar, *args):
@@ -190,9 +194,9 @@ def _over_angles(one, fb, theta):
 @eqx.filter_jit
 def _assemble_jit(fb, theta_A):
     def one(fb_, th):
-        sol = solve_position(fb_, th, condition=False)
+        sol = solve(fb_, th, condition=False, throw=False)
         _, gap = closed_form(fb_, th)
-        return _full_q(th, sol.value), sol.converged, sol.residual, gap
+        return _full_q(th, sol.value), sol.converged, sol.residual, gap, _result_code(sol.result)
     return _over_angles(one, fb, theta_A)
 
 
@@ -204,14 +208,14 @@ def assemble(fb: FourBar, theta_A) -> Float[Array, "*batch 6"]:
     residual where the design cannot be assembled. `theta_A` may be a scalar or an
     array of angles (result `(..., 6)`); a batched `fb` gives a leading batch axis.
     Under `jit` it raises at run time through `equinox`'s checked errors; for
-    masks instead of errors use `sweep` or `solve_position`.
+    masks instead of errors use `sweep` or `solve(..., throw=False)`.
     """
     theta = jnp.asarray(theta_A, dtype=fb.lengths.dtype)
     if is_traced(fb, theta):
         def one(fb_, th):
-            return _full_q(th, solve_position(fb_, th, condition=False, throw=True).value)
+            return _full_q(th, solve(fb_, th, condition=False, throw=True).value)
         return _over_angles(one, fb, theta)
-    q, ok, res, gap = _assemble_jit(fb, theta)
+    q, ok, res, gap, code = _assemble_jit(fb, theta)
     ok_np = np.asarray(ok)
     if not ok_np.all():
         idx = tuple(int(i) for i in np.argwhere(~ok_np)[0]) if ok_np.ndim else ()
@@ -222,10 +226,14 @@ def assemble(fb: FourBar, theta_A) -> Float[Array, "*batch 6"]:
         g = float(np.asarray(gap)[idx])
         reason = (f"|BD| lies {g:.3e} m outside [|l2 - l3|, l2 + l3]" if g > 0 else
                   "Newton did not close the loop on the requested branch (near a singular configuration)")
-        raise AssemblyError(
+        error = BranchSwitchError if int(np.asarray(code)[idx]) == int(_result_code(RESULTS.branch_switch)) \
+            else MotionLimitError
+        raise error(
             f"{design}{which} cannot be assembled at theta_A = {th:.6g} rad ({math.degrees(th):.3f} deg): "
             f"closure residual {float(np.asarray(res)[idx]):.3e} after Newton; {reason}. "
-            f"Its crank range is given by diffmech.fourbar.crank_limits."
+            f"Its crank range is given by diffmech.fourbar.crank_limits.",
+            status=RESULTS._index_to_message[int(np.asarray(code)[idx])], index=idx,  # pyright: ignore
+            residual=float(np.asarray(res)[idx]),
         )
     return q
 
@@ -252,12 +260,13 @@ def closure_residual(fb: FourBar, q: Float[Array, "*n 6"]) -> Float[Array, "*n"]
 # --------------------------------------------------------------------------- sweep
 
 
-class Sweep(eqx.Module):
-    """A crank sweep of a four-bar (batch axes first, then the angle axis `N`).
+class Sweep(AbstractResult):
+    """A crank sweep of a four-bar (batch axes first, then the angle axis `N`; the
+    contract of every result: `diffmech._result.AbstractResult`).
 
     - `theta_A`: the crank angles `(N,)`;
     - `q`: attitude vectors `(…, N, 6)` = (qA, qB, qD); rows where `converged` is
-      False hold the last converged configuration (use `q_masked()` to plot);
+      False hold the last converged configuration (use `masked()` to plot);
     - `converged`: `(…, N)` mask, False from a motion limit or branch switch on;
     - `status`: a `diffmech.closure.RESULTS` per angle; `result`: the first failure;
     - `residual`: Newton's final (scaled) residual; `condition`: the closure
@@ -267,28 +276,25 @@ class Sweep(eqx.Module):
     theta_A: Float[Array, " N"]
     q: Float[Array, "*batch N 6"]
     converged: Bool[Array, "*batch N"]
-    status: _closure.RESULTS
+    status: RESULTS
     residual: Float[Array, "*batch N"]
     condition: Float[Array, "*batch N"]
 
-    @property
-    def result(self) -> _closure.RESULTS:
-        return _closure.first_failure(self.converged, self.status)
-
-    def q_masked(self) -> Float[Array, "*batch N 6"]:
-        return jnp.where(self.converged[..., None], self.q, jnp.nan)
+    _values: ClassVar[str] = "q"
+    _inputs: ClassVar[str] = "theta_A"
 
 
-def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: bool = True, sigma=None,
-                     fallback=None) -> Sweep:
+def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: bool = True, sign=None,
+                     fallback=None, throw: bool = False) -> Sweep:
     """`sweep` for use inside `jit`/`vmap`/`grad` (no validation, no batching logic):
     one design, every crank angle of `theta_A` at once (`diffmech.closure.sweep` with
     the circle intersection as its predictor, certified where its closure residual is
     at round-off; Newton, by the core's fallback, only where it is not).
-    `sigma`: the sign of qB × qD to follow (default `branch_sign(fb)`), traced, so one
+    `sign`: the sign of qB × qD to follow (default `branch_sign(fb)`), traced, so one
     program can follow designs of both branches (see `closed_form`). `fallback`:
-    the core's (`diffmech.closure.Continuation()` by default, or `Deferred()`)."""
-    sigma = branch_sign(fb) if sigma is None else jnp.asarray(sigma, fb.lengths.dtype)
+    the core's (`diffmech.closure.Continuation()` by default, or `Deferred()`).
+    `throw`: as `sweep`."""
+    sigma = branch_sign(fb) if sign is None else jnp.asarray(sign, fb.lengths.dtype)
     sigma = jax.lax.stop_gradient(sigma)
 
     def solution(th, fb_):
@@ -306,19 +312,22 @@ def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: boo
         branch=invariant, branch_sign=sigma, condition=condition, fallback=fallback,
     )
     q = _full_q(theta_A, sol.value)
-    return Sweep(theta_A=theta_A, q=q, converged=sol.converged, status=sol.status,
-                 residual=sol.residual, condition=sol.condition)
+    out = Sweep(theta_A=theta_A, q=q, converged=sol.converged, status=sol.status,
+                residual=sol.residual, condition=sol.condition)
+    return finish(out, throw, "fourbar.sweep")
 
 
-@functools.partial(jax.jit, static_argnames=("condition", "deferred"), compiler_options=COMPILER_OPTIONS)
-def _sweep_jit(fb, theta_A, condition, deferred):
-    # plain jit: eqx.filter_jit costs ~0.2 ms a call here
+def _sweep_program(fb, theta_A, condition, deferred):
     fallback = _closure.Deferred() if deferred else None
     out = _batched(lambda f: sweep_functional(f, theta_A, condition=condition, fallback=fallback), fb)
     return eqx.tree_at(lambda s: s.theta_A, out, theta_A), _closure.has_deferred(out.status)
 
 
-def sweep(fb: FourBar, theta_A_values, *, condition: bool = True) -> Sweep:
+# plain jit: eqx.filter_jit costs ~0.2 ms a call here
+_sweep_jit = jax.jit(_sweep_program, static_argnames=("condition", "deferred"), compiler_options=COMPILER_OPTIONS)
+
+
+def sweep(fb: FourBar, theta_A_values, *, condition: bool = True, throw: bool = False) -> Sweep:
     """Follow the four-bar through the crank angles `theta_A_values` by continuation.
 
     Every angle solved at once by the closure core (circle intersection certified at
@@ -326,6 +335,10 @@ def sweep(fb: FourBar, theta_A_values, *, condition: bool = True) -> Sweep:
     or a branch switch every angle is masked (`converged` False), never garbage. A
     batched `fb` is vmapped. The first angle is solved from the circle-intersection
     configuration, so it must be assemblable for anything to converge.
+
+    `throw`: raise at the first failed angle (`diffmech.MotionLimitError` at a
+    motion limit, ...; see `diffmech._result`). Default False: a crank that stops at
+    its motion limit is an answer (read `converged`, `result`, `masked()`).
 
     **Returns:** a `Sweep` (attributes `theta_A`, `q`, `converged`, `status`,
     `residual`, `condition`).
@@ -339,11 +352,12 @@ def sweep(fb: FourBar, theta_A_values, *, condition: bool = True) -> Sweep:
     if theta.ndim != 1 or theta.shape[0] < 1:
         raise ValueError(f"sweep: `theta_A_values` must be a non-empty 1-D array of crank angles; got shape {theta.shape}")
     if is_traced(fb, theta):
-        return _sweep_jit(fb, theta, condition, False)[0]
+        # inside a transformation: the program itself (compiler options are a top-level jit's)
+        return finish(_sweep_program(fb, jnp.asarray(theta), condition, False)[0], throw, "fourbar.sweep")
     # eager: the program without the sequential fallback first (half the compile time);
     # the one with it is compiled and run only if an input needs it
     out, deferred = _sweep_jit(fb, theta, condition, True)
-    return _sweep_jit(fb, theta, condition, False)[0] if deferred else out
+    return finish(_sweep_jit(fb, theta, condition, False)[0] if deferred else out, throw, "fourbar.sweep")
 
 
 # --------------------------------------------------------------------------- rates
@@ -462,11 +476,12 @@ def angular_accelerations(fb: FourBar, q: Float[Array, "6"], omega_A, alpha_A) -
     return jnp.where(par, jnp.stack([jnp.zeros_like(alpha_A), alpha_A]).astype(alpha.dtype), alpha)
 
 
-def rates(fb: FourBar, theta_A, q: Float[Array, "6"], omega_A, alpha_A=0.0) -> tuple[Float[Array, "6"], Float[Array, "6"]]:
+def rates(fb: FourBar, q: Float[Array, "6"], theta_A, omega_A, alpha_A=0.0) -> tuple[Float[Array, "6"], Float[Array, "6"]]:
     """q̇ and q̈ of all attitude vectors for a crank motion (θA, ωA, αA), by the
     implicit function theorem through the closure (`diffmech.closure.rates`).
 
-    `q` must be a converged configuration at `theta_A` (e.g. from `assemble`).
+    Arguments in the order of every family's `rates`: the configuration (`q`, which
+    must be converged at `theta_A`, e.g. from `assemble`), the input, its rates.
     """
     dt = fb.lengths.dtype
     theta_A, omega_A, alpha_A = (jnp.asarray(v, dtype=dt) for v in (theta_A, omega_A, alpha_A))

@@ -3,8 +3,8 @@ the input as one jitted scan, mobility from the Jacobian's rank, and exact rates
 the implicit function theorem."""
 
 import collections
-import functools
 import math
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -13,22 +13,25 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from .. import _closure, _linalg
+from .._result import AbstractResult, finish
 from .._validate import is_traced
 from .._xla import COMPILER_OPTIONS
 from ._model import Linkage, LinkageError, _assemble, _carry_tracers, _prepare, _residual, residual
 
 
-def solve(lk: Linkage, u, guess: Float[Array, " n"] | None = None, *, throw: bool = False) -> _closure.Solution:
+def solve(lk: Linkage, u, guess: Float[Array, " n"] | None = None, *, throw: bool = True) -> _closure.Solution:
     """The configuration at input `u` by Newton from `guess` (default: the initial
-    configuration); functional (a status, no exception unless `throw`). `.value` is
-    the state; `lk.full(value, u)` gives every joint."""
+    configuration). `throw` as `diffmech.closure.root` (with `throw=False`, check
+    `.result`). `.value` is the state; `lk.full(value, u)` gives every joint."""
     u = jnp.asarray(u, dtype=lk.coords.dtype)
     x0 = lk.x0() if guess is None else guess
-    return _closure.root(_residual, jax.lax.stop_gradient(x0), u, _prepare(lk), throw=throw)
+    sol = _closure.root(_residual, jax.lax.stop_gradient(x0), u, _prepare(lk), throw=False)
+    return sol.check(throw, f"linkage {lk.name!r}: solve", u)
 
 
-class Motion(eqx.Module):
-    """A simulated range of motion, one row per input value.
+class Motion(AbstractResult):
+    """A simulated range of motion, one row per input value (the contract of every
+    result: `diffmech._result.AbstractResult`).
 
     - `inputs` `(N,)`: the input (radians for a revolute input, length units for a
       prismatic joint or actuator; arc length = radians on the unit sphere), from 0 at
@@ -58,13 +61,8 @@ class Motion(eqx.Module):
     names: tuple[str, ...] = eqx.field(static=True)
     widths: tuple[int, ...] = eqx.field(static=True)
 
-    @property
-    def result(self) -> _closure.RESULTS:
-        return _closure.first_failure(self.converged, self.status)
-
-    @property
-    def n_converged(self):
-        return jnp.sum(self.converged, axis=-1)
+    _values: ClassVar[str] = "coords"
+    _inputs: ClassVar[str] = "inputs"
 
     def __getitem__(self, name: str) -> Array:
         if name not in self.names:
@@ -75,9 +73,6 @@ class Motion(eqx.Module):
     def path(self, name: str) -> Array:
         """A joint's coordinates with unconverged rows set to NaN (for plotting)."""
         return jnp.where(self.converged[..., None], self[name], jnp.nan)
-
-    def masked(self) -> Array:
-        return jnp.where(self.converged[..., None, None], self.coords, jnp.nan)
 
     def as_dict(self) -> dict:
         return {n: self[n] for n in self.names}
@@ -101,7 +96,7 @@ def _default_inputs(lk, steps, step) -> np.ndarray:
 
 
 def simulate_functional(lk: Linkage, inputs: Float[Array, " N"], *, branch: bool = True,
-                        condition: bool = True, fallback=None) -> Motion:
+                        condition: bool = True, fallback=None, throw: bool = False) -> Motion:
     """Solve the linkage at every input of `inputs` (which starts at the initial
     configuration, input 0) with the closure core (`diffmech.closure.sweep`:
     continuation through every 6th input, cubic Hermite interpolation, Newton on all
@@ -111,7 +106,7 @@ def simulate_functional(lk: Linkage, inputs: Float[Array, " N"], *, branch: bool
     the sign of the Jacobian's determinant is the branch invariant: an input solved on
     another assembly mode fails (`branch_switch`) instead of flipping silently.
     `fallback`: the core's (`diffmech.closure.Continuation()` by default, or
-    `Deferred()`)."""
+    `Deferred()`). `throw`: as `simulate`."""
     inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
     prep = _prepare(lk)
 
@@ -122,21 +117,24 @@ def simulate_functional(lk: Linkage, inputs: Float[Array, " N"], *, branch: bool
                          condition=condition, max_steps=10, fallback=fallback)
     converged, status, cond = sol.converged, sol.status, sol.condition
     coords = jax.vmap(lambda x, u: _carry_tracers(prep, _assemble(x, u, prep)))(sol.value, inputs)
-    return Motion(inputs=inputs, coords=coords, converged=converged, status=status,
-                  condition=cond, residual=sol.residual, names=lk.names, widths=_widths(lk))
+    out = Motion(inputs=inputs, coords=coords, converged=converged, status=status,
+                 condition=cond, residual=sol.residual, names=lk.names, widths=_widths(lk))
+    return finish(out, throw, f"linkage {lk.name!r}: simulate")
 
 
-@functools.partial(jax.jit, static_argnames=("branch", "condition", "check", "deferred"),
-                   compiler_options=COMPILER_OPTIONS)  # plain jit: cheaper calls
-def _simulate_jit(lk, inputs, branch, condition, check, deferred):
+def _simulate_program(lk, inputs, branch, condition, check, deferred):
     fallback = _closure.Deferred() if deferred else None
     motion = simulate_functional(lk, inputs, branch=branch, condition=condition, fallback=fallback)
     # the initial configuration's check, in the same program (one call from the eager API)
     return motion, (_initial_values(lk) if check else None), _closure.has_deferred(motion.status)
 
 
+_simulate_jit = jax.jit(_simulate_program, static_argnames=("branch", "condition", "check", "deferred"),
+                        compiler_options=COMPILER_OPTIONS)  # plain jit: cheaper calls
+
+
 def simulate(lk: Linkage, steps: int | None = None, step: float | None = None, *, inputs=None,
-             branch: bool = True, condition: bool = True, check: bool = True) -> Motion:
+             branch: bool = True, condition: bool = True, check: bool = True, throw: bool = False) -> Motion:
     """Simulate a range of the input (Algorithm 1 of the seed, on the closure core).
 
     **Arguments:**
@@ -149,7 +147,10 @@ def simulate(lk: Linkage, steps: int | None = None, step: float | None = None, *
       sphere). Defaults: the linkage's (the seed's 180 steps of 2°, 0.01 for the 5-SS);
     - `inputs`: explicit input values instead (1-D, starting at 0);
     - `branch`: keep the assembly branch (see `simulate_functional`);
-    - `check`: verify the initial configuration first (`check`, eager only).
+    - `check`: verify the initial configuration first (`check`, eager only);
+    - `throw`: raise at the first failed input (`diffmech.MotionLimitError`,
+      `diffmech.BranchSwitchError`, ...; see `diffmech._result`). Default False: an
+      open curve that stops at a motion limit is an answer (read `converged`).
 
     **Returns:** a `Motion`: every joint's coordinates by name at every step, the
     converged mask, the status (a motion limit stops an open curve) and the
@@ -170,7 +171,9 @@ def simulate(lk: Linkage, steps: int | None = None, step: float | None = None, *
     check = check and eager and _CHECKED.get(id(lk)) is not lk
     # eager: the program without the sequential fallback first (a smaller program to
     # compile); the one with it is compiled and run only if an input needs it
-    motion, values, deferred = _simulate_jit(lk, inputs, branch, condition, check, eager)
+    # inside a transformation: the program itself (compiler options are a top-level jit's)
+    program = _simulate_jit if eager else _simulate_program
+    motion, values, deferred = program(lk, inputs, branch, condition, check, eager)
     if check:
         _raise_if_bad_initial(lk, *values)
         _CHECKED[id(lk)] = lk  # a reference keeps the id from being reused
@@ -178,7 +181,7 @@ def simulate(lk: Linkage, steps: int | None = None, step: float | None = None, *
             _CHECKED.popitem(last=False)
     if eager and deferred:
         motion = _simulate_jit(lk, inputs, branch, condition, False, False)[0]
-    return motion
+    return finish(motion, throw, f"linkage {lk.name!r}: simulate")
 
 
 _CHECKED: "collections.OrderedDict[int, Linkage]" = collections.OrderedDict()
@@ -250,11 +253,12 @@ def check_initial(lk: Linkage, tol: float = 1e-10) -> None:
 # --------------------------------------------------------------------------- rates
 
 
-def rates(lk: Linkage, u, x: Float[Array, " n"], udot=1.0, uddot=0.0) -> tuple[Float[Array, "J 3"], Float[Array, "J 3"]]:
+def rates(lk: Linkage, x: Float[Array, " n"], u, udot=1.0, uddot=0.0) -> tuple[Float[Array, "J 3"], Float[Array, "J 3"]]:
     """Velocities and accelerations of every joint and tracer (rows as in
-    `Motion.coords`) for an input motion `(u, u̇, ü)`, by the implicit function
-    theorem through the closure (the seed uses numerical differentiation). Exact to
-    round-off; jittable and differentiable."""
+    `Motion.coords`) at the state `x` (converged at input `u`) for an input motion
+    `(u, u̇, ü)`, by the implicit function theorem through the closure (the seed uses
+    numerical differentiation). Exact to round-off; jittable and differentiable.
+    Arguments in the order of every family's `rates`: state, input, input rates."""
     dt = lk.coords.dtype
     u, udot, uddot = (jnp.asarray(v, dt) for v in (u, udot, uddot))
     prep = _prepare(lk)
@@ -277,7 +281,7 @@ def motion_rates(lk: Linkage, motion: Motion, udot=1.0, uddot=0.0):
     dt = lk.coords.dtype
 
     def one(u, C):
-        return rates(lk, u, lk.state(C), udot, uddot)
+        return rates(lk, lk.state(C), u, udot, uddot)
 
     vel, acc = jax.vmap(one)(motion.inputs.astype(dt), motion.coords)
     ok = motion.converged[:, None, None]

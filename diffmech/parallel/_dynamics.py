@@ -34,7 +34,9 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from .. import _linalg, _screw
-from .._closure import RESULTS
+from typing import ClassVar
+
+from .._result import RESULTS, AbstractResult, SingularError
 from .._validate import check_array, is_traced
 from . import _kinematics as _kin
 from ._kinematics import Kinematics
@@ -85,8 +87,10 @@ def _chain_bodies(ch: Chain, th, thd):
     return S, c, J, V, M
 
 
-class Dynamics(eqx.Module):
-    """Joint wrenches and actuator forces along a trajectory (leading axis `N`).
+class Dynamics(AbstractResult):
+    """Joint wrenches and actuator forces along a trajectory (leading axis `N`; the
+    contract of every result: `diffmech._result.AbstractResult`, `masked()` masks
+    `actuator_forces`).
 
     **Fields:**
 
@@ -96,7 +100,8 @@ class Dynamics(eqx.Module):
       joint, from the link before onto the link after (chain order, as
       `mechanism.joint_names()`); the wrenches of the chains' first joints are the
       base supports, those of their last joints act on the platform;
-    - `converged` `(N,)`, `result`; `condition` `(N,)` (of the matrix solved);
+    - `converged` `(N,)`, `status` (per sample), `result` (the first failure);
+      `condition` `(N,)` (of the matrix solved);
       `residual` `(N,)` (relative residual of the linear system);
     - `null_dim` (static): unknowns minus equations (2 for the redundantly actuated
       3UPS–UPU–S: the minimum-norm solution is reported); `method` (static).
@@ -106,11 +111,14 @@ class Dynamics(eqx.Module):
     actuator_forces: Float[Array, "N a"]
     joint_wrenches: Float[Array, "N n 6"]
     converged: Bool[Array, " N"]
-    result: RESULTS
+    status: RESULTS
     condition: Float[Array, " N"]
     residual: Float[Array, " N"]
     null_dim: int = eqx.field(static=True)
     method: str = eqx.field(static=True)
+
+    _values: ClassVar[str] = "actuator_forces"
+    _inputs: ClassVar[str] = "times"
 
 
 def _platform_requirement(mech, R, d, V, Mdot, f_ext):
@@ -225,8 +233,8 @@ def _dynamics(mech: AbstractParallelMechanism, kin: Kinematics, f_ext, method: s
     wrenches, forces, cond, res = out
     ok = kin.converged & jnp.isfinite(res) & (res < 1e-8) & (cond < _kin._COND_LIMIT)
     status = jax.vmap(lambda o, k, st: RESULTS.where(o, RESULTS.successful, RESULTS.where(k, RESULTS.singular_configuration, st)))(
-        ok, kin.converged, kin.result)
-    return Dynamics(times=kin.times, actuator_forces=forces, joint_wrenches=wrenches, converged=ok, result=status,
+        ok, kin.converged, kin.status)
+    return Dynamics(times=kin.times, actuator_forces=forces, joint_wrenches=wrenches, converged=ok, status=status,
                     condition=cond, residual=res, null_dim=_null_dim(mech), method=method)
 
 
@@ -245,14 +253,15 @@ def inverse_dynamics(mechanism: AbstractParallelMechanism, trajectory, external_
     - `external_wrench`: `(6,)` or `(N, 6)`, `(force; moment)` applied to the platform
       at its reference point (seed 002: the platform centre P; seed 004: E). Default 0.
     - `method`: `"newton_euler"` (Method B) or `"momentum"` (Method A, seed 004).
-    - `throw`: eager use: raise `ValueError` at the first failed sample.
+    - `throw`: raise at the first failed sample (as `inverse_kinematics`; a singular
+      wrench system raises `diffmech.SingularError` eagerly).
 
     **Returns:** a `Dynamics`.
     """
     if method not in METHODS:
         raise ValueError(f"inverse_dynamics: `method` must be one of {METHODS}; got {method!r}")
     kin = kinematics if kinematics is not None else _kin.inverse_kinematics(
-        mechanism, trajectory, method=ik_method, throw=throw)
+        mechanism, trajectory, method=ik_method, throw=False)
     N = kin.times.shape[0]
     fe = jnp.zeros(6, dtype=kin.times.dtype) if external_wrench is None else jnp.asarray(external_wrench, dtype=kin.times.dtype)
     eager = not is_traced(mechanism, kin, fe)
@@ -262,18 +271,19 @@ def inverse_dynamics(mechanism: AbstractParallelMechanism, trajectory, external_
             raise ValueError(f"inverse_dynamics: `external_wrench` must have shape (6,) or ({N}, 6); got {fe.shape}")
     fe = jnp.broadcast_to(fe, (N, 6))
     dyn = (_dynamics_jit if eager else _dynamics)(mechanism, kin, fe, method)
-    if eager and throw:
+    if throw and eager:
         conv = np.asarray(dyn.converged)
         if not conv.all():
             k = int(np.argmin(conv))
             _kin.raise_failure(mechanism, kin)
             rank = wrench_rank(mechanism, kin.labels[k])
-            raise ValueError(
+            raise SingularError(
                 f"{type(mechanism).__name__}: the wrench system is singular at sample {k} "
                 f"(t = {float(kin.times[k]):.6g} s): rank {rank[0]} of {rank[1]} equations, condition number "
-                f"{float(dyn.condition[k]):.3g}"
+                f"{float(dyn.condition[k]):.3g}, relative residual {float(dyn.residual[k]):.3e}",
+                status="singular configuration", index=(k,), residual=float(dyn.residual[k]),
             )
-    return dyn
+    return dyn.error_if_failed() if throw and not eager else dyn
 
 
 def wrench_rank(mech: AbstractParallelMechanism, labels, rtol: float = 1e-10) -> tuple[int, int]:

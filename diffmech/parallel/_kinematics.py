@@ -28,7 +28,9 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from .. import _closure, _linalg, _screw
-from .._closure import RESULTS
+from typing import ClassVar
+
+from .._result import RESULTS, AbstractResult, MotionLimitError, SingularError
 from .._validate import is_traced
 from .._xla import COMPILER_OPTIONS
 from . import _trajectory
@@ -212,9 +214,10 @@ def split_joints(mech, theta):
     return out
 
 
-class Kinematics(eqx.Module):
+class Kinematics(AbstractResult):
     """Inverse kinematics along a trajectory (every array has leading axis `N`, the
-    time samples).
+    time samples; the contract of every result: `diffmech._result.AbstractResult`,
+    `masked()` masks `labels`).
 
     **Fields:**
 
@@ -226,8 +229,9 @@ class Kinematics(eqx.Module):
       derivative.
     - `state`, `state_rate`, `state_accel` `(N, n_joints + 6)`: the unknown vector
       `(θ, φ, d)` and its derivatives (exact mode; used by the dynamics' jvps).
-    - `converged` `(N,)`, `result` (a `RESULTS` per sample), `residual` `(N,)` (closure
-      max-norm), `condition` `(N,)` (1-norm condition number of the closure Jacobian).
+    - `converged` `(N,)`, `status` (a `RESULTS` per sample), `result` (the first
+      failure), `residual` `(N,)` (closure max-norm), `condition` `(N,)` (1-norm
+      condition number of the closure Jacobian).
     - `method`: `"exact"` or `"one_step"` (static).
     """
 
@@ -243,10 +247,13 @@ class Kinematics(eqx.Module):
     state_rate: Float[Array, "N m"]
     state_accel: Float[Array, "N m"]
     converged: Bool[Array, " N"]
-    result: RESULTS
+    status: RESULTS
     residual: Float[Array, " N"]
     condition: Float[Array, " N"]
     method: str = eqx.field(static=True)
+
+    _values: ClassVar[str] = "labels"
+    _inputs: ClassVar[str] = "times"
 
     def chain(self, mech: AbstractParallelMechanism, c: int, field: str = "labels") -> Float[Array, "N k"]:
         """The columns of `field` that belong to chain `c`."""
@@ -338,7 +345,7 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
     return Kinematics(
         times=traj.times, labels=labels, rates=xd[:, :mech.n_joints], accelerations=xdd[:, :mech.n_joints],
         platform_R=R, platform_d=d_, platform_twist=V, platform_accel=A, state=x, state_rate=xd, state_accel=xdd,
-        converged=converged, result=result, residual=res, condition=condition, method="exact",
+        converged=converged, status=result, residual=res, condition=condition, method="exact",
     )
 
 
@@ -364,7 +371,7 @@ def _one_step(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory) -> 
     return Kinematics(
         times=times, labels=labels, rates=rates, accelerations=acc, platform_R=R_t, platform_d=d_t,
         platform_twist=V, platform_accel=Vacc, state=nanm, state_rate=nanm, state_accel=nanm,
-        converged=converged, result=result, residual=err, condition=jnp.full_like(err, jnp.nan), method="one_step",
+        converged=converged, status=result, residual=err, condition=jnp.full_like(err, jnp.nan), method="one_step",
     )
 
 
@@ -387,9 +394,11 @@ def inverse_kinematics(mechanism: AbstractParallelMechanism, trajectory: _trajec
       cubic Hermite interpolant (positions and IFT rates) of the continuation. The
       condition number reported for a sample is the larger of its two continuation
       samples'.
-    - `throw`: in eager use, raise `ValueError` at the first sample that failed
-      (naming the time, the reason and, for limits, the joint). Under `jit`/`vmap`
-      nothing is raised: read `converged` and `result`.
+    - `throw`: raise at the first sample that failed: eagerly a
+      `diffmech.MotionLimitError` (a joint limit, naming the joint; or a leg that
+      cannot reach the pose) or `diffmech.SingularError`, naming the sample, its
+      time and the residual; under `jit`/`vmap` Equinox's run-time error (see
+      `diffmech._result`). With `throw=False`, read `converged`, `status`, `result`.
 
     **Returns:** a `Kinematics`.
     """
@@ -402,13 +411,14 @@ def inverse_kinematics(mechanism: AbstractParallelMechanism, trajectory: _trajec
     if stride is None:
         stride = max(1, trajectory.times.shape[-1] // 400)
     kin = fn(mechanism, trajectory, stride) if method == "exact" else fn(mechanism, trajectory)
-    if eager and throw:
+    if throw and eager:
         raise_failure(mechanism, kin)
-    return kin
+    return kin.error_if_failed() if throw and not eager else kin
 
 
 def raise_failure(mech: AbstractParallelMechanism, kin: Kinematics) -> None:
-    """Eager: raise a `ValueError` describing the first failed sample, if any."""
+    """Eager: raise the first failed sample, if any, as a `diffmech.ClosureError`
+    subclass naming the sample, its time, the cause and the residual."""
     conv = np.asarray(kin.converged)
     if conv.all():
         return
@@ -421,18 +431,20 @@ def raise_failure(mech: AbstractParallelMechanism, kin: Kinematics) -> None:
     out = [f"{names[i]} = {labels[i]:.6g} outside [{lo[i]:.6g}, {hi[i]:.6g}]"
            for i in range(len(names)) if not (lo[i] <= labels[i] <= hi[i])]
     name = type(mech).__name__
+    res = float(kin.residual[k])
+    info = dict(index=(k,), residual=res)
     if out:
-        raise ValueError(f"{name}: the trajectory leaves the joint limits at sample {k} (t = {t:.6g} s): " + "; ".join(out))
+        raise MotionLimitError(f"{name}: the trajectory leaves the joint limits at sample {k} (t = {t:.6g} s): "
+                               + "; ".join(out) + f"; closure residual {res:.3e}", status="joint limit", **info)
     if np.isfinite(kin.condition[k]) and kin.condition[k] >= _COND_LIMIT:
         ranks = chain_ranks(mech, kin.labels[k])
-        raise ValueError(
+        raise SingularError(
             f"{name}: singular configuration at sample {k} (t = {t:.6g} s): closure Jacobian condition number "
-            f"{float(kin.condition[k]):.3g}; chain screw-matrix ranks {ranks}"
-        )
-    raise ValueError(
+            f"{float(kin.condition[k]):.3g}; chain screw-matrix ranks {ranks}; closure residual {res:.3e}",
+            status="singular configuration", **info)
+    raise MotionLimitError(
         f"{name}: no closed configuration at sample {k} (t = {t:.6g} s): a leg cannot reach the platform pose "
-        f"(closure residual {float(kin.residual[k]):.3g})"
-    )
+        f"(closure residual {res:.3e})", status="motion limit", **info)
 
 
 def chain_ranks(mech: AbstractParallelMechanism, labels, rtol: float = 1e-9) -> dict[str, int]:

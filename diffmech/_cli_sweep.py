@@ -53,7 +53,7 @@ def _one(theta):
         lengths, branch = design
         fb = FourBar(lengths=lengths)
         # the branch is traced (FourBar.branch is static): one program for both branches
-        s = fbk.sweep_functional(fb, theta, condition=False, sigma=branch * fbk.branch_sign(fb))
+        s = fbk.sweep_functional(fb, theta, condition=False, sign=branch * fbk.branch_sign(fb))
         return jnp.where(s.converged[:, None], s.q, jnp.nan), s.converged
 
     return f

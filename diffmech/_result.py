@@ -1,0 +1,223 @@
+"""The one contract of every solve's result: statuses, masks, errors.
+
+Every solve of diffmech reports per sample (input, crank angle, time step, save) a
+`converged` mask and a `status` (a `RESULTS` item), and the first failure as
+`result`; `masked()` gives its main values with every unconverged sample set to NaN.
+Nothing raises inside `jit`/`vmap` unless asked: an entry point's `throw=True` means
+the same eagerly and under `jit`, as in optimistix (a failed solve raises):
+
+- eagerly, a `ClosureError` subclass (one per cause, below) whose message names the
+  sample, its input and the closure residual there;
+- under `jit`, Equinox's run-time error carrying the status's message (a compiled
+  program cannot raise a Python exception of our own).
+
+Defaults, chosen once: `throw=True` where the caller asks for one configuration or a
+prescribed motion (`closure.root`, `fourbar.solve`, `linkage.solve`,
+`parallel.inverse_kinematics`, `parallel.inverse_dynamics`; `fourbar.assemble`
+always raises); `throw=False` where the inputs scan a range whose end is itself an
+answer (a crank that stops at a motion limit: `closure.sweep`,
+`closure.continuation`, `fourbar.sweep`, `linkage.simulate`, `fourbar.simulate`).
+"""
+
+from typing import ClassVar
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float, Int
+
+from ._validate import is_traced
+
+
+class RESULTS(diffrax.RESULTS):  # pyright: ignore
+    """Status of a solve (extends Diffrax's `RESULTS`, hence optimistix's: a
+    Newton's `nonfinite`, `singular`, `nonlinear_max_steps_reached` and an
+    integrator's failures keep their names)."""
+
+    motion_limit = (
+        "No closed configuration was found at this input: the mechanism cannot be "
+        "assembled there (beyond a motion limit, or an unreachable input)."
+    )
+    branch_switch = (
+        "The solution left the requested assembly branch (it passed through or near "
+        "a singular configuration)."
+    )
+    not_reached = "An earlier input of the continuation failed; this one was not solved."
+    deferred = (
+        "The parallel pass did not certify this input and the sequential fallback was "
+        "not run (`fallback=Deferred()`): solve again with the default fallback."
+    )
+    singular_configuration = (
+        "The screw system is singular here (rank-deficient joint screws or wrench "
+        "system): the joint rates or the joint wrenches are not determined."
+    )
+
+
+def code(item: RESULTS) -> Int[Array, "..."]:
+    """The integer code(s) of a `RESULTS` item (an array of them, batched)."""
+    return jax.tree.leaves(item)[0]
+
+
+def as_results(codes: Int[Array, "..."]) -> RESULTS:
+    """A `RESULTS` item from integer codes."""
+    return jax.tree.map(lambda _: jnp.asarray(codes, jnp.int32), RESULTS.successful)
+
+
+def message(codes) -> str:
+    """The message of one status (an item or its integer code)."""
+    c = int(np.asarray(code(codes) if isinstance(codes, RESULTS) else codes).reshape(-1)[0])
+    return RESULTS._index_to_message[c]  # pyright: ignore
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class ClosureError(ValueError):
+    """A solve failed. Attributes: `status` (the message of its `RESULTS` item),
+    `index` (the failed sample, `None` for a single solve), `residual`."""
+
+    def __init__(self, msg: str, *, status: str | None = None, index: tuple[int, ...] | None = None,
+                 residual: float | None = None):
+        super().__init__(msg)
+        self.status, self.index, self.residual = status, index, residual
+
+
+class AssemblyError(ClosureError):
+    """The mechanism cannot be closed at the requested input (on the requested
+    branch)."""
+
+
+class MotionLimitError(AssemblyError):
+    """No closed configuration at the input: beyond a motion limit (a joint limit,
+    a leg that cannot reach the pose, a crank that cannot turn that far)."""
+
+
+class BranchSwitchError(AssemblyError):
+    """The solution left the requested assembly branch."""
+
+
+class SingularError(ClosureError):
+    """A singular configuration: the Jacobian (or the wrench system) has no inverse
+    there, so the rates, the wrenches or the Newton step are not determined."""
+
+
+class ConvergenceError(ClosureError):
+    """The solve did not finish: non-finite values, too many steps, an integrator's
+    failure, or an input left deferred or not reached."""
+
+
+def error_class(c: int) -> type[ClosureError]:
+    """The `ClosureError` subclass of a status code."""
+    if c in (code(RESULTS.motion_limit),):
+        return MotionLimitError
+    if c == code(RESULTS.branch_switch):
+        return BranchSwitchError
+    if c in (code(RESULTS.singular_configuration), code(RESULTS.singular)):
+        return SingularError
+    return ConvergenceError
+
+
+def _fmt(v) -> str:
+    a = np.asarray(v)
+    if a.ndim == 0:
+        return f"{float(a):.6g}"
+    return np.array2string(a, precision=6, max_line_width=10_000, threshold=12)
+
+
+# --------------------------------------------------------------------------- results
+
+
+class AbstractResult(eqx.Module):
+    """The contract every per-sample result implements.
+
+    Fields (leading batch axes first, then the sample axis `N`): `converged` (False
+    from the first failure on), `status` (a `RESULTS` per sample), `residual` (the
+    closure residual's max-norm per sample). Derived: `result` (the first failure,
+    `successful` if none), `n_converged`, `masked()` (the main values, NaN where not
+    converged), `raise_if_failed()` (eager: raise the failure as a `ClosureError`).
+
+    A subclass names its main values (`_values`: what `masked()` masks) and its
+    per-sample inputs (`_inputs`: named in error messages).
+    """
+
+    converged: eqx.AbstractVar[Bool[Array, "*batch N"]]
+    status: eqx.AbstractVar[RESULTS]
+    residual: eqx.AbstractVar[Float[Array, "*batch N"]]
+
+    _values: ClassVar[str]
+    _inputs: ClassVar[str]
+
+    @property
+    def result(self) -> RESULTS:
+        return first_failure(self.converged, self.status)
+
+    @property
+    def n_converged(self) -> Int[Array, "*batch"]:
+        return jnp.sum(self.converged, axis=-1)
+
+    def masked(self) -> Array:
+        """The main values (`_values`) with every unconverged sample set to NaN (for
+        plotting and printing)."""
+        v = getattr(self, self._values)
+        ok = self.converged
+        return jnp.where(jnp.reshape(ok, ok.shape + (1,) * (v.ndim - ok.ndim)), v, jnp.nan)
+
+    def describe(self, k: tuple[int, ...]) -> str:
+        """Extra words on the failure at sample `k` (batch indices, then the sample):
+        a family's diagnosis (a joint limit, a rank). Default: none."""
+        return ""
+
+    def raise_if_failed(self, owner: str = "solve") -> None:
+        """Eager: raise the first failure, if any, as the `ClosureError` subclass of
+        its status, naming the sample, its input and the residual there."""
+        ok = np.asarray(self.converged)
+        if ok.all():
+            return
+        k = tuple(int(i) for i in np.argwhere(~ok)[0])
+        c = int(np.asarray(code(self.status))[k])
+        inputs = getattr(self, self._inputs)
+        nb = ok.ndim - 1
+        # the inputs are shared by the batch (one axis `N`) or carry its axes too
+        u = jax.tree.map(lambda a: np.asarray(a)[k if np.ndim(a) > nb and np.shape(a)[:nb] == ok.shape[:nb] else k[-1]],
+                         inputs)
+        u_txt = ", ".join(_fmt(leaf) for leaf in jax.tree.leaves(u))
+        res = float(np.asarray(self.residual)[k])
+        where = f"sample {k[-1]}" + (f" of design {k[:-1]}" if nb else "")
+        extra = self.describe(k)
+        raise error_class(c)(
+            f"{owner}: {message(c)} At {where} ({self._inputs} = {u_txt}): closure residual {res:.3e}."
+            + (f" {extra}" if extra else ""),
+            status=message(c), index=k, residual=res,
+        )
+
+    def error_if_failed(self):
+        """Jittable: the same result, with an Equinox run-time error attached that
+        fires (carrying the first failure's message) if any sample failed."""
+        ok = jnp.reshape(self.converged, (-1,))
+        first = jnp.reshape(code(self.status), (-1,))[jnp.argmin(ok)]
+        values = as_results(first).error_if(getattr(self, self._values), ~jnp.all(ok))
+        return eqx.tree_at(lambda r: getattr(r, self._values), self, values)
+
+
+def finish(result, throw: bool, owner: str):
+    """Apply an entry point's `throw`: eagerly, raise the first failure as a
+    `ClosureError`; under a transformation, attach Equinox's run-time error."""
+    if not throw:
+        return result
+    if is_traced(result):
+        return result.error_if_failed()
+    result.raise_if_failed(owner)
+    return result
+
+
+def first_failure(converged: Bool[Array, "*batch N"], status: RESULTS) -> RESULTS:
+    """The status at the first unconverged input along the last axis (`successful`
+    where every input converged); leading batch axes are kept."""
+    first = jnp.argmin(converged, axis=-1)  # index of the first False (0 if none)
+    failed = ~jnp.all(converged, axis=-1)
+    at_first = jnp.take_along_axis(code(status), first[..., None], axis=-1)[..., 0]
+    # element-wise on the codes: `RESULTS.where` takes a scalar predicate only
+    return as_results(jnp.where(failed, at_first, code(RESULTS.successful)))
+

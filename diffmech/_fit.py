@@ -5,7 +5,6 @@ fields kept feasible by a log reparametrisation, jitted update steps, multi-star
 from __future__ import annotations
 
 import functools
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from jaxtyping import Array, Bool, Float, Int
+
+from ._progress import TextProgress
 
 __all__ = ["FitResult", "History", "fit", "masked_mean"]
 
@@ -268,21 +269,19 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
     losses, gnorms, actives, times = [], [], [], []
     t0 = time.perf_counter()
     n_chunks = -(-steps // chunk)
+    meter = TextProgress("fit") if progress else None
     for c in range(n_chunks):
         carry, (v, g, a) = _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched, own_static)
         jax.block_until_ready(v)
         t = time.perf_counter() - t0
         losses.append(v), gnorms.append(g), actives.append(a)
         times.append(np.full(chunk, t))
-        if progress:
-            best = float(jnp.min(v[..., -1]))
-            done = int(np.ceil(30 * (c + 1) / n_chunks))
-            print(f"\rfit [{'#' * done}{'.' * (30 - done)}] {(c + 1) * chunk}/{n_chunks * chunk}  loss {best:.3e}  {t:.1f} s",
-                  end="", file=sys.stderr, flush=True)
+        if meter is not None:
+            meter.update((c + 1) * chunk, n_chunks * chunk, f"loss {float(jnp.min(v[..., -1])):.3e}")
         if not bool(jnp.any(carry[2])):
             break
-    if progress:
-        print(file=sys.stderr)
+    if meter is not None:
+        meter.close()
     loss_h = jnp.concatenate(losses, -1)[..., :steps]
     hist = History(loss=loss_h, grad_norm=jnp.concatenate(gnorms, -1)[..., :steps],
                    active=jnp.concatenate(actives, -1)[..., :steps],

@@ -21,14 +21,14 @@ every process.
 from __future__ import annotations
 
 import math
-import sys
-import time
 from collections.abc import Callable, Sequence
 
 import equinox as eqx
 import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from ._progress import TextProgress
 
 __all__ = ["batch_size", "devices", "initialize", "mesh", "pad", "run", "strip"]
 
@@ -160,7 +160,8 @@ def run(fn: Callable, batch, *, devices: str | int | Sequence = "all", per_devic
     dynamic, static = eqx.partition(batch, lambda x: eqx.is_array_like(x) and np.ndim(x) > 0)
     f = _program(fn, static, m)
     sharding = NamedSharding(m, PartitionSpec(AXIS))
-    parts, n_chunks, t0 = [], math.ceil(n / chunk), time.perf_counter()
+    parts, n_chunks = [], math.ceil(n / chunk)
+    meter = TextProgress() if progress else None
     for k in range(n_chunks):
         start, stop = k * chunk, min(n, (k + 1) * chunk)
         out = skip(k, start, stop) if skip is not None else None
@@ -171,15 +172,8 @@ def run(fn: Callable, batch, *, devices: str | int | Sequence = "all", per_devic
             if on_chunk is not None:
                 on_chunk(k, start, stop, out)
         parts.append(out)
-        if progress:
-            _bar(stop, n, time.perf_counter() - t0)
-    if progress:
-        print(file=sys.stderr)
+        if meter is not None:
+            meter.update(stop, n)
+    if meter is not None:
+        meter.close()
     return jax.tree.map(lambda *xs: np.concatenate(xs), *parts)
-
-
-def _bar(done: int, total: int, elapsed: float) -> None:
-    w = 30
-    k = int(w * done / max(total, 1))
-    rate = done / elapsed if elapsed > 0 else float("nan")
-    print(f"\r[{'#' * k}{'.' * (w - k)}] {done}/{total}  {rate:,.0f}/s", end="", file=sys.stderr, flush=True)

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -62,7 +63,7 @@ def _one(theta):
 _FNS: dict = {}
 
 
-def sweep(lengths, branch=None, *, steps: int, devices="all", per_device: int = 256, chunk_dir=None,
+def sweep(lengths, branch=None, *, steps: int, devices: str | int | Sequence = "all", per_device: int = 256, chunk_dir=None,
           progress: bool = False, counts: dict | None = None):
     """Sweep every design through `steps` crank angles over one revolution, across
     `devices`; with `chunk_dir`, finished chunks are saved there and reused. `counts`
@@ -82,49 +83,58 @@ def sweep(lengths, branch=None, *, steps: int, devices="all", per_device: int = 
     n_dev = len(shard.devices(devices))
     counts = {} if counts is None else counts
     counts.update(resumed=0, computed=0)
-    on_chunk = skip = None
+    on_chunk: Callable | None = None
+    skip: Callable | None = None
     if chunk_dir is not None:
-        os.makedirs(chunk_dir, exist_ok=True)
-        h = hashlib.sha256()
-        for a in (lengths, branch):
-            h.update(np.ascontiguousarray(a).tobytes())
-        # the chunk size (not the device count) fixes the chunks: a run resumed on
-        # another number of devices reuses them when per_device × devices matches
-        manifest = {"designs": h.hexdigest(), "steps": steps, "chunk": per_device * n_dev}
-        mpath = os.path.join(chunk_dir, "manifest.json")
-        if os.path.exists(mpath):
-            with open(mpath) as fh:
-                old = json.load(fh)
-            if old != manifest:
-                raise ValueError(f"{chunk_dir} holds chunks of another sweep ({old}); remove it or pass another --out")
-        else:
-            with open(mpath, "w") as fh:
-                json.dump(manifest, fh)
-
-        def name(k):
-            return os.path.join(chunk_dir, f"chunk_{k:06d}.npz")
-
-        def on_chunk(k, start, stop, out):
-            tmp = name(k) + ".tmp.npz"
-            np.savez(tmp, q=out[0], converged=out[1], start=start, stop=stop)
-            os.replace(tmp, name(k))
-            counts["computed"] += 1
-
-        def skip(k, start, stop):
-            if not os.path.exists(name(k)):
-                return None
-            with np.load(name(k)) as z:
-                if int(z["start"]) != start or int(z["stop"]) != stop:
-                    return None
-                counts["resumed"] += 1
-                return z["q"], z["converged"]
-
+        on_chunk, skip = _chunk_store(chunk_dir, lengths, branch, steps, per_device * n_dev, counts)
     q, conv = shard.run(_FNS[steps, dt], (lengths.astype(dt), branch.astype(dt)), devices=devices,
                         per_device=per_device, progress=progress, on_chunk=on_chunk, skip=skip)
     return theta, q, conv
 
 
-def sweep_file(designs, out, *, steps: int, devices="all", per_device: int = 256, progress: bool = True) -> dict:
+def _chunk_store(chunk_dir, lengths, branch, steps, chunk, counts):
+    """`shard.run`'s `on_chunk` and `skip` for a resumable sweep: finished chunks
+    saved in `chunk_dir` (atomically) and loaded again by a run of the same designs,
+    steps and chunk size; `counts` receives `resumed` and `computed`."""
+    os.makedirs(chunk_dir, exist_ok=True)
+    h = hashlib.sha256()
+    for a in (lengths, branch):
+        h.update(np.ascontiguousarray(a).tobytes())
+    # the chunk size (not the device count) fixes the chunks: a run resumed on
+    # another number of devices reuses them when per_device × devices matches
+    manifest = {"designs": h.hexdigest(), "steps": steps, "chunk": chunk}
+    mpath = os.path.join(chunk_dir, "manifest.json")
+    if os.path.exists(mpath):
+        with open(mpath) as fh:
+            old = json.load(fh)
+        if old != manifest:
+            raise ValueError(f"{chunk_dir} holds chunks of another sweep ({old}); remove it or pass another --out")
+    else:
+        with open(mpath, "w") as fh:
+            json.dump(manifest, fh)
+
+    def name(k):
+        return os.path.join(chunk_dir, f"chunk_{k:06d}.npz")
+
+    def on_chunk(k, start, stop, out):
+        tmp = name(k) + ".tmp.npz"
+        np.savez(tmp, q=out[0], converged=out[1], start=start, stop=stop)
+        os.replace(tmp, name(k))
+        counts["computed"] += 1
+
+    def skip(k, start, stop):
+        if not os.path.exists(name(k)):
+            return None
+        with np.load(name(k)) as z:
+            if int(z["start"]) != start or int(z["stop"]) != stop:
+                return None
+            counts["resumed"] += 1
+            return z["q"], z["converged"]
+
+    return on_chunk, skip
+
+
+def sweep_file(designs, out, *, steps: int, devices: str | int | Sequence = "all", per_device: int = 256, progress: bool = True) -> dict:
     """`diffmech sweep`: read DESIGNS.npz, sweep, write RESULT.npz (see the module)."""
     lengths, branch = load_designs(designs)
     chunk_dir = os.fspath(out) + ".chunks"

@@ -200,10 +200,10 @@ def _cause(ok, r, x_finite, steps, dxn, sing, max_steps, xtol):
     # otherwise Newton stalled at a non-zero minimum of the residual: no closed
     # configuration near the guess (beyond a motion limit)
     return RESULTS.where(
-        ok, RESULTS.successful, RESULTS.where(
-            sing, RESULTS.singular, RESULTS.where(
-                nonfinite, RESULTS.nonfinite, RESULTS.where(
-                    out_of_steps, RESULTS.nonlinear_max_steps_reached, RESULTS.motion_limit))))
+        ok, RESULTS.successful, RESULTS.where(  # pyright: ignore[reportArgumentType]
+            sing, RESULTS.singular, RESULTS.where(  # pyright: ignore[reportArgumentType]
+                nonfinite, RESULTS.nonfinite, RESULTS.where(  # pyright: ignore[reportArgumentType]
+                    out_of_steps, RESULTS.nonlinear_max_steps_reached, RESULTS.motion_limit))))  # pyright: ignore[reportArgumentType]
 
 
 def root(
@@ -311,7 +311,7 @@ def root(
 
 
 _SUCCESS, _LIMIT, _SWITCH, _NOT_REACHED, _DEFERRED, _NONFINITE = (
-    int(_code(r)) for r in (RESULTS.successful, RESULTS.motion_limit, RESULTS.branch_switch, RESULTS.not_reached,
+    int(_code(r)) for r in (RESULTS.successful, RESULTS.motion_limit, RESULTS.branch_switch, RESULTS.not_reached,  # pyright: ignore[reportArgumentType]
                             RESULTS.deferred, RESULTS.nonfinite)
 )
 
@@ -633,12 +633,12 @@ def _when_needed(need, operands, run, chunk):
     run_closed, consts = jax.closure_convert(run, operands)
     operands = (operands, tuple(consts))
 
-    def run(o):  # noqa: F811
+    def run_explicit(o):
         return run_closed(o[0], *o[1])
 
     @jax.custom_batching.custom_vmap
     def maybe(need, operands):
-        return jax.lax.cond(need, run, lambda o: o[0]["rows"], operands)
+        return jax.lax.cond(need, run_explicit, lambda o: o[0]["rows"], operands)
 
     @maybe.def_vmap
     def _batched(axis_size, in_batched, need, operands):
@@ -656,7 +656,7 @@ def _when_needed(need, operands, run, chunk):
         def body(carry):
             i, out = carry
             lanes = jax.lax.dynamic_slice(order, (i * c,), (c,))
-            new = jax.vmap(run)(jax.tree.map(lambda a: a[lanes], operands))
+            new = jax.vmap(run_explicit)(jax.tree.map(lambda a: a[lanes], operands))
             valid = i * c + jnp.arange(c) < count
 
             def put(o, n):

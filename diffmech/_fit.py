@@ -274,10 +274,12 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
         carry, (v, g, a) = _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched, own_static)
         jax.block_until_ready(v)
         t = time.perf_counter() - t0
-        losses.append(v), gnorms.append(g), actives.append(a)
+        losses.append(v)
+        gnorms.append(g)
+        actives.append(a)
         times.append(np.full(chunk, t))
         if meter is not None:
-            meter.update((c + 1) * chunk, n_chunks * chunk, f"loss {float(jnp.min(v[..., -1])):.3e}")
+            meter.update((c + 1) * chunk, n_chunks * chunk, f"loss {float(jnp.min(jnp.asarray(v)[..., -1])):.3e}")
         if not bool(jnp.any(carry[2])):
             break
     if meter is not None:

@@ -20,6 +20,8 @@ therefore never handed to LAPACK here, only single systems (`tests/test_runtime.
 runs those programs).
 """
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
@@ -52,7 +54,7 @@ def solve(A: Float[Array, "n n"], b: Float[Array, "n *k"]) -> Float[Array, "n *k
     # elimination is then pure element-wise work that XLA fuses into a few kernels
     R = [[A[i, j] for j in range(n)] + [B[i, c] for c in range(k_rhs)] for i in range(n)]
     R, _ = _forward(R, n, width)
-    X = [[None] * k_rhs for _ in range(n)]
+    X: list[list[Any]] = [[None] * k_rhs for _ in range(n)]
     for i in reversed(range(n)):
         inv = 1.0 / R[i][i]
         for c in range(k_rhs):

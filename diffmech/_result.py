@@ -34,7 +34,9 @@ from ._validate import is_traced
 class RESULTS(diffrax.RESULTS):  # pyright: ignore
     """Status of a solve (extends Diffrax's `RESULTS`, hence optimistix's: a
     Newton's `nonfinite`, `singular`, `nonlinear_max_steps_reached` and an
-    integrator's failures keep their names)."""
+    integrator's failures keep their names). Pyright types the members inherited
+    from optimistix as the parent's, so passing one where a `RESULTS` is expected
+    carries a `pyright: ignore[reportArgumentType]`."""
 
     motion_limit = (
         "No closed configuration was found at this input: the mechanism cannot be "
@@ -114,7 +116,7 @@ def error_class(c: int) -> type[ClosureError]:
         return MotionLimitError
     if c == code(RESULTS.branch_switch):
         return BranchSwitchError
-    if c in (code(RESULTS.singular_configuration), code(RESULTS.singular)):
+    if c in (code(RESULTS.singular_configuration), code(RESULTS.singular)):  # pyright: ignore[reportArgumentType]
         return SingularError
     return ConvergenceError
 
@@ -219,5 +221,5 @@ def first_failure(converged: Bool[Array, "*batch N"], status: RESULTS) -> RESULT
     failed = ~jnp.all(converged, axis=-1)
     at_first = jnp.take_along_axis(code(status), first[..., None], axis=-1)[..., 0]
     # element-wise on the codes: `RESULTS.where` takes a scalar predicate only
-    return as_results(jnp.where(failed, at_first, code(RESULTS.successful)))
+    return as_results(jnp.where(failed, at_first, code(RESULTS.successful)))  # pyright: ignore[reportArgumentType]
 

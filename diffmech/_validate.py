@@ -5,6 +5,7 @@ the functional core reports problems through statuses instead.
 """
 
 import jax
+import jax.core
 import numpy as np
 
 

@@ -1,11 +1,14 @@
 """Matplotlib figures and notebook animations (imported on demand: `diffmech.plot`)."""
 
+from typing import Any
+
+import jax.numpy as jnp
 import numpy as np
 
 from . import fourbar as _fb
 
 
-def _axes(ax, **kw):
+def _axes(ax, **kw) -> Any:
     import matplotlib.pyplot as plt
 
     if ax is None:
@@ -51,7 +54,7 @@ def fourbar_track(fb, q, *, every: int = 10, point=None, ax=None, color="C0"):
     point `point` in the coupler frame, if given)."""
     ax = _axes(ax, figsize=(6, 5))
     q = np.asarray(q)
-    P = {k: np.asarray(v) for k, v in _fb.joint_positions(fb, q).items()}
+    P = {k: np.asarray(v) for k, v in _fb.joint_positions(fb, jnp.asarray(q)).items()}
     for i in range(0, len(q), every):
         xs = [P["A"][i, 0], P["B"][i, 0], P["C"][i, 0], P["D"][i, 0]]
         ys = [P["A"][i, 1], P["B"][i, 1], P["C"][i, 1], P["D"][i, 1]]
@@ -59,7 +62,7 @@ def fourbar_track(fb, q, *, every: int = 10, point=None, ax=None, color="C0"):
     ax.plot(P["B"][:, 0], P["B"][:, 1], "k:", lw=1, label="path of B")
     ax.plot(P["C"][:, 0], P["C"][:, 1], "r-", lw=1.2, label="path of C")
     if point is not None:
-        cp = np.asarray(_fb.coupler_point(fb, q, point))
+        cp = np.asarray(_fb.coupler_point(fb, jnp.asarray(q), point))
         ax.plot(cp[:, 0], cp[:, 1], "g-", lw=1.5, label="coupler curve")
     ax.plot([0, float(np.asarray(fb.lengths)[3])], [0, 0], "k^", ms=9)
     ax.set_aspect("equal")
@@ -111,7 +114,7 @@ def animate_fourbar(fb, sweep, *, point=None, interval: int = 30):
 
     ok = np.asarray(sweep.converged)
     q = np.asarray(sweep.q)[ok]
-    P = {k: np.asarray(v) for k, v in _fb.joint_positions(fb, q).items()}
+    P = {k: np.asarray(v) for k, v in _fb.joint_positions(fb, jnp.asarray(q)).items()}
     fig, ax = plt.subplots(figsize=(5, 4))
     fourbar_track(fb, q, every=len(q) + 1, point=point, ax=ax)
     (line,) = ax.plot([], [], "-o", color="C0", lw=2)
@@ -140,7 +143,7 @@ def _segments(lk, C):
     return segs
 
 
-def linkage_curve(lk, motion, *, tracers=None, every: int = 15, ax=None, title=None):
+def linkage_curve(lk, motion, *, tracers=None, every: int = 15, ax: Any = None, title=None):
     """A linkage's coupler curve(s) (the seed's Figs. 2, 3, 6, 7, 8): the tracer paths
     over the converged steps, the mechanism drawn at its initial configuration (solid)
     and every `every`-th step (faint), planar lines drawn across the view. 2-D for
@@ -199,7 +202,7 @@ def animate_linkage(lk, motion, *, interval: int = 40):
 
     ok = np.asarray(motion.converged)
     C = np.asarray(motion.coords)[ok]
-    ax = linkage_curve(lk, motion, every=len(C) + 1)
+    ax: Any = linkage_curve(lk, motion, every=len(C) + 1)
     fig = ax.figure
     lines = [ax.plot(*seg.T, "-o", color="C3", lw=2, ms=3)[0] for seg in _segments(lk, C[0])]
 

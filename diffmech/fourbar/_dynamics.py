@@ -255,11 +255,11 @@ def _save_status(solver_result, ys, closed):
     ok = jnp.cumsum(~good) == 0
     first = jnp.argmin(ok)
     solver = RESULTS.promote(solver_result)
-    solver = RESULTS.where(solver == RESULTS.successful, RESULTS.nonfinite, solver)  # a blow-up to NaN
+    solver = RESULTS.where(solver == RESULTS.successful, RESULTS.nonfinite, solver)  # a blow-up to NaN  # pyright: ignore[reportArgumentType]
     cause = RESULTS.where(reached[first], RESULTS.motion_limit, solver)
     idx = jnp.arange(ok.shape[0])
     failed = jnp.where(idx == first, _code(cause), _code(RESULTS.not_reached))
-    return ok, as_results(jnp.where(ok, _code(RESULTS.successful), failed))
+    return ok, as_results(jnp.where(ok, _code(RESULTS.successful), failed))  # pyright: ignore[reportArgumentType]
 
 
 _SOLVERS = {"tsit5": diffrax.Tsit5, "dopri5": diffrax.Dopri5, "dopri8": diffrax.Dopri8}
@@ -373,6 +373,7 @@ def _simulate(fb, q0, Pi0, t0, t1, ts, rtol, atol, drive, adjoint, mode, solver,
         max_steps=max_steps, adjoint=adjoint, throw=False,
     )
     ys = sol.ys
+    assert ys is not None  # saved at `ts`
     ok = jnp.ones(ts.shape, bool)
     if mode == "minimal":
         theta, Pi = ys[:, 0], ys[:, 1]

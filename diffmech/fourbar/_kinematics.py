@@ -164,7 +164,7 @@ def solve(fb: FourBar, theta_A, guess: Float[Array, "4"] | None = None, *,
     ok_branch = ok_branch | (jnp.abs(cross(sol.value[:2], sol.value[2:])) <= 1e-12)  # a change or dead point
     result = _closure.RESULTS.where(
         sol.result == _closure.RESULTS.successful,
-        _closure.RESULTS.where(ok_branch, _closure.RESULTS.successful, _closure.RESULTS.branch_switch),
+        _closure.RESULTS.where(ok_branch, _closure.RESULTS.successful, _closure.RESULTS.branch_switch),  # pyright: ignore[reportArgumentType]
         sol.result,
     )
     sol = eqx.tree_at(lambda s: s.result, sol, result)

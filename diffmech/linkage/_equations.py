@@ -80,7 +80,7 @@ class Distance(Equation):
 
     @staticmethod
     def constants(C0, idx, sl):
-        return _distance0(C0, *idx.T, sl)
+        return _distance0(C0, idx[:, 0], idx[:, 1], sl)
 
     @staticmethod
     def residual(X, idx, r0, u, sl):
@@ -285,7 +285,7 @@ class Actuator(Equation):
 
     @staticmethod
     def constants(C0, idx, sl):
-        return _distance0(C0, *idx.T, sl)
+        return _distance0(C0, idx[:, 0], idx[:, 1], sl)
 
     @staticmethod
     def residual(X, idx, r0, u, sl):

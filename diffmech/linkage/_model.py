@@ -336,7 +336,7 @@ class Linkage(eqx.Module):
         else:
             inp = {"type": self.input_kind, "link": self.link_names[self.input_link],
                    "joint": self.names[self.input_joints[0]]}
-        sim = {"steps": self.steps}
+        sim: dict[str, int | float] = {"steps": self.steps}
         if self.step is not None:
             sim["step"] = self.step
         return {"name": self.name, "geometry": self.geometry, "description": self.description, "joints": joints,

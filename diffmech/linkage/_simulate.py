@@ -175,7 +175,9 @@ def simulate(lk: Linkage, steps: int | None = None, step: float | None = None, *
     program = _simulate_jit if eager else _simulate_program
     motion, values, deferred = program(lk, inputs, branch, condition, check, eager)
     if check:
-        _raise_if_bad_initial(lk, *values)
+        assert values is not None  # computed in the program when `check`
+        r, Jx, Ju = values
+        _raise_if_bad_initial(lk, r, Jx, Ju)
         _CHECKED[id(lk)] = lk  # a reference keeps the id from being reused
         while len(_CHECKED) > 16:
             _CHECKED.popitem(last=False)

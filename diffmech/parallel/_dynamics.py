@@ -232,7 +232,7 @@ def _dynamics(mech: AbstractParallelMechanism, kin: Kinematics, f_ext, method: s
         out = jax.vmap(lambda S_, H_, hp: _solve(mech, S_, H_, hp))(Ss, hs, hP)
     wrenches, forces, cond, res = out
     ok = kin.converged & jnp.isfinite(res) & (res < 1e-8) & (cond < _kin._COND_LIMIT)
-    status = jax.vmap(lambda o, k, st: RESULTS.where(o, RESULTS.successful, RESULTS.where(k, RESULTS.singular_configuration, st)))(
+    status = jax.vmap(lambda o, k, st: RESULTS.where(o, RESULTS.successful, RESULTS.where(k, RESULTS.singular_configuration, st)))(  # pyright: ignore[reportArgumentType]
         ok, kin.converged, kin.status)
     return Dynamics(times=kin.times, actuator_forces=forces, joint_wrenches=wrenches, converged=ok, status=status,
                     condition=cond, residual=res, null_dim=_null_dim(mech), method=method)

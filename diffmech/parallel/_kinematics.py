@@ -186,7 +186,7 @@ def jacobian(x, u, mech: AbstractParallelMechanism):
     return jnp.concatenate(blocks, axis=0)
 
 
-residual.jacobian = jacobian  # the closure core uses it for every Newton step and rate (`closure.jacobian`)
+residual.jacobian = jacobian  # pyright: ignore[reportAttributeAccessIssue]  # the closure core uses it for every Newton step and rate (`closure.jacobian`)
 
 
 def platform_state(phi, d, phid, dd):
@@ -336,7 +336,7 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
     condition = jnp.maximum(cond_c[i], cond_c[j])
     status = jax.tree.map(lambda s_: s_[jnp.where(reached_c[i], j, i)], status_c)
     ok = reached & fine_ok
-    status = jax.vmap(lambda o, st: RESULTS.where(o, RESULTS.successful, st))(
+    status = jax.vmap(lambda o, st: RESULTS.where(o, RESULTS.successful, st))(  # pyright: ignore[reportArgumentType]
         ok, jax.vmap(lambda r_, st: RESULTS.where(r_, RESULTS.motion_limit, st))(reached, status)
     )
     converged, result = _closure.mask_after(ok, status, ~_limits_ok(mech, labels), RESULTS.motion_limit)
@@ -365,7 +365,7 @@ def _one_step(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory) -> 
     err = _closure_errors(mech, theta, R_t, d_t)
     labels = theta + mech.home_labels()
     ok = jnp.isfinite(err) & _limits_ok(mech, labels)
-    status = jax.vmap(lambda o: RESULTS.where(o, RESULTS.successful, RESULTS.motion_limit))(ok)
+    status = jax.vmap(lambda o: RESULTS.where(o, RESULTS.successful, RESULTS.motion_limit))(ok)  # pyright: ignore[reportArgumentType]
     converged, result = _closure.mask_after(ok, status, ~ok, RESULTS.motion_limit)
     nanm = jnp.full((times.shape[0], mech.n_joints + 6), jnp.nan, dtype=times.dtype)
     return Kinematics(
@@ -407,10 +407,12 @@ def inverse_kinematics(mechanism: AbstractParallelMechanism, trajectory: _trajec
     eager = not is_traced(mechanism, trajectory)
     if eager:
         _trajectory.check(trajectory, uniform=method == "one_step")
-    fn = (_exact_jit if method == "exact" else _one_step_jit) if eager else (_exact if method == "exact" else _one_step)
     if stride is None:
         stride = max(1, trajectory.times.shape[-1] // 400)
-    kin = fn(mechanism, trajectory, stride) if method == "exact" else fn(mechanism, trajectory)
+    if method == "exact":
+        kin = (_exact_jit if eager else _exact)(mechanism, trajectory, stride)
+    else:
+        kin = (_one_step_jit if eager else _one_step)(mechanism, trajectory)
     if throw and eager:
         raise_failure(mechanism, kin)
     return kin.error_if_failed() if throw and not eager else kin
@@ -432,19 +434,18 @@ def raise_failure(mech: AbstractParallelMechanism, kin: Kinematics) -> None:
            for i in range(len(names)) if not (lo[i] <= labels[i] <= hi[i])]
     name = type(mech).__name__
     res = float(kin.residual[k])
-    info = dict(index=(k,), residual=res)
     if out:
         raise MotionLimitError(f"{name}: the trajectory leaves the joint limits at sample {k} (t = {t:.6g} s): "
-                               + "; ".join(out) + f"; closure residual {res:.3e}", status="joint limit", **info)
+                               + "; ".join(out) + f"; closure residual {res:.3e}", status="joint limit", index=(k,), residual=res)
     if np.isfinite(kin.condition[k]) and kin.condition[k] >= _COND_LIMIT:
         ranks = chain_ranks(mech, kin.labels[k])
         raise SingularError(
             f"{name}: singular configuration at sample {k} (t = {t:.6g} s): closure Jacobian condition number "
             f"{float(kin.condition[k]):.3g}; chain screw-matrix ranks {ranks}; closure residual {res:.3e}",
-            status="singular configuration", **info)
+            status="singular configuration", index=(k,), residual=res)
     raise MotionLimitError(
         f"{name}: no closed configuration at sample {k} (t = {t:.6g} s): a leg cannot reach the platform pose "
-        f"(closure residual {res:.3e})", status="motion limit", **info)
+        f"(closure residual {res:.3e})", status="motion limit", index=(k,), residual=res)
 
 
 def chain_ranks(mech: AbstractParallelMechanism, labels, rtol: float = 1e-9) -> dict[str, int]:

@@ -34,7 +34,14 @@ from .fourbar._model import FourBar
 from .linkage import _simulate as lks
 from .linkage._model import Linkage
 
-__all__ = ["InfeasibleError", "PlacedFourBar", "Synthesis", "function_generation", "motion_generation", "path_generation"]
+__all__ = [
+    "InfeasibleError",
+    "PlacedFourBar",
+    "Synthesis",
+    "function_generation",
+    "motion_generation",
+    "path_generation",
+]
 
 
 def _to_world(design, local):
@@ -58,9 +65,9 @@ class PlacedFourBar(eqx.Module):
     ground line A→D, anticlockwise) is `origin + R(angle) · coupler_point(θA)`.
     """
 
-    lengths: Float[Array, "4"]
-    point: Float[Array, "2"]
-    origin: Float[Array, "2"]
+    lengths: Float[Array, 4]
+    point: Float[Array, 2]
+    origin: Float[Array, 2]
     angle: Float[Array, ""]
     branch: int = eqx.field(static=True, default=1)
 
@@ -79,7 +86,7 @@ class PlacedFourBar(eqx.Module):
         s = fbk.sweep(self.fourbar, theta_A, condition=False)
         return self.to_world(fbk.coupler_point(self.fourbar, s.q, self.point)), s.converged
 
-    def joints(self, theta_A) -> dict[str, Float[Array, "2"]]:
+    def joints(self, theta_A) -> dict[str, Float[Array, 2]]:
         """World positions of A, B, C, D and the coupler point P at one crank angle."""
         q = fbk.assemble(self.fourbar, theta_A)
         loc = fbk.joint_positions(self.fourbar, q)
@@ -94,12 +101,18 @@ class PlacedFourBar(eqx.Module):
         return {
             "name": name,
             "geometry": "planar",
-            "description": (f"Four-bar from diffmech.synthesis.path_generation: lengths {np.asarray(self.lengths).tolist()}, "
-                            f"coupler point {np.asarray(self.point).tolist()} (coupler frame), branch {self.branch:+d}, "
-                            f"ground line at {float(self.angle):.12g} rad, input 0 = crank angle {float(theta_A):.12g} rad"),
-            "joints": {"A": {"type": "R", "coords": j["A"]}, "B": {"type": "R", "coords": j["B"]},
-                       "C": {"type": "R", "coords": j["C"]}, "D": {"type": "R", "coords": j["D"]},
-                       "P": {"type": "tracer", "coords": j["P"]}},
+            "description": (
+                f"Four-bar from diffmech.synthesis.path_generation: lengths {np.asarray(self.lengths).tolist()}, "
+                f"coupler point {np.asarray(self.point).tolist()} (coupler frame), branch {self.branch:+d}, "
+                f"ground line at {float(self.angle):.12g} rad, input 0 = crank angle {float(theta_A):.12g} rad"
+            ),
+            "joints": {
+                "A": {"type": "R", "coords": j["A"]},
+                "B": {"type": "R", "coords": j["B"]},
+                "C": {"type": "R", "coords": j["C"]},
+                "D": {"type": "R", "coords": j["D"]},
+                "P": {"type": "tracer", "coords": j["P"]},
+            },
             "links": {"crank": ["A", "B"], "coupler": ["B", "C", "P"], "rocker": ["C", "D"], "ground": ["A", "D"]},
             "ground": "ground",
             "input": {"type": "revolute", "link": "crank", "joint": "A"},
@@ -177,7 +190,7 @@ class _Candidate(eqx.Module):
     phase: Array  # () prescribed/cyclic timing: crank angle at the first target; function generation: input offset
     gamma: Array  # () motion: body angle − coupler-line angle; function generation: output offset
     gaps: Array  # (n,) cyclic timing: log-weights of the crank's turns between targets (the last closes the revolution)
-    sigma: Array  # () ±1, the sign of qB × qD: the assembly branch (frozen)
+    sign: Array  # () ±1, the sign of qB × qD: the assembly branch (frozen)
     sense: Array  # () ±1, the crank's direction in cyclic timing (frozen)
 
 
@@ -230,7 +243,7 @@ def _configuration(c, theta):
     """Closed-form assembly on the candidate's branch at crank angles `theta`:
     `(q, gap)`, q = (qA, qB, qD) as in `fourbar`, gap ≤ 0 where it assembles."""
     fb = FourBar(lengths=c.lengths)
-    x, gap = jax.vmap(lambda th: fbk.closed_form(fb, th, c.sigma))(theta)
+    x, gap = jax.vmap(lambda th: fbk.closed_form(fb, th, c.sign))(theta)
     return jnp.concatenate([attitude(theta), x], axis=-1), gap
 
 
@@ -374,7 +387,7 @@ def _check(c, prob, substeps):
     frac = jnp.arange(substeps, dtype=theta.dtype) / substeps
     grid = (ordered[:-1, None] + jnp.diff(ordered)[:, None] * frac[None, :]).reshape(-1)
     grid = jnp.concatenate([grid, ordered[-1:]])
-    s = fbk.sweep_functional(FourBar(lengths=c.lengths), grid, condition=False, sign=c.sigma)
+    s = fbk.sweep_functional(FourBar(lengths=c.lengths), grid, condition=False, sign=c.sign)
     mu = _transmission_angle(s.q)
     return theta, s.q[::substeps][jnp.argsort(order)], jnp.all(s.converged), jnp.min(mu), jnp.max(mu)
 
@@ -418,8 +431,10 @@ def _seed(c, prob, fixed, scales, angles):
         if prob.task == "function":
             return cand
         q, gap = _configuration(eqx.tree_at(lambda m: m.origin, cand, jnp.zeros(2, dtype)), grid)
-        curve = _to_world(eqx.tree_at(lambda m: m.origin, cand, jnp.zeros(2, dtype)),
-                          fbk.coupler_point(FourBar(lengths=cand.lengths), q, cand.point))
+        curve = _to_world(
+            eqx.tree_at(lambda m: m.origin, cand, jnp.zeros(2, dtype)),
+            fbk.coupler_point(FourBar(lengths=cand.lengths), q, cand.point),
+        )
         ok = gap <= 0
         centre = jnp.sum(jnp.where(ok[:, None], curve, 0.0), 0) / jnp.maximum(jnp.sum(ok), 1).astype(dtype)
         return eqx.tree_at(lambda m: m.origin, cand, -centre)
@@ -447,8 +462,9 @@ def _seed(c, prob, fixed, scales, angles):
     return jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:])[k], cands)
 
 
-_seed_batch = eqx.filter_jit(lambda c, prob, fixed, scales, angles: jax.vmap(
-    lambda c_: _seed(c_, prob, fixed, scales, angles))(c))
+_seed_batch = eqx.filter_jit(
+    lambda c, prob, fixed, scales, angles: jax.vmap(lambda c_: _seed(c_, prob, fixed, scales, angles))(c)
+)
 
 
 def _init_timing(c, prob):
@@ -478,8 +494,11 @@ def _init_gamma(c, prob):
     return eqx.tree_at(lambda m: m.gamma, c, jnp.arctan2(jnp.mean(jnp.sin(d)), jnp.mean(jnp.cos(d))))
 
 
-_init_batch = eqx.filter_jit(lambda c, prob, cyclic, gamma: jax.vmap(
-    lambda c_: _init_timing(c_, prob) if cyclic else c_)(jax.vmap(lambda c_: _init_gamma(c_, prob) if gamma else c_)(c)))
+_init_batch = eqx.filter_jit(
+    lambda c, prob, cyclic, gamma: jax.vmap(lambda c_: _init_timing(c_, prob) if cyclic else c_)(
+        jax.vmap(lambda c_: _init_gamma(c_, prob) if gamma else c_)(c)
+    )
+)
 
 
 def _random_starts(n_starts, n_targets, rng, dtype):
@@ -497,10 +516,17 @@ def _random_starts(n_starts, n_targets, rng, dtype):
             i += 1
     k = np.arange(n_starts)
     a = lambda v: jnp.asarray(v, dtype)  # noqa: E731
-    return _Candidate(lengths=a(lengths), point=a(rng.normal(0.0, 0.7, (n_starts, 2))), origin=a(np.zeros((n_starts, 2))),
-                      angle=a(rng.uniform(-np.pi, np.pi, n_starts)), phase=a(np.zeros(n_starts)),
-                      gamma=a(np.zeros(n_starts)), gaps=a(np.zeros((n_starts, n_targets))),
-                      sigma=a(np.where(k % 2 == 0, 1.0, -1.0)), sense=a(np.where(k % 4 < 2, 1.0, -1.0)))
+    return _Candidate(
+        lengths=a(lengths),
+        point=a(rng.normal(0.0, 0.7, (n_starts, 2))),
+        origin=a(np.zeros((n_starts, 2))),
+        angle=a(rng.uniform(-np.pi, np.pi, n_starts)),
+        phase=a(np.zeros(n_starts)),
+        gamma=a(np.zeros(n_starts)),
+        gaps=a(np.zeros((n_starts, n_targets))),
+        sign=a(np.where(k % 2 == 0, 1.0, -1.0)),
+        sense=a(np.where(k % 4 < 2, 1.0, -1.0)),
+    )
 
 
 # --------------------------------------------------------------------------- arguments
@@ -511,7 +537,9 @@ def _as_targets(target_points, who="path_generation", name="target_points", widt
     if t.ndim != 2 or t.shape[1] != width or t.shape[0] < 3:
         raise ValueError(f"{who}: `{name}` must be an (n, {width}) array with n ≥ 3; got shape {t.shape}")
     if not np.all(np.isfinite(t)):
-        raise ValueError(f"{who}: `{name}` must be finite; rows {np.where(~np.all(np.isfinite(t), 1))[0].tolist()} are not")
+        raise ValueError(
+            f"{who}: `{name}` must be finite; rows {np.where(~np.all(np.isfinite(t), 1))[0].tolist()} are not"
+        )
     centre = t[:, :2].mean(0)
     scale = float(np.sqrt(np.mean(np.sum((t[:, :2] - centre) ** 2, 1))))
     if scale <= 0:
@@ -540,7 +568,9 @@ def _world_bounds(bounds, frame, who, allowed):
         if np.any(lo > hi):
             raise ValueError(f"{who}: `bounds[{key!r}]` has lo > hi: ({lo.tolist()}, {hi.tolist()})")
         if key == "lengths" and np.any(hi <= 0):
-            raise ValueError(f"{who}: `bounds['lengths']` must allow positive lengths; got ({lo.tolist()}, {hi.tolist()})")
+            raise ValueError(
+                f"{who}: `bounds['lengths']` must allow positive lengths; got ({lo.tolist()}, {hi.tolist()})"
+            )
         out[key] = (lo, hi)
     fixed = {}
     for key, val in frame.items():
@@ -548,10 +578,14 @@ def _world_bounds(bounds, frame, who, allowed):
             raise ValueError(f"{who}: `frame` takes 'origin' and/or 'angle'; got {key!r}")
         v = np.asarray(val, float)
         if v.shape != ((2,) if key == "origin" else ()) or not np.all(np.isfinite(v)):
-            raise ValueError(f"{who}: `frame[{key!r}]` must be {'(x, y)' if key == 'origin' else 'an angle (rad)'}; got {val!r}")
+            raise ValueError(
+                f"{who}: `frame[{key!r}]` must be {'(x, y)' if key == 'origin' else 'an angle (rad)'}; got {val!r}"
+            )
         if key in out and (np.any(v < out[key][0]) or np.any(v > out[key][1])):
-            raise ValueError(f"{who}: `frame[{key!r}]` = {v.tolist()} lies outside `bounds[{key!r}]` "
-                             f"({out[key][0].tolist()}, {out[key][1].tolist()})")
+            raise ValueError(
+                f"{who}: `frame[{key!r}]` = {v.tolist()} lies outside `bounds[{key!r}]` "
+                f"({out[key][0].tolist()}, {out[key][1].tolist()})"
+            )
         fixed[key] = v
     return out, fixed
 
@@ -589,8 +623,30 @@ def _transmission(transmission, who):
 # --------------------------------------------------------------------------- the search
 
 
-def _search(task, t, centre, scale, *, timing, angles, phase, frame, bounds, grashof, full_rotation, transmission,
-            starts, steps, seed, optimizer, gtol, tol, margin, progress, who):
+def _search(
+    task,
+    t,
+    centre,
+    scale,
+    *,
+    timing,
+    angles,
+    phase,
+    frame,
+    bounds,
+    grashof,
+    full_rotation,
+    transmission,
+    starts,
+    steps,
+    seed,
+    optimizer,
+    gtol,
+    tol,
+    margin,
+    progress,
+    who,
+):
     """Multi-start L-BFGS on the normalised problem, then the closure core's check and
     every constraint on each start; returns the best feasible design as a `Synthesis`."""
     if starts < 1 or steps < 1:
@@ -614,10 +670,19 @@ def _search(task, t, centre, scale, *, timing, angles, phase, frame, bounds, gra
     else:
         targets = t
     lo, hi = _normalised_box(world, fixed, centre, scale, task)
-    prob = _Problem(targets=jnp.asarray(targets, dtype), angles=jnp.asarray(angles if angles is not None else np.zeros(n), dtype),
-                    lo={k: jnp.asarray(v, dtype) for k, v in lo.items()}, hi={k: jnp.asarray(v, dtype) for k, v in hi.items()},
-                    task=task, timing=timing, grashof=grashof, full_rotation=full_rotation, transmission=transmission,
-                    margin=margin, window="lengths" not in world)
+    prob = _Problem(
+        targets=jnp.asarray(targets, dtype),
+        angles=jnp.asarray(angles if angles is not None else np.zeros(n), dtype),
+        lo={k: jnp.asarray(v, dtype) for k, v in lo.items()},
+        hi={k: jnp.asarray(v, dtype) for k, v in hi.items()},
+        task=task,
+        timing=timing,
+        grashof=grashof,
+        full_rotation=full_rotation,
+        transmission=transmission,
+        margin=margin,
+        window="lengths" not in world,
+    )
     rng = np.random.default_rng(seed)
     c0 = _random_starts(starts, n, rng, dtype)
     # fixed fields take their values; function generation places nothing
@@ -629,15 +694,23 @@ def _search(task, t, centre, scale, *, timing, angles, phase, frame, bounds, gra
     if "phase" in fixed:
         norm_fixed["phase"] = fixed["phase"]
     for key, v in norm_fixed.items():
-        c0 = eqx.tree_at(lambda m, k=key: getattr(m, k), c0, jnp.broadcast_to(jnp.asarray(v, dtype), getattr(c0, key).shape))
+        c0 = eqx.tree_at(
+            lambda m, k=key: getattr(m, k), c0, jnp.broadcast_to(jnp.asarray(v, dtype), getattr(c0, key).shape)
+        )
     if task == "function":
-        c0 = eqx.tree_at(lambda m: (m.point, m.origin, m.angle), c0,
-                         (jnp.zeros_like(c0.point), jnp.zeros_like(c0.origin), jnp.zeros_like(c0.angle)))
+        c0 = eqx.tree_at(
+            lambda m: (m.point, m.origin, m.angle),
+            c0,
+            (jnp.zeros_like(c0.point), jnp.zeros_like(c0.origin), jnp.zeros_like(c0.angle)),
+        )
     # seeding: scales (a fixed pivot must be reached from where it is) and turns
     dist = float(np.linalg.norm(norm_fixed["origin"])) if "origin" in norm_fixed else 0.0
     scales = np.geomspace(0.25, 2.0 * max(dist, 1.0), 12) if "origin" in norm_fixed else np.ones(1)
-    turns = np.linspace(0.0, _TWO_PI, 12, endpoint=False) if ("origin" in norm_fixed and "angle" not in norm_fixed) \
+    turns = (
+        np.linspace(0.0, _TWO_PI, 12, endpoint=False)
+        if ("origin" in norm_fixed and "angle" not in norm_fixed)
         else np.zeros(1)
+    )
     fixed_names = tuple(sorted(set(norm_fixed) | ({"origin", "angle"} if task == "function" else set())))
     c0 = _seed_batch(c0, prob, fixed_names, jnp.asarray(scales, dtype), jnp.asarray(turns, dtype))
     with_gamma = task == "motion" or (task == "function" and timing == "free")  # function: `offsets`
@@ -657,8 +730,18 @@ def _search(task, t, centre, scale, *, timing, angles, phase, frame, bounds, gra
         names.append("gaps")
     trainable = lambda m: tuple(getattr(m, k) for k in names)  # noqa: E731
     positive = None if "lengths" in lo else (lambda m: m.lengths)
-    res = _fit.fit(_loss, c0, prob, trainable=trainable, positive=positive or False, optimizer=optimizer, steps=steps,
-                   gtol=gtol, batch=True, progress=progress)
+    res = _fit.fit(
+        _loss,
+        c0,
+        prob,
+        trainable=trainable,
+        positive=positive or False,
+        optimizer=optimizer,
+        steps=steps,
+        gtol=gtol,
+        batch=True,
+        progress=progress,
+    )
     cands = eqx.combine(res.params, c0)  # fitted fields from the fit, frozen ones from the starts
     return _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who)
 
@@ -699,7 +782,9 @@ def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
     if prob.transmission is not None:
         a, b = prob.transmission
         for i in np.flatnonzero((mu_lo < a) | (mu_hi > b)):
-            violations[i].append(f"transmission angle in [{a:.4g}, {b:.4g}] (measured [{mu_lo[i]:.4g}, {mu_hi[i]:.4g}])")
+            violations[i].append(
+                f"transmission angle in [{a:.4g}, {b:.4g}] (measured [{mu_lo[i]:.4g}, {mu_hi[i]:.4g}])"
+            )
     feasible = np.array([not v for v in violations]) & np.isfinite(err)
     errors = np.where(feasible, err, np.inf)
     rel = errors / (scale if task != "function" else 1.0)
@@ -711,8 +796,11 @@ def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
         raise InfeasibleError(
             f"{who}: none of the {lengths.shape[0]} starts gives a design that meets every constraint; the closest "
             f"({'no start assembles' if closest is None else _describe(closest)}, error {err[b]:.3g}) violates: "
-            + "; ".join(violations[b]) + ". Relax the constraints, or try more starts or steps",
-            closest=closest, violations=violations[b])
+            + "; ".join(violations[b])
+            + ". Relax the constraints, or try more starts or steps",
+            closest=closest,
+            violations=violations[b],
+        )
     b = int(np.argmin(errors))
     best = jax.tree.map(lambda a: a[b], dec)
     design = _placed(best, fixed, world, centre, scale, task)
@@ -720,17 +808,30 @@ def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
         points = np.c_[thetas[b], psi[b]]
     else:
         points = centre + P[b] * scale
-    constraints = {"grashof_excess": float(g_excess[b] * (scale if task != "function" else 1.0)),
-                   "full_rotation": bool(full[b]), "transmission": (float(mu_lo[b]), float(mu_hi[b]))}
+    constraints = {
+        "grashof_excess": float(g_excess[b] * (scale if task != "function" else 1.0)),
+        "full_rotation": bool(full[b]),
+        "transmission": (float(mu_lo[b]), float(mu_hi[b])),
+    }
     if task == "motion":
         constraints["max_angle_error"] = float(np.max(np.abs(dphi[b])))
         constraints["body_angle"] = float(best.gamma)
     if task == "function":
         constraints["offsets"] = (float(best.phase), float(best.gamma))
-    return Synthesis(design=design, inputs=jnp.asarray(thetas[b]), points=jnp.asarray(points), error=float(errors[b]),
-                     relative_error=float(rel[b]), history=jax.tree.map(lambda a: a[b], res.history),
-                     errors=jnp.asarray(errors), valid=jnp.asarray(feasible), success_rate=float(np.mean(rel <= tol)),
-                     fit=res, objective=float(objective[b]), constraints=constraints)
+    return Synthesis(
+        design=design,
+        inputs=jnp.asarray(thetas[b]),
+        points=jnp.asarray(points),
+        error=float(errors[b]),
+        relative_error=float(rel[b]),
+        history=jax.tree.map(lambda a: a[b], res.history),
+        errors=jnp.asarray(errors),
+        valid=jnp.asarray(feasible),
+        success_rate=float(np.mean(rel <= tol)),
+        fit=res,
+        objective=float(objective[b]),
+        constraints=constraints,
+    )
 
 
 def _placed(c, fixed, world, centre, scale, task):
@@ -746,14 +847,22 @@ def _placed(c, fixed, world, centre, scale, task):
         angle = float(fixed["angle"]) if "angle" in fixed else float(c.angle)
         if "angle" not in fixed and "angle" not in world:
             angle = float(np.arctan2(np.sin(angle), np.cos(angle)))
-    return PlacedFourBar(lengths=jnp.asarray(l), point=jnp.asarray(point), origin=jnp.asarray(origin, float),
-                         angle=jnp.asarray(angle), branch=int(float(c.sigma) * s_len))
+    return PlacedFourBar(
+        lengths=jnp.asarray(l),
+        point=jnp.asarray(point),
+        origin=jnp.asarray(origin, float),
+        angle=jnp.asarray(angle),
+        branch=int(float(c.sign) * s_len),
+    )
 
 
 def _describe(d):
-    return (f"lengths {np.array2string(np.asarray(d.lengths), precision=4)}, coupler point "
-            f"{np.array2string(np.asarray(d.point), precision=4)}, pivot {np.array2string(np.asarray(d.origin), precision=4)}, "
-            f"ground line {float(d.angle):.4g} rad, branch {d.branch:+d}")
+    return (
+        f"lengths {np.array2string(np.asarray(d.lengths), precision=4)}, coupler point "
+        f"{np.array2string(np.asarray(d.point), precision=4)}, pivot "
+        f"{np.array2string(np.asarray(d.origin), precision=4)}, "
+        f"ground line {float(d.angle):.4g} rad, branch {d.branch:+d}"
+    )
 
 
 def _clip_bounds(syn: Synthesis, world, who):
@@ -773,11 +882,30 @@ def _clip_bounds(syn: Synthesis, world, who):
 # --------------------------------------------------------------------------- the three tasks
 
 
-def path_generation(target_points, timing: str = "free", *, crank_angles=None, phase=None, frame=None, bounds=None,
-                    cyclic_order: bool = False, grashof: bool = False, full_rotation: bool = False, transmission=None,
-                    mechanism: Linkage | None = None, tracer: str | None = None, starts: int = 32, steps: int = 300,
-                    seed: int = 0, optimizer="lbfgs", gtol: float = 1e-12, tol: float = 1e-6, margin: float = 0.02,
-                    spread: float = 0.05, progress: bool = False) -> Synthesis:
+def path_generation(
+    target_points,
+    timing: str = "free",
+    *,
+    crank_angles=None,
+    phase=None,
+    frame=None,
+    bounds=None,
+    cyclic_order: bool = False,
+    grashof: bool = False,
+    full_rotation: bool = False,
+    transmission=None,
+    mechanism: Linkage | None = None,
+    tracer: str | None = None,
+    starts: int = 32,
+    steps: int = 300,
+    seed: int = 0,
+    optimizer="lbfgs",
+    gtol: float = 1e-12,
+    tol: float = 1e-6,
+    margin: float = 0.02,
+    spread: float = 0.05,
+    progress: bool = False,
+) -> Synthesis:
     """Synthesise a mechanism whose coupler point passes through `target_points`.
 
     **Arguments:**
@@ -842,12 +970,28 @@ def path_generation(target_points, timing: str = "free", *, crank_angles=None, p
     if phase is not None and timing != "prescribed":
         raise ValueError(f"{who}: `phase` fixes prescribed timing's crank angles; pass timing='prescribed'")
     if cyclic_order and timing != "free":
-        raise ValueError(f"{who}: `cyclic_order` orders free timing's crank angles; prescribed timing has its own order")
+        raise ValueError(
+            f"{who}: `cyclic_order` orders free timing's crank angles; prescribed timing has its own order"
+        )
     if mechanism is not None:
         if starts < 1 or steps < 1:
             raise ValueError(f"{who}: `starts` and `steps` must be ≥ 1; got {starts}, {steps}")
-        return _linkage_generation(t, scale, mechanism, tracer, timing, crank_angles, starts, steps, seed,
-                                   optimizer, gtol, tol, spread, progress)
+        return _linkage_generation(
+            t,
+            scale,
+            mechanism,
+            tracer,
+            timing,
+            crank_angles,
+            starts,
+            steps,
+            seed,
+            optimizer,
+            gtol,
+            tol,
+            spread,
+            progress,
+        )
     if crank_angles is None:
         inc = _TWO_PI * np.arange(n) / n
     elif np.any(np.diff(inc) <= 0) and np.any(np.diff(inc) >= 0):
@@ -856,16 +1000,50 @@ def path_generation(target_points, timing: str = "free", *, crank_angles=None, p
     angles = inc if phase is not None else inc - inc[0]
     mode = "cyclic" if cyclic_order else timing
     world, _ = _world_bounds(bounds, frame, who, tuple(_FIELDS))
-    syn = _search("path", t, centre, scale, timing=mode, angles=angles, phase=phase, frame=frame, bounds=bounds,
-                  grashof=grashof, full_rotation=full_rotation, transmission=transmission, starts=starts, steps=steps,
-                  seed=seed, optimizer=optimizer, gtol=gtol, tol=tol, margin=margin, progress=progress, who=who)
+    syn = _search(
+        "path",
+        t,
+        centre,
+        scale,
+        timing=mode,
+        angles=angles,
+        phase=phase,
+        frame=frame,
+        bounds=bounds,
+        grashof=grashof,
+        full_rotation=full_rotation,
+        transmission=transmission,
+        starts=starts,
+        steps=steps,
+        seed=seed,
+        optimizer=optimizer,
+        gtol=gtol,
+        tol=tol,
+        margin=margin,
+        progress=progress,
+        who=who,
+    )
     return _clip_bounds(syn, world, who)
 
 
-def motion_generation(poses, *, cyclic_order: bool = False, frame=None, bounds=None, grashof: bool = False,
-                      full_rotation: bool = False, transmission=None, starts: int = 64, steps: int = 400, seed: int = 0,
-                      optimizer="lbfgs", gtol: float = 1e-12, tol: float = 1e-6, margin: float = 0.02,
-                      progress: bool = False) -> Synthesis:
+def motion_generation(
+    poses,
+    *,
+    cyclic_order: bool = False,
+    frame=None,
+    bounds=None,
+    grashof: bool = False,
+    full_rotation: bool = False,
+    transmission=None,
+    starts: int = 64,
+    steps: int = 400,
+    seed: int = 0,
+    optimizer="lbfgs",
+    gtol: float = 1e-12,
+    tol: float = 1e-6,
+    margin: float = 0.02,
+    progress: bool = False,
+) -> Synthesis:
     """Rigid-body guidance: a four-bar whose coupler carries a body through `poses`.
 
     `poses` `(n, 3)` = (x, y, φ): the body's reference point and its angle (rad,
@@ -886,17 +1064,51 @@ def motion_generation(poses, *, cyclic_order: bool = False, frame=None, bounds=N
     who = "motion_generation"
     t, centre, scale = _as_targets(poses, who, "poses", 3)
     world, _ = _world_bounds(bounds, frame, who, tuple(_FIELDS))
-    syn = _search("motion", t, centre, scale, timing="cyclic" if cyclic_order else "free", angles=None, phase=None,
-                  frame=frame, bounds=bounds, grashof=grashof, full_rotation=full_rotation, transmission=transmission,
-                  starts=starts, steps=steps, seed=seed, optimizer=optimizer, gtol=gtol, tol=tol, margin=margin,
-                  progress=progress, who=who)
+    syn = _search(
+        "motion",
+        t,
+        centre,
+        scale,
+        timing="cyclic" if cyclic_order else "free",
+        angles=None,
+        phase=None,
+        frame=frame,
+        bounds=bounds,
+        grashof=grashof,
+        full_rotation=full_rotation,
+        transmission=transmission,
+        starts=starts,
+        steps=steps,
+        seed=seed,
+        optimizer=optimizer,
+        gtol=gtol,
+        tol=tol,
+        margin=margin,
+        progress=progress,
+        who=who,
+    )
     return _clip_bounds(syn, world, who)
 
 
-def function_generation(theta_in, theta_out, *, offsets: bool = False, ground: float = 1.0, bounds=None,
-                        grashof: bool = False, full_rotation: bool = False, transmission=None, starts: int = 32,
-                        steps: int = 600, seed: int = 0, optimizer="lbfgs", gtol: float = 1e-12, tol: float = 1e-6,
-                        margin: float = 0.02, progress: bool = False) -> Synthesis:
+def function_generation(
+    theta_in,
+    theta_out,
+    *,
+    offsets: bool = False,
+    ground: float = 1.0,
+    bounds=None,
+    grashof: bool = False,
+    full_rotation: bool = False,
+    transmission=None,
+    starts: int = 32,
+    steps: int = 600,
+    seed: int = 0,
+    optimizer="lbfgs",
+    gtol: float = 1e-12,
+    tol: float = 1e-6,
+    margin: float = 0.02,
+    progress: bool = False,
+) -> Synthesis:
     """A four-bar whose rocker angle follows its crank angle at the given pairs.
 
     `theta_in` (crank angles) and `theta_out` (rocker angles, the direction D→C), both
@@ -918,7 +1130,9 @@ def function_generation(theta_in, theta_out, *, offsets: bool = False, ground: f
     if a.ndim != 1 or a.shape[0] < 3 or not np.all(np.isfinite(a)):
         raise ValueError(f"{who}: `theta_in` must be a finite 1-D array of n ≥ 3 crank angles; got shape {a.shape}")
     if b.shape != a.shape or not np.all(np.isfinite(b)):
-        raise ValueError(f"{who}: `theta_out` must be {a.shape[0]} finite rocker angles, one per crank angle; got shape {b.shape}")
+        raise ValueError(
+            f"{who}: `theta_out` must be {a.shape[0]} finite rocker angles, one per crank angle; got shape {b.shape}"
+        )
     if not (np.all(np.diff(a) > 0) or np.all(np.diff(a) < 0)):
         raise ValueError(f"{who}: `theta_in` must be strictly monotonic (the crank turns one way)")
     g = float(ground)
@@ -932,10 +1146,29 @@ def function_generation(theta_in, theta_out, *, offsets: bool = False, ground: f
     lo, hi = world["lengths"]
     if "lengths" in world and lo[3] == hi[3] and lo[3] <= 0:
         raise ValueError(f"{who}: the ground link's length must be positive")
-    syn = _search("function", b, np.zeros(2), 1.0, timing="free" if offsets else "prescribed", angles=a,
-                  phase=None if offsets else 0.0, frame=None, bounds=bounds, grashof=grashof,
-                  full_rotation=full_rotation, transmission=transmission, starts=starts, steps=steps, seed=seed,
-                  optimizer=optimizer, gtol=gtol, tol=tol, margin=margin, progress=progress, who=who)
+    syn = _search(
+        "function",
+        b,
+        np.zeros(2),
+        1.0,
+        timing="free" if offsets else "prescribed",
+        angles=a,
+        phase=None if offsets else 0.0,
+        frame=None,
+        bounds=bounds,
+        grashof=grashof,
+        full_rotation=full_rotation,
+        transmission=transmission,
+        starts=starts,
+        steps=steps,
+        seed=seed,
+        optimizer=optimizer,
+        gtol=gtol,
+        tol=tol,
+        margin=margin,
+        progress=progress,
+        who=who,
+    )
     return _clip_bounds(syn, {"lengths": world["lengths"]}, who)
 
 
@@ -947,16 +1180,22 @@ def _linkage_loss(lk, targets, inputs, tracer, scale):
     return _fit.masked_mean(m.coords[:, tracer, :2] - targets, m.converged) / scale**2
 
 
-def _linkage_generation(t, scale, lk, tracer, timing, inputs, starts, steps, seed, optimizer, gtol, tol, spread, progress):
+def _linkage_generation(
+    t, scale, lk, tracer, timing, inputs, starts, steps, seed, optimizer, gtol, tol, spread, progress
+):
     if not isinstance(lk, Linkage):
         raise ValueError(f"path_generation: `mechanism` must be a diffmech Linkage; got {type(lk).__name__}")
     if lk.geometry != "planar":
         raise ValueError(f"path_generation: `mechanism` must be planar; {lk.name!r} is {lk.geometry}")
     if timing != "prescribed" or inputs is None:
-        raise ValueError("path_generation: a linkage is synthesised with prescribed timing: pass timing='prescribed' "
-                         "and `crank_angles` (its inputs at the targets, the first 0)")
+        raise ValueError(
+            "path_generation: a linkage is synthesised with prescribed timing: pass timing='prescribed' "
+            "and `crank_angles` (its inputs at the targets, the first 0)"
+        )
     if tracer not in lk.names:
-        raise ValueError(f"path_generation: `tracer` must name a joint of {lk.name!r} ({', '.join(lk.names)}); got {tracer!r}")
+        raise ValueError(
+            f"path_generation: `tracer` must name a joint of {lk.name!r} ({', '.join(lk.names)}); got {tracer!r}"
+        )
     k = lk.names.index(tracer)
     u = jnp.asarray(inputs, lk.coords.dtype)
     targets = jnp.asarray(t, lk.coords.dtype)
@@ -966,8 +1205,20 @@ def _linkage_generation(t, scale, lk, tracer, timing, inputs, starts, steps, see
     z[0] = 0.0
     coords = lk.coords[None] + spread_abs * jnp.asarray(z, lk.coords.dtype)
     batch = eqx.tree_at(lambda m: m.coords, lk, coords)
-    res = _fit.fit(_linkage_loss, batch, targets, u, k, scale, trainable=lambda m: m.coords, optimizer=optimizer,
-                   steps=steps, gtol=gtol, batch=True, progress=progress)
+    res = _fit.fit(
+        _linkage_loss,
+        batch,
+        targets,
+        u,
+        k,
+        scale,
+        trainable=lambda m: m.coords,
+        optimizer=optimizer,
+        steps=steps,
+        gtol=gtol,
+        batch=True,
+        progress=progress,
+    )
     motion = _simulate_batch(eqx.tree_at(lambda m: m.coords, lk, res.params.coords), u)
     pts = motion.coords[:, :, k, :2]
     ok = jnp.all(motion.converged, axis=-1)
@@ -977,14 +1228,26 @@ def _linkage_generation(t, scale, lk, tracer, timing, inputs, starts, steps, see
         raise RuntimeError(f"path_generation: none of the {starts} starts of {lk.name!r} assembles at every input")
     b = int(jnp.argmin(errors))
     design = eqx.tree_at(lambda m: m.coords, lk, res.params.coords[b])
-    return Synthesis(design=design, inputs=u, points=pts[b], error=float(errors[b]), relative_error=float(errors[b]) / scale,
-                     history=jax.tree.map(lambda a: a[b], res.history), errors=errors, valid=ok,
-                     success_rate=float(jnp.mean(errors / scale <= tol)), fit=res,
-                     objective=float(jnp.sum((pts[b] - targets) ** 2)))
+    return Synthesis(
+        design=design,
+        inputs=u,
+        points=pts[b],
+        error=float(errors[b]),
+        relative_error=float(errors[b]) / scale,
+        history=jax.tree.map(lambda a: a[b], res.history),
+        errors=errors,
+        valid=ok,
+        success_rate=float(jnp.mean(errors / scale <= tol)),
+        fit=res,
+        objective=float(jnp.sum((pts[b] - targets) ** 2)),
+    )
 
 
-_simulate_batch = eqx.filter_jit(lambda lk, u: jax.vmap(
-    lambda c: lks.simulate_functional(eqx.tree_at(lambda m: m.coords, lk, c), u, branch=True, condition=False))(lk.coords))
+_simulate_batch = eqx.filter_jit(
+    lambda lk, u: jax.vmap(
+        lambda c: lks.simulate_functional(eqx.tree_at(lambda m: m.coords, lk, c), u, branch=True, condition=False)
+    )(lk.coords)
+)
 
 
 def save_design(result: Synthesis, path) -> None:
@@ -994,4 +1257,3 @@ def save_design(result: Synthesis, path) -> None:
     spec = d.to_linkage_dict(float(result.inputs[0])) if isinstance(d, PlacedFourBar) else d.to_dict()
     with open(path, "w") as f:
         json.dump(spec, f, indent=1)
-

@@ -10,8 +10,10 @@ import os
 from importlib.metadata import version as _version  # noqa: E402
 
 _old_emitters = tuple(int(p) for p in _version("jaxlib").split(".")[:2]) < (0, 11)
-os.environ.setdefault("XLA_FLAGS", "--xla_backend_optimization_level=0"
-                      + (" --xla_cpu_use_fusion_emitters=false" if _old_emitters else ""))
+os.environ.setdefault(
+    "XLA_FLAGS",
+    "--xla_backend_optimization_level=0" + (" --xla_cpu_use_fusion_emitters=false" if _old_emitters else ""),
+)
 
 import jax  # noqa: E402
 
@@ -38,7 +40,7 @@ import pytest  # noqa: E402
 
 # worker-seconds per group in the 788-s rehearsal (2026-11-23, --durations=60): fit 309, parallel 231, linkage 210,
 # fourbar_kinematics 186, fourbar_dynamics 177, synthesis 131 (ungrouped: test_shard 104); synthesis grew with
-# issue 21's tests (test_synthesis_tasks.py joins its group: ~300 worker-seconds in a cold run, 2026-11-25)
+# issue 21's tests (now in test_synthesis.py: ~300 worker-seconds in a cold run, 2026-11-25)
 GROUPS = ("synthesis", "fit", "parallel", "linkage", "fourbar_kinematics", "fourbar_dynamics")
 
 

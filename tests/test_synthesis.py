@@ -7,18 +7,27 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from reference import burmester as bm
 
 import diffmech as dm
-from diffmech import _synthesis as S_, fourbar as fbk, synthesis as S
+from diffmech import _synthesis as S_
+from diffmech import fourbar as fbk
+from diffmech import synthesis as S
 
 # a crank-rocker placed off the origin, its coupler point off the coupler line
-TRUE = S.PlacedFourBar(lengths=jnp.array([0.12, 0.25, 0.26, 0.30]), point=jnp.array([0.1, 0.05]),
-                       origin=jnp.array([0.3, -0.2]), angle=jnp.array(0.4), branch=1)
+TRUE = S.PlacedFourBar(
+    lengths=jnp.array([0.12, 0.25, 0.26, 0.30]),
+    point=jnp.array([0.1, 0.05]),
+    origin=jnp.array([0.3, -0.2]),
+    angle=jnp.array(0.4),
+    branch=1,
+)
 THETA = np.linspace(0.0, 2 * np.pi, 13)[:-1] + 0.3
+SMALL = dict(starts=16, steps=250)
 
 
-def _targets():
-    pts, ok = TRUE.path(THETA)
+def _targets(theta=THETA):
+    pts, ok = TRUE.path(theta)
     assert bool(jnp.all(ok))
     return np.asarray(pts)
 
@@ -55,14 +64,34 @@ def _candidate(design, t):
     # the normalised-frame candidate of a placed four-bar (targets t set the frame)
     centre, scale = t.mean(0), _scale(t)
     z = jnp.asarray(0.0)
-    return S_._Candidate(lengths=design.lengths / scale, point=design.point / scale, origin=(design.origin - centre) / scale,
-                         angle=design.angle, phase=z, gamma=z, gaps=jnp.zeros(len(t)), sigma=jnp.asarray(1.0), sense=z + 1)
+    return S_._Candidate(
+        lengths=design.lengths / scale,
+        point=design.point / scale,
+        origin=(design.origin - centre) / scale,
+        angle=design.angle,
+        phase=z,
+        gamma=z,
+        gaps=jnp.zeros(len(t)),
+        sign=jnp.asarray(1.0),
+        sense=z + 1,
+    )
 
 
 def _problem(tn):
     # free-timing path generation of normalised targets `tn` (no bounds, no constraints)
-    return S_._Problem(targets=tn, angles=jnp.zeros(len(tn)), lo={}, hi={}, task="path", timing="free", grashof=False,
-                       full_rotation=False, transmission=None, margin=0.02, window=True)
+    return S_._Problem(
+        targets=tn,
+        angles=jnp.zeros(len(tn)),
+        lo={},
+        hi={},
+        task="path",
+        timing="free",
+        grashof=False,
+        full_rotation=False,
+        transmission=None,
+        margin=0.02,
+        window=True,
+    )
 
 
 def test_free_timing_inner_solve_finds_the_crank_angles_of_points_on_the_curve():
@@ -92,7 +121,9 @@ def test_free_timing_full_rotation_recovers_shuffled_targets():
     fine = np.linspace(0.0, 2 * np.pi, 721)
     curve, ok = r.design.path(fine)
     assert bool(jnp.all(ok))
-    P = np.asarray(r.design.to_world(fbk.coupler_point(r.design.fourbar, fbk.assemble(r.design.fourbar, r.inputs), r.design.point)))
+    P = np.asarray(
+        r.design.to_world(fbk.coupler_point(r.design.fourbar, fbk.assemble(r.design.fourbar, r.inputs), r.design.point))
+    )
     assert np.max(np.abs(P - t[perm])) <= 1e-10 * _scale(t)
     # every target within the sampling distance of the traced curve
     d = np.min(np.linalg.norm(np.asarray(curve)[None] - t[:, None], axis=-1), axis=1)
@@ -120,16 +151,19 @@ def test_free_timing_gradient_matches_central_differences():
     np.testing.assert_allclose(np.asarray(g), fd, rtol=1e-6, atol=1e-9)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(target_points=np.zeros((2, 2))), "target_points"),
-    (dict(target_points=np.array([[0, 0], [1, np.nan], [0, 1.0]])), "finite"),
-    (dict(target_points=np.ones((5, 2))), "coincide"),
-    (dict(target_points=np.eye(3)[:, :2], timing="any"), "timing"),
-    (dict(target_points=np.eye(3)[:, :2], timing="prescribed", crank_angles=[0.0, 1.0]), "crank_angles"),
-    (dict(target_points=np.eye(3)[:, :2], crank_angles=[0.0, 1.0, 2.0]), "prescribed"),
-    (dict(target_points=np.eye(3)[:, :2], timing="prescribed", crank_angles=[0.0, 2.0, 1.0]), "monotonic"),
-    (dict(target_points=np.eye(3)[:, :2], mechanism="stephenson2"), "Linkage"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(target_points=np.zeros((2, 2))), "target_points"),
+        (dict(target_points=np.array([[0, 0], [1, np.nan], [0, 1.0]])), "finite"),
+        (dict(target_points=np.ones((5, 2))), "coincide"),
+        (dict(target_points=np.eye(3)[:, :2], timing="any"), "timing"),
+        (dict(target_points=np.eye(3)[:, :2], timing="prescribed", crank_angles=[0.0, 1.0]), "crank_angles"),
+        (dict(target_points=np.eye(3)[:, :2], crank_angles=[0.0, 1.0, 2.0]), "prescribed"),
+        (dict(target_points=np.eye(3)[:, :2], timing="prescribed", crank_angles=[0.0, 2.0, 1.0]), "monotonic"),
+        (dict(target_points=np.eye(3)[:, :2], mechanism="stephenson2"), "Linkage"),
+    ],
+)
 def test_bad_input_is_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
         S.path_generation(**kwargs)
@@ -171,7 +205,9 @@ def test_six_bar_synthesis_through_the_linkage_model():
     t = np.asarray(dm.linkage.simulate(lk, inputs=u, condition=False)["J8"])[:, :2]
     rng = np.random.default_rng(3)
     lk0 = eqx.tree_at(lambda k: k.coords, lk, lk.coords * (1 + 0.01 * rng.normal(size=lk.coords.shape)))
-    before = np.mean(np.linalg.norm(np.asarray(dm.linkage.simulate(lk0, inputs=u, condition=False)["J8"])[:, :2] - t, axis=1))
+    before = np.mean(
+        np.linalg.norm(np.asarray(dm.linkage.simulate(lk0, inputs=u, condition=False)["J8"])[:, :2] - t, axis=1)
+    )
     r = S.path_generation(t, "prescribed", crank_angles=u, mechanism=lk0, tracer="J8", starts=2, steps=100)
     assert isinstance(r.design, dm.Linkage)
     m = dm.linkage.simulate(r.design, inputs=u)
@@ -179,3 +215,315 @@ def test_six_bar_synthesis_through_the_linkage_model():
     after = np.mean(np.linalg.norm(np.asarray(m["J8"])[:, :2] - t, axis=1))
     assert after == pytest.approx(r.error, rel=1e-6, abs=1e-12)
     assert after < 1e-3 * before
+
+
+# ------------------------------------------------------------------ synthesis as designers pose it
+#
+# Synthesis as designers pose it (issue 21): bounds, a fixed frame and phase, cyclic
+# order, Grashof and transmission limits, checked on the returned design by formulations
+# other than the search's (the closure core's sweep, the point-line linkage model,
+# joint positions and the law of cosines); motion generation against an independent
+# Burmester construction (`tests/reference/burmester.py`), function generation against
+# Freudenstein's equation; the literature's five-point problem below its best published
+# value.
+
+
+def _joints(design, theta):
+    """World A, B, C, D and the coupler point at crank angles `theta` (the closure core)."""
+    J = [design.joints(float(t)) for t in theta]
+    return {k: np.array([np.asarray(j[k]) for j in J]) for k in J[0]}
+
+
+def _rot(a):
+    return np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
+
+
+def test_bounds_frame_phase_grashof_and_transmission_hold_on_the_returned_design(tmp_path):
+    t = _targets()
+    frame = {"origin": (0.3, -0.2), "angle": 0.4}
+    bounds = {"lengths": (0.05, 0.28), "point": (-0.5, 0.5)}  # excludes the true ground link (0.30)
+    mu = (0.8, 2.3)  # binding: without it the best design here reaches 0.70 rad
+    r = S.path_generation(
+        t,
+        "prescribed",
+        crank_angles=THETA,
+        phase=0.0,
+        frame=frame,
+        bounds=bounds,
+        grashof=True,
+        transmission=mu,
+        **SMALL,
+    )
+    d = r.design
+    # the frame and the absolute crank angles exactly as given
+    assert np.asarray(d.origin).tolist() == [0.3, -0.2] and float(d.angle) == 0.4
+    np.testing.assert_array_equal(np.asarray(r.inputs), THETA)
+    # the bounds, exactly
+    l = np.asarray(d.lengths)
+    assert np.all(l >= 0.05) and np.all(l <= 0.28) and np.all(np.abs(np.asarray(d.point)) <= 0.5)
+    # Grashof: s + ℓ ≤ p + q
+    s = np.sort(l)
+    assert s[0] + s[3] <= s[1] + s[2]
+    # the true design is excluded, so the targets are not met exactly
+    assert r.objective > 1e-8 * _scale(t) ** 2
+    # objective = Σ‖Cᵢ − Tᵢ‖², recomputed from the closure core's sweep of the design
+    pts, ok = d.path(r.inputs)
+    assert bool(np.all(ok))
+    assert abs(r.objective - float(np.sum((np.asarray(pts) - t) ** 2))) <= 1e-12 * max(r.objective, 1e-30)
+    # the transmission angle over the motion through the targets, from the point-line
+    # linkage model (the exported design, an independent formulation): the angle at C of
+    # the triangle B C D by the law of cosines
+    path = tmp_path / "design.json"
+    S.save_design(r, path)
+    lk = dm.linkage.load(path)
+    m = dm.linkage.simulate(lk, inputs=np.linspace(0.0, THETA[-1] - THETA[0], 200))
+    assert bool(np.all(m.converged))
+    B, C, D = (np.asarray(m[k])[:, :2] for k in "BCD")
+    b, c, e = np.linalg.norm(C - B, axis=1), np.linalg.norm(C - D, axis=1), np.linalg.norm(B - D, axis=1)
+    angle = np.arccos((b**2 + c**2 - e**2) / (2 * b * c))
+    assert mu[0] <= angle.min() and angle.max() <= mu[1]
+    lo, hi = r.constraints["transmission"]
+    assert abs(lo - angle.min()) <= 5e-3 and abs(hi - angle.max()) <= 5e-3
+
+
+def test_cyclic_order_is_kept_even_when_it_costs_accuracy():
+    theta = THETA[::2]
+    t = _targets(theta)
+    # in the order of motion: the true design meets them in that order, exactly
+    r = S.path_generation(t, cyclic_order=True, **SMALL)
+    assert r.relative_error <= 1e-9
+
+    def cyclic(inputs, sense):
+        w = np.mod(sense * np.asarray(inputs), 2 * np.pi)
+        order = np.argsort(w)
+        k = int(np.flatnonzero(order == 0)[0])
+        return np.array_equal(np.roll(order, -k), np.arange(len(w)))
+
+    assert cyclic(r.inputs, 1) or cyclic(r.inputs, -1)
+    # swapped: the true design meets them out of order; the crank must still meet them
+    # in the given cyclic order (one way or the other), at a cost
+    swapped = t[[0, 2, 1, 3, 4, 5]]
+    r2 = S.path_generation(swapped, cyclic_order=True, **SMALL)
+    assert cyclic(r2.inputs, 1) or cyclic(r2.inputs, -1)
+    assert r2.objective > 1e-6 * _scale(t) ** 2
+    # (the true design meets the swapped targets out of their given order, either way)
+    assert not (cyclic(THETA[::2][[0, 2, 1, 3, 4, 5]], 1) or cyclic(THETA[::2][[0, 2, 1, 3, 4, 5]], -1))
+
+
+def _poses(theta, gamma=0.3):
+    q = [fbk.assemble(TRUE.fourbar, float(th)) for th in theta]
+    P = np.array([np.asarray(TRUE.to_world(fbk.coupler_point(TRUE.fourbar, qi, TRUE.point))) for qi in q])
+    phi = np.array([float(TRUE.angle) + np.arctan2(float(qi[3]), float(qi[2])) + gamma for qi in q])
+    return np.c_[P, phi]
+
+
+def _dyads(r, poses):
+    """The design's two dyads: (moving pivot in the body frame, fixed pivot), from its
+    joints at the poses' crank angles (the body: the pose's point and angle)."""
+    J = _joints(r.design, r.inputs)
+    out = []
+    for moving, fixed in (("B", "A"), ("C", "D")):
+        m = np.array([_rot(p[2]).T @ (J[moving][i] - p[:2]) for i, p in enumerate(poses)])
+        assert np.max(np.abs(m - m[0])) <= 1e-9  # rigidly carried by the body
+        out.append((m[0], J[fixed][0]))
+    return out
+
+
+# 3 and 4 poses compile programs of their own (~1 min each on 2 cores): outside the
+# 10-minute suite (`python -m pytest -m slow`)
+@pytest.mark.parametrize("n", [pytest.param(3, marks=pytest.mark.slow), pytest.param(4, marks=pytest.mark.slow), 5])
+def test_motion_generation_is_exact_where_burmester_theory_has_solutions(n):
+    poses = _poses(np.linspace(0.3, 2.6, n))
+    r = S.motion_generation(poses, starts=32, steps=400)
+    scale = _scale(poses[:, :2])
+    assert r.objective <= 1e-20 * scale**2 and r.constraints["max_angle_error"] <= 1e-9
+    dyads = _dyads(r, poses)
+    if n == 3:
+        # each fixed pivot is the centre of its moving pivot's circle through the 3 poses
+        for m, c in dyads:
+            np.testing.assert_allclose(bm.center_point(poses, m), c, atol=1e-9 * scale)
+    elif n == 4:
+        # each dyad is a point of the 4-pose Burmester curves: its moving pivot stays on
+        # one circle about its fixed pivot through every pose, and the centre of the
+        # first three poses' circle is that fixed pivot
+        for m, c in dyads:
+            assert bm.dyad_residual(poses, m, c) <= 1e-9 * scale
+            np.testing.assert_allclose(bm.center_point(poses[:3], m), c, atol=1e-9 * scale)
+    else:
+        # both dyads are Burmester pairs of the five poses (independent construction)
+        pairs = bm.burmester_pairs(poses)
+        for m, c in dyads:
+            dist = [np.linalg.norm(m - pm) + np.linalg.norm(c - pc) for pm, pc in pairs]
+            assert min(dist) <= 1e-7 * (1 + np.linalg.norm(m) + np.linalg.norm(c)), (m, c, pairs)
+
+
+def _freudenstein(phi, psi, d):
+    """Lengths (crank a, coupler b, rocker c, ground d) from three pairs:
+    K1 cos ψ − K2 cos φ + K3 = cos(φ − ψ), K1 = d/a, K2 = d/c, K3 = (a² − b² + c² + d²)/(2ac)."""
+    A = np.c_[np.cos(psi), -np.cos(phi), np.ones(3)]
+    K1, K2, K3 = np.linalg.solve(A, np.cos(phi - psi))
+    a, c = d / K1, d / K2
+    return np.array([a, np.sqrt(a * a + c * c + d * d - 2 * a * c * K3), c, d])
+
+
+def test_function_generation_matches_freudensteins_three_point_solution():
+    phi = np.array([0.5, 1.0, 1.6])
+    psi = np.array([float(np.arctan2(*np.asarray(fbk.assemble(TRUE.fourbar, p))[[5, 4]])) for p in phi])
+    expected = _freudenstein(phi, psi, 0.30)
+    r = S.function_generation(phi, psi, ground=0.30, **SMALL)
+    np.testing.assert_allclose(np.asarray(r.design.lengths), expected, rtol=1e-8)
+    assert r.objective <= 1e-20
+    np.testing.assert_allclose(np.asarray(r.points), np.c_[phi, psi], atol=1e-10)
+    # with input and output offsets free, five pairs of a shifted four-bar are exact
+    phi5 = np.linspace(0.3, 2.0, 5)
+    psi5 = np.array([float(np.arctan2(*np.asarray(fbk.assemble(TRUE.fourbar, p))[[5, 4]])) for p in phi5])
+    r5 = S.function_generation(phi5 - 0.2, psi5 + 0.1, offsets=True, ground=0.30, starts=16, steps=600)
+    assert r5.objective <= 1e-18
+    # Freudenstein's equation holds at the five shifted pairs for the lengths found
+    a, b, c, d = np.asarray(r5.design.lengths)
+    al, be = r5.constraints["offsets"]
+    f, p = phi5 - 0.2 + al, psi5 + 0.1 + be
+    res = d / a * np.cos(p) - d / c * np.cos(f) + (a * a - b * b + c * c + d * d) / (2 * a * c) - np.cos(f - p)
+    assert np.max(np.abs(res)) <= 1e-9
+
+
+def test_five_point_benchmark_below_the_best_published_value():
+    # Kunjur & Krishnamurty / Cabrera et al.: frame fixed at the origin, absolute crank
+    # angles, lengths in [0, 50], coupler point in [−50, 50]², Grashof; best published
+    # f ≈ 1.28e-6 (benchmarks/bench_synthesis.py)
+    T = np.array([(3, 3), (2.759, 3.363), (2.372, 3.663), (1.890, 3.862), (1.355, 3.943)])
+    ang = np.pi * np.array([1 / 6, 1 / 4, 1 / 3, 5 / 12, 1 / 2])
+    r = S.path_generation(
+        T,
+        "prescribed",
+        crank_angles=ang,
+        phase=0.0,
+        frame={"origin": (0, 0), "angle": 0.0},
+        bounds={"lengths": (0, 50), "point": (-50, 50)},
+        grashof=True,
+        starts=32,
+        steps=400,
+    )
+    assert r.objective < 1.28e-6
+    pts, ok = r.design.path(r.inputs)
+    assert bool(np.all(ok)) and abs(float(np.sum((np.asarray(pts) - T) ** 2)) - r.objective) <= 1e-15
+    np.testing.assert_array_equal(np.asarray(r.inputs), ang)
+
+
+def test_infeasible_constraints_are_reported_with_the_closest_design():
+    t = _targets(THETA[::2])
+    with pytest.raises(S.InfeasibleError, match="transmission") as info:
+        S.path_generation(t, "prescribed", crank_angles=THETA[::2] - THETA[0], transmission=(1.55, 1.59), **SMALL)
+    assert info.value.closest is None or isinstance(info.value.closest, S.PlacedFourBar)
+    assert any("transmission" in v for v in info.value.violations)
+
+
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda t: S.path_generation(t, bounds={"lengths": (2.0, 1.0)}), r"bounds\['lengths'\].*lo > hi"),
+        (lambda t: S.path_generation(t, bounds={"mass": (0, 1)}), "no field 'mass'"),
+        (lambda t: S.path_generation(t, bounds={"origin": (-1, 1)}, frame={"origin": (5.0, 0.0)}), "outside `bounds"),
+        (lambda t: S.path_generation(t, frame={"pivot": (0, 0)}), "frame"),
+        (lambda t: S.path_generation(t, phase=0.0), "phase"),
+        (lambda t: S.path_generation(t, "prescribed", cyclic_order=True), "cyclic_order"),
+        (lambda t: S.path_generation(t, transmission=(2.0, 1.0)), "transmission"),
+        (lambda t: S.motion_generation(t), "poses"),
+        (lambda t: S.function_generation([0.1, 0.2, 0.3], [0.1, 0.2]), "theta_out"),
+        (lambda t: S.function_generation([0.1, 0.3, 0.2], [0.1, 0.2, 0.3]), "monotonic"),
+        (
+            lambda t: S.function_generation([0.1, 0.2, 0.3], [0.1, 0.2, 0.3], bounds={"point": (0, 1)}),
+            "no field 'point'",
+        ),
+    ],
+)
+def test_bad_input_names_the_argument(call, match):
+    with pytest.raises(ValueError, match=match):
+        call(_targets(THETA[:4]))
+
+
+def test_constrained_loss_gradient_matches_central_differences():
+    # the loss the search differentiates, with every constraint active: bounded fields
+    # through their transform, cyclic timing's gap weights, the body offset of motion
+    # generation, Grashof and transmission hinges
+    import jax
+    import jax.flatten_util  # noqa: F401
+
+    from diffmech import _synthesis as S_
+
+    poses = _poses(np.linspace(0.3, 2.6, 4))
+    centre, scale = poses[:, :2].mean(0), _scale(poses[:, :2])
+    tn = jnp.asarray(np.c_[(poses[:, :2] - centre) / scale, poses[:, 2]])
+    prob = S_._Problem(
+        targets=tn,
+        angles=jnp.zeros(4),
+        lo={"lengths": jnp.full(4, 0.1), "angle": jnp.asarray(-np.inf)},
+        hi={"lengths": jnp.full(4, 5.0), "angle": jnp.asarray(3.0)},
+        task="motion",
+        timing="cyclic",
+        grashof=True,
+        full_rotation=False,
+        transmission=(1.2, 1.9),
+        margin=0.02,
+        window=False,
+    )
+    c = S_._random_starts(1, 4, np.random.default_rng(3), jnp.float64)
+    c = jax.tree.map(lambda a: a[0], c)
+    c = S_.eqx.tree_at(
+        lambda m: (m.phase, m.gamma, m.gaps), c, (jnp.asarray(0.4), jnp.asarray(0.2), jnp.array([0.1, -0.3, 0.2, 0.0]))
+    )
+    fields = lambda m: (m.lengths, m.point, m.origin, m.angle, m.phase, m.gamma, m.gaps)  # noqa: E731
+    flat, unravel = jax.flatten_util.ravel_pytree(fields(c))
+
+    @jax.jit
+    def loss(v):
+        return S_._loss(S_.eqx.tree_at(fields, c, unravel(v)), prob)
+
+    assert float(loss(flat)) > 0
+    g = jax.grad(loss)(flat)
+    h = 1e-6
+    fd = np.array([(loss(flat.at[i].add(h)) - loss(flat.at[i].add(-h))) / (2 * h) for i in range(flat.size)])
+    np.testing.assert_allclose(np.asarray(g), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_cli_synthesize_takes_a_problem_file_with_constraints(tmp_path, capsys):
+    from diffmech._cli import main
+
+    # the five-point problem of the benchmark test above, as a TOML problem file
+    toml = tmp_path / "five.toml"
+    toml.write_text("""task = "path"
+targets = [[3, 3], [2.759, 3.363], [2.372, 3.663], [1.890, 3.862], [1.355, 3.943]]
+timing = "prescribed"
+crank_angles = [0.5235987755982988, 0.7853981633974483, 1.0471975511965976, 1.3089969389957472, 1.5707963267948966]
+phase = 0.0
+grashof = true
+starts = 32
+steps = 400
+
+[frame]
+origin = [0, 0]
+angle = 0
+
+[bounds]
+lengths = [0, 50]
+point = [-50, 50]
+""")
+    out = tmp_path / "out"
+    assert main(["synthesize", str(toml), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    objective = float(text.split("objective ")[1].split(";")[0])
+    assert objective < 1.28e-6 and "Grashof excess" in text
+    lk = dm.linkage.load(out / "design.json")
+    assert lk.names == ("A", "B", "C", "D", "P") and (out / "synthesis.png").stat().st_size > 0
+    np.testing.assert_allclose(np.asarray(lk.coords)[0, :2], [0.0, 0.0], atol=0)  # the fixed crank pivot
+    # bad input: named, no traceback
+    assert main(["synthesize", str(tmp_path / "missing.csv")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    bad = tmp_path / "bad.toml"
+    bad.write_text('task = "path"\ntargets = [[0, 0], [1, 0], [0, 1]]\nmass = 3\n')
+    assert main(["synthesize", str(bad)]) == 2
+    assert "unknown setting(s) ['mass']" in capsys.readouterr().err
+    empty = tmp_path / "empty.csv"
+    empty.write_text("# nothing\n")
+    assert main(["synthesize", str(empty)]) == 2
+    assert "no target rows" in capsys.readouterr().err

@@ -39,7 +39,9 @@ def _setup(case):
     import numpy as np
 
     import diffmech as dm
-    from diffmech import fourbar, linkage as L, parallel as par
+    from diffmech import fourbar
+    from diffmech import linkage as L
+    from diffmech import parallel as par
     from diffmech.fourbar import _kinematics as fbk
     from diffmech.linkage import _simulate as lks
     from diffmech.parallel import _kinematics as pk
@@ -68,9 +70,17 @@ def one(case):
     lowered.compile()
     t3 = time.perf_counter()
     text = lowered.as_text()
-    return dict(case=case, trace_s=t1 - t0, lower_s=t2 - t1, xla_s=t3 - t2, total_s=t3 - t0,
-                eqns=len(traced.jaxpr.eqns), hlo_lines=text.count("\n"), whiles=text.count("stablehlo.while"),
-                custom_calls=text.count("stablehlo.custom_call"))
+    return dict(
+        case=case,
+        trace_s=t1 - t0,
+        lower_s=t2 - t1,
+        xla_s=t3 - t2,
+        total_s=t3 - t0,
+        eqns=len(traced.jaxpr.eqns),
+        hlo_lines=text.count("\n"),
+        whiles=text.count("stablehlo.while"),
+        custom_calls=text.count("stablehlo.custom_call"),
+    )
 
 
 def first_call(case):
@@ -97,22 +107,34 @@ def main():
 
     rows = []
     for case in CASES:
+
         def run(*extra):
-            out = subprocess.run([sys.executable, __file__, "--case", case, *extra], check=True, capture_output=True,
-                                 text=True)
+            out = subprocess.run(
+                [sys.executable, __file__, "--case", case, *extra], check=True, capture_output=True, text=True
+            )
             return json.loads(out.stdout.strip().splitlines()[-1])
 
         runs = [{**run(), **run("--first-call")} for _ in range(a.repeats)]
         row = {k: (float(np.median([r[k] for r in runs])) if k.endswith("_s") else runs[0][k]) for k in runs[0]}
         rows.append(row)
-        print(f"{case:14s} trace {row['trace_s']:6.2f} s  lower {row['lower_s']:6.2f} s  XLA {row['xla_s']:6.2f} s  "
-              f"total {row['total_s']:6.2f} s  eager first call {row['first_call_s']:6.2f} s  "
-              f"({row['eqns']} top-level eqns, {row['hlo_lines']} StableHLO lines, "
-              f"{row['whiles']} while, {row['custom_calls']} custom_call)")
+        print(
+            f"{case:14s} trace {row['trace_s']:6.2f} s  lower {row['lower_s']:6.2f} s  XLA {row['xla_s']:6.2f} s  "
+            f"total {row['total_s']:6.2f} s  eager first call {row['first_call_s']:6.2f} s  "
+            f"({row['eqns']} top-level eqns, {row['hlo_lines']} StableHLO lines, "
+            f"{row['whiles']} while, {row['custom_calls']} custom_call)"
+        )
     from diffmech._xla import COMPILER_OPTIONS
 
-    out = dict(jax=jax.__version__, date=time.strftime("%Y-%m-%d"), compiler_options=COMPILER_OPTIONS, machine=platform.platform(),
-               cpus=os.cpu_count(), repeats=a.repeats, note="medians over fresh processes", rows=rows)
+    out = dict(
+        jax=jax.__version__,
+        date=time.strftime("%Y-%m-%d"),
+        compiler_options=COMPILER_OPTIONS,
+        machine=platform.platform(),
+        cpus=os.cpu_count(),
+        repeats=a.repeats,
+        note="medians over fresh processes",
+        rows=rows,
+    )
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as fh:
         json.dump(out, fh, indent=1)

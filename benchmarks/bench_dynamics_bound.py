@@ -7,6 +7,7 @@ side alone, so that `RHS time x 12 x max steps` says how much of the wall it exp
 
     python benchmarks/bench_dynamics_bound.py     # writes benchmarks/results/dynamics_bound.json
 """
+
 import json
 import os
 import sys
@@ -33,6 +34,7 @@ def run(th0, w0):
     def one(th, w):
         tr = released(fb, th, w, t1, rtol)
         return tr.theta_A[-1], tr.num_steps, tr.q[0], tr.Pi[0]
+
     return jax.vmap(one)(th0, w0)
 
 
@@ -46,10 +48,26 @@ rhs = jax.jit(jax.vmap(lambda y: D._rhs_minimal(0.0, y, (fb, D.Drive(), False)))
 jax.block_until_ready(rhs(y))
 r_wall = _median_time(lambda: rhs(y), 20)
 stages = 12  # Dopri8: 12 new evaluations per step (FSAL)
-print(f"jax {jax.__version__}  batch {n}: wall {wall:.3f} s, {n*t1/wall:,.0f} sim s/s; accepted steps mean {steps.mean():.1f} max {steps.max()} (lockstep efficiency {steps.mean()/steps.max():.2f})")
-print(f"batched RHS over {n} lanes: {r_wall*1e6:.1f} us; x {stages} stages x max steps (+rejects not counted) = {r_wall*stages*steps.max():.3f} s of {wall:.3f} s")
-out = dict(jax=jax.__version__, date=time.strftime("%Y-%m-%d"), batch=n, t1=t1, rtol=rtol, wall_s=wall,
-           sim_per_wall=n * t1 / wall, steps_mean=float(steps.mean()), steps_max=int(steps.max()),
-           rhs_batched_s=r_wall, rhs_share_at_max_steps=r_wall * stages * int(steps.max()) / wall)
+print(
+    f"jax {jax.__version__}  batch {n}: wall {wall:.3f} s, {n * t1 / wall:,.0f} sim s/s; accepted steps mean "
+    f"{steps.mean():.1f} max {steps.max()} (lockstep efficiency {steps.mean() / steps.max():.2f})"
+)
+print(
+    f"batched RHS over {n} lanes: {r_wall * 1e6:.1f} us; x {stages} stages x max steps (+rejects not counted) = "
+    f"{r_wall * stages * steps.max():.3f} s of {wall:.3f} s"
+)
+out = dict(
+    jax=jax.__version__,
+    date=time.strftime("%Y-%m-%d"),
+    batch=n,
+    t1=t1,
+    rtol=rtol,
+    wall_s=wall,
+    sim_per_wall=n * t1 / wall,
+    steps_mean=float(steps.mean()),
+    steps_max=int(steps.max()),
+    rhs_batched_s=r_wall,
+    rhs_share_at_max_steps=r_wall * stages * int(steps.max()) / wall,
+)
 with open(os.path.join(os.path.dirname(__file__), "results", "dynamics_bound.json"), "w") as fh:
     json.dump(out, fh, indent=1)

@@ -30,7 +30,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks._timing import child_env as _child_env  # noqa: E402
 
-
 CHILD = r"""
 import json, time, warnings
 import jax
@@ -99,7 +98,9 @@ def main():
     a = ap.parse_args()
     import numpy as np
 
-    target = np.stack([0.2 + 0.1 * np.cos(np.linspace(0, 2 * np.pi, 37)), 0.2 + 0.05 * np.sin(np.linspace(0, 2 * np.pi, 37))], -1)
+    target = np.stack(
+        [0.2 + 0.1 * np.cos(np.linspace(0, 2 * np.pi, 37)), 0.2 + 0.05 * np.sin(np.linspace(0, 2 * np.pi, 37))], -1
+    )
     res = {}
     for x64 in (True, False):
         code = CHILD.format(x64=x64, n=a.n, steps=a.steps, repeats=a.repeats, target=target.tolist())
@@ -117,15 +118,22 @@ def main():
         "sweep_q_max_abs_diff_f32_vs_f64": float(np.max(np.abs(qd - qs))),
         "batch_sweep_q_max_abs_diff": float(np.max(np.abs(bd[both] - bs[both]))),
         "batch_mask_agreement": float(np.mean(np.asarray(d["sweep_batch_c"]) == np.asarray(s["sweep_batch_c"]))),
-        "energy_drift_rel": {"float64": d["energy_drift"], "float32": s["energy_drift"], "rtol": [d["rtol"], s["rtol"]]},
+        "energy_drift_rel": {
+            "float64": d["energy_drift"],
+            "float32": s["energy_drift"],
+            "rtol": [d["rtol"], s["rtol"]],
+        },
         "gradient_rel_error_f32": float(np.max(np.abs(gs - gd)) / np.max(np.abs(gd))),
         "throughput_configs_per_s": {"float64": d["sweep_configs_per_s"], "float32": s["sweep_configs_per_s"]},
         "throughput_ratio_f32_over_f64": s["sweep_configs_per_s"] / d["sweep_configs_per_s"],
         "compile_s": {"float64": d["sweep_compile_s"], "float32": s["sweep_compile_s"]},
         "workload": f"{a.n} designs x {a.steps} crank angles, 1 CPU device, median of {a.repeats}",
     }
-    summary["stewart_residual"] = {"float64": d["stewart_residual"], "float32": s["stewart_residual"],
-                                   "converged": [d["stewart_converged"], s["stewart_converged"]]}
+    summary["stewart_residual"] = {
+        "float64": d["stewart_residual"],
+        "float32": s["stewart_residual"],
+        "converged": [d["stewart_converged"], s["stewart_converged"]],
+    }
     print(json.dumps(summary, indent=1))
     with open(a.out, "w") as f:
         json.dump(summary, f, indent=1)

@@ -64,6 +64,7 @@ def _loop_gap(q):
 
 def reference_theta(t1):
     from reference import fourbar_absolute as ref
+
     r = ref.simulate(L, M, J, COM, G, 0.0, 0.0, np.array([0.0, t1]), rtol=1e-13)
     return float(r["theta_A"][-1])
 
@@ -72,23 +73,36 @@ def single_runs(fb, q0, rtols, modes, repeats, theta_ref):
     rows = []
     for mode in modes:
         # the default mode also at intermediate tolerances, to compare at equal wall time
-        for rtol in (rtols if mode != "minimal" else sorted(set(rtols) | {1e-9, 1e-11, 1e-13, 1e-14}, reverse=True)):
+        for rtol in rtols if mode != "minimal" else sorted(set(rtols) | {1e-9, 1e-11, 1e-13, 1e-14}, reverse=True):
+
             def run():
                 return fbk.simulate(fb, q0, 0.0, T1, mode=mode, rtol=rtol, atol=rtol * 1e-2)
+
             t = time.perf_counter()
             tr = jax.block_until_ready(run())
             first = time.perf_counter() - t
             wall = _median_time(run, repeats)
-            rows.append(dict(
-                mode=mode, rtol=rtol, compile_s=max(first - wall, 0.0), wall_s=wall, steps=int(tr.num_steps),
-                closure=_loop_gap(tr.q), closure_residual=float(jnp.max(tr.residual)),
-                norm_error=float(np.max(np.abs(np.linalg.norm(np.asarray(tr.q).reshape(-1, 3, 2), axis=-1) - 1))),
-                drift=float(tr.energy_drift), theta_err=abs(float(tr.theta_A[-1]) - theta_ref),
-                sim_per_wall=T1 / wall,
-            ))
-            print(f"  diffmech {mode:8s} rtol {rtol:.0e}: {wall * 1e3:8.2f} ms (compile {rows[-1]['compile_s']:.1f} s), "
-                  f"{rows[-1]['steps']} steps, gap {rows[-1]['closure']:.1e} m, |q|-1 {rows[-1]['norm_error']:.1e}, "
-                  f"drift {rows[-1]['drift']:.1e}, |ΔθA(5)| {rows[-1]['theta_err']:.1e}", flush=True)
+            rows.append(
+                dict(
+                    mode=mode,
+                    rtol=rtol,
+                    compile_s=max(first - wall, 0.0),
+                    wall_s=wall,
+                    steps=int(tr.num_steps),
+                    closure=_loop_gap(tr.q),
+                    closure_residual=float(jnp.max(tr.residual)),
+                    norm_error=float(np.max(np.abs(np.linalg.norm(np.asarray(tr.q).reshape(-1, 3, 2), axis=-1) - 1))),
+                    drift=float(tr.energy_drift),
+                    theta_err=abs(float(tr.theta_A[-1]) - theta_ref),
+                    sim_per_wall=T1 / wall,
+                )
+            )
+            print(
+                f"  diffmech {mode:8s} rtol {rtol:.0e}: {wall * 1e3:8.2f} ms (compile {rows[-1]['compile_s']:.1f} s), "
+                f"{rows[-1]['steps']} steps, gap {rows[-1]['closure']:.1e} m, |q|-1 {rows[-1]['norm_error']:.1e}, "
+                f"drift {rows[-1]['drift']:.1e}, |ΔθA(5)| {rows[-1]['theta_err']:.1e}",
+                flush=True,
+            )
     return rows
 
 
@@ -96,8 +110,9 @@ def released(fb, theta0, omega0, t1, rtol):
     """One run of the batched throughput: released at crank angle `theta0` with crank
     rate `omega0`, minimal mode, saved at 0 and `t1`."""
     q0 = fbk.project(fb, jnp.stack([jnp.cos(theta0), jnp.sin(theta0), 0.0, 1.0, 0.0, 1.0]))
-    return fbk.simulate(fb, q0, fbk.momentum(fb, q0, omega0), t1, saveat=jnp.array([0.0, t1]), rtol=rtol,
-                        atol=rtol * 1e-2)
+    return fbk.simulate(
+        fb, q0, fbk.momentum(fb, q0, omega0), t1, saveat=jnp.array([0.0, t1]), rtol=rtol, atol=rtol * 1e-2
+    )
 
 
 def random_releases(rng, n):
@@ -116,21 +131,35 @@ def throughput(fb, batches, t1, rtol, repeats):
             def one(th, w):
                 tr = released(fb, th, w, t1, rtol)
                 return tr.theta_A[-1], tr.ok
+
             return jax.vmap(one)(th0, w0)
 
         t = time.perf_counter()
         _, ok = jax.block_until_ready(run(th0, w0))
         first = time.perf_counter() - t
         wall = _median_time(lambda: run(th0, w0), repeats)
-        rows.append(dict(batch=n, t1=t1, rtol=rtol, compile_s=max(first - wall, 0.0), wall_s=wall,
-                         sim_per_wall=n * t1 / wall, all_ok=bool(jnp.all(ok))))
-        print(f"  diffmech batch {n:5d} (minimal, rtol {rtol:.0e}, {t1} s each): {wall:.3f} s, "
-              f"{n * t1 / wall:,.0f} simulated s per s, all ok: {rows[-1]['all_ok']}", flush=True)
+        rows.append(
+            dict(
+                batch=n,
+                t1=t1,
+                rtol=rtol,
+                compile_s=max(first - wall, 0.0),
+                wall_s=wall,
+                sim_per_wall=n * t1 / wall,
+                all_ok=bool(jnp.all(ok)),
+            )
+        )
+        print(
+            f"  diffmech batch {n:5d} (minimal, rtol {rtol:.0e}, {t1} s each): {wall:.3f} s, "
+            f"{n * t1 / wall:,.0f} simulated s per s, all ok: {rows[-1]['all_ok']}",
+            flush=True,
+        )
     return rows
 
 
 def mujoco_runs(q0, theta_ref, dts, repeats):
     from peers import mujoco_fourbar as mj
+
     if not mj.available():
         print("  MuJoCo not installed (pip install '.[bench]'): skipped")
         return []
@@ -140,25 +169,65 @@ def mujoco_runs(q0, theta_ref, dts, repeats):
     for integrator in ("Euler", "RK4"):
         for dt in dts:
             for stiff in (False, True):
-                r = mj.simulate(L, M, J, COM, G, angles0, (0.0, 0.0, 0.0), T1, dt, integrator=integrator, stiff=stiff,
-                                repeats=repeats)
-                rows.append(dict(integrator=integrator, dt=dt, stiff=stiff, wall_s=r["wall_s_bare"], closure=r["max_closure"],
-                                 drift=r["energy_drift"], theta_err=abs(float(r["theta_A"][-1]) - theta_ref),
-                                 sim_per_wall=r["sim_per_wall"]))
-                print(f"  MuJoCo {integrator:5s} dt {dt:.0e} {'stiff  ' if stiff else 'default'}: {r['wall_s_bare'] * 1e3:8.2f} ms, "
-                      f"gap {r['max_closure']:.1e} m, drift {r['energy_drift']:.1e}, |ΔθA(5)| {rows[-1]['theta_err']:.1e}", flush=True)
+                r = mj.simulate(
+                    L,
+                    M,
+                    J,
+                    COM,
+                    G,
+                    angles0,
+                    (0.0, 0.0, 0.0),
+                    T1,
+                    dt,
+                    integrator=integrator,
+                    stiff=stiff,
+                    repeats=repeats,
+                )
+                rows.append(
+                    dict(
+                        integrator=integrator,
+                        dt=dt,
+                        stiff=stiff,
+                        wall_s=r["wall_s_bare"],
+                        closure=r["max_closure"],
+                        drift=r["energy_drift"],
+                        theta_err=abs(float(r["theta_A"][-1]) - theta_ref),
+                        sim_per_wall=r["sim_per_wall"],
+                    )
+                )
+                print(
+                    f"  MuJoCo {integrator:5s} dt {dt:.0e} {'stiff  ' if stiff else 'default'}: "
+                    f"{r['wall_s_bare'] * 1e3:8.2f} ms, "
+                    f"gap {r['max_closure']:.1e} m, drift {r['energy_drift']:.1e}, |ΔθA(5)| "
+                    f"{rows[-1]['theta_err']:.1e}",
+                    flush=True,
+                )
     return rows
 
 
 def scipy_runs(rtols, theta_ref, repeats):
     from peers import scipy_fourbar as sp
+
     rows = []
     for rtol in rtols:
-        r = sp.simulate(L, M, J, COM, G, 0.0, 0.0, np.linspace(0, T1, 501), rtol=rtol, atol=rtol * 1e-2, repeats=repeats)
-        rows.append(dict(rtol=rtol, wall_s=r["wall_s"], nfev=int(r["nfev"]), drift=float(r["energy_drift"]),
-                         theta_err=abs(float(r["theta_A"][-1]) - theta_ref), sim_per_wall=T1 / r["wall_s"]))
-        print(f"  SciPy DOP853 rtol {rtol:.0e}: {r['wall_s'] * 1e3:8.2f} ms, {r['nfev']} RHS evaluations, "
-              f"drift {r['energy_drift']:.1e}, |ΔθA(5)| {rows[-1]['theta_err']:.1e}", flush=True)
+        r = sp.simulate(
+            L, M, J, COM, G, 0.0, 0.0, np.linspace(0, T1, 501), rtol=rtol, atol=rtol * 1e-2, repeats=repeats
+        )
+        rows.append(
+            dict(
+                rtol=rtol,
+                wall_s=r["wall_s"],
+                nfev=int(r["nfev"]),
+                drift=float(r["energy_drift"]),
+                theta_err=abs(float(r["theta_A"][-1]) - theta_ref),
+                sim_per_wall=T1 / r["wall_s"],
+            )
+        )
+        print(
+            f"  SciPy DOP853 rtol {rtol:.0e}: {r['wall_s'] * 1e3:8.2f} ms, {r['nfev']} RHS evaluations, "
+            f"drift {r['energy_drift']:.1e}, |ΔθA(5)| {rows[-1]['theta_err']:.1e}",
+            flush=True,
+        )
     return rows
 
 
@@ -173,10 +242,16 @@ def goals(single, tput, mjr, spr):
             g1.append(dict(mujoco=m, diffmech=None))
             continue
         best = min(cheaper, key=lambda r: r["drift"])
-        g1.append(dict(mujoco=f"{m['integrator']} dt {m['dt']:.0e} {'stiff' if m['stiff'] else 'default'}",
-                       mujoco_wall_s=m["wall_s"], diffmech_rtol=best["rtol"], diffmech_wall_s=best["wall_s"],
-                       closure_ratio=m["closure"] / max(best["closure"], 1e-300),
-                       drift_ratio=m["drift"] / max(best["drift"], 1e-300)))
+        g1.append(
+            dict(
+                mujoco=f"{m['integrator']} dt {m['dt']:.0e} {'stiff' if m['stiff'] else 'default'}",
+                mujoco_wall_s=m["wall_s"],
+                diffmech_rtol=best["rtol"],
+                diffmech_wall_s=best["wall_s"],
+                closure_ratio=m["closure"] / max(best["closure"], 1e-300),
+                drift_ratio=m["drift"] / max(best["drift"], 1e-300),
+            )
+        )
     out["vs_mujoco_equal_time"] = g1
     # (2) batched throughput (>= 1024) against MuJoCo single thread at dt 1e-4
     big = [r for r in tput if r["batch"] >= 1024]
@@ -193,9 +268,14 @@ def goals(single, tput, mjr, spr):
         ok = [r for r in minimal if r["theta_err"] <= s["theta_err"]]
         if ok:
             d = min(ok, key=lambda r: r["wall_s"])
-            out["vs_scipy_1e-10"] = dict(scipy_wall_s=s["wall_s"], scipy_theta_err=s["theta_err"], diffmech_rtol=d["rtol"],
-                                         diffmech_wall_s=d["wall_s"], diffmech_theta_err=d["theta_err"],
-                                         speedup=s["wall_s"] / d["wall_s"])
+            out["vs_scipy_1e-10"] = dict(
+                scipy_wall_s=s["wall_s"],
+                scipy_theta_err=s["theta_err"],
+                diffmech_rtol=d["rtol"],
+                diffmech_wall_s=d["wall_s"],
+                diffmech_theta_err=d["theta_err"],
+                speedup=s["wall_s"] / d["wall_s"],
+            )
     return out
 
 
@@ -221,9 +301,16 @@ def main(argv=None):
     mjr = mujoco_runs(q0, theta_ref, (1e-3,) if args.quick else (1e-3, 1e-4), repeats)
     print("SciPy minimal-coordinate baseline", flush=True)
     spr = scipy_runs(rtols, theta_ref, repeats)
-    res = dict(machine=dict(jax=jax.__version__, platform=jax.devices()[0].platform, cpus=os.cpu_count()),
-               reference_theta_A_5s=theta_ref, single=single, throughput=tput, mujoco=mjr, scipy=spr,
-               goals=goals(single, tput, mjr, spr), quick=args.quick)
+    res = dict(
+        machine=dict(jax=jax.__version__, platform=jax.devices()[0].platform, cpus=os.cpu_count()),
+        reference_theta_A_5s=theta_ref,
+        single=single,
+        throughput=tput,
+        mujoco=mjr,
+        scipy=spr,
+        goals=goals(single, tput, mjr, spr),
+        quick=args.quick,
+    )
     print(json.dumps(res["goals"], indent=1, default=str))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(res, indent=1, default=str))

@@ -23,7 +23,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import diffmech as dm  # noqa: E402
-from diffmech import _closure, fourbar as fbk  # noqa: E402
+from diffmech import _closure  # noqa: E402
+from diffmech import fourbar as fbk
 from diffmech._xla import COMPILER_OPTIONS  # noqa: E402
 
 # every diffmech program here is compiled as the library compiles its eager programs
@@ -58,9 +59,17 @@ def main(argv=None):
     a = ap.parse_args(argv)
     n, N = (200, 90) if a.quick else (a.designs, a.angles)
     reps_single, reps_batch = (20, 2) if a.quick else (300, 5)
-    out = {"machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "jax": jax.__version__,
-                       "device": str(jax.devices()[0]),
-                       "date": time.strftime("%Y-%m-%d"), "compiler_options": COMPILER_OPTIONS}, "sizes": {"designs": n, "angles": N}}
+    out = {
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "jax": jax.__version__,
+            "device": str(jax.devices()[0]),
+            "date": time.strftime("%Y-%m-%d"),
+            "compiler_options": COMPILER_OPTIONS,
+        },
+        "sizes": {"designs": n, "angles": N},
+    }
 
     fb = dm.FourBar.seed_crank_rocker()
     th180 = jnp.linspace(0, 2 * jnp.pi, 180, endpoint=False)
@@ -73,9 +82,19 @@ def main(argv=None):
     closed = jit(lambda f, t: jax.vmap(lambda th: fbk.closed_form(f, th)[0])(t))
     # baseline in the same run: the sequential continuation (the core's previous
     # algorithm, now its fallback), one Newton solve per angle in a loop
-    seq = jit(lambda f, t: _closure.continuation(
-        fbk.residual, fbk.closed_form(f, t[0])[0], t, f, condition=False,
-        branch=lambda x, u, p: x[0] * x[3] - x[1] * x[2], branch_sign=fbk.branch_sign(f)).value)
+    seq = jit(
+        lambda f, t: (
+            _closure.continuation(
+                fbk.residual,
+                fbk.closed_form(f, t[0])[0],
+                t,
+                f,
+                condition=False,
+                branch=lambda x, u, p: x[0] * x[3] - x[1] * x[2],
+                branch_sign=fbk.branch_sign(f),
+            ).value
+        )
+    )
     # the eager entry point a notebook user calls (NumPy angles in, a full `Sweep` out),
     # against the jitted program with the same outputs: the eager layer's overhead
     full = jit(lambda f, t: fbk.sweep_functional(f, t, condition=False))
@@ -83,12 +102,16 @@ def main(argv=None):
 
     def eager(f, t):
         return fbk.sweep(f, th180_np, condition=False)
+
     single = {}
-    for name, f in (("diffmech sweep (closure core)", core), ("diffmech sweep + conditioning", core_cond),
-                    ("diffmech sweep, full Sweep result (jitted)", full),
-                    ("diffmech fourbar.sweep (eager)", eager),
-                    ("sequential continuation (previous core)", seq),
-                    ("closed form (specialised, no Newton)", closed)):
+    for name, f in (
+        ("diffmech sweep (closure core)", core),
+        ("diffmech sweep + conditioning", core_cond),
+        ("diffmech sweep, full Sweep result (jitted)", full),
+        ("diffmech fourbar.sweep (eager)", eager),
+        ("sequential continuation (previous core)", seq),
+        ("closed form (specialised, no Newton)", closed),
+    ):
         c, r = timed(f, fb, th180, repeats=reps_single)
         single[name] = {"compile_s": c, "median_s": r}
 
@@ -101,7 +124,9 @@ def main(argv=None):
         batch[name] = {"compile_s": c, "median_s": r, "positions_per_s": n * N / r}
     # accuracy of the batch
     s = jit(jax.vmap(lambda f: fbk.sweep_functional(f, thN, condition=False)))(fbs)
-    batch["diffmech sweep (closure core)"]["max_closure_residual"] = float(jnp.max(jax.vmap(fbk.closure_residual)(fbs, s.q)))
+    batch["diffmech sweep (closure core)"]["max_closure_residual"] = float(
+        jnp.max(jax.vmap(fbk.closure_residual)(fbs, s.q))
+    )
     batch["diffmech sweep (closure core)"]["all_converged"] = bool(jnp.all(s.converged))
 
     # the peer, same run
@@ -113,8 +138,13 @@ def main(argv=None):
         ps = pl.single_sweep(n_steps=180, repeats=reps_single)
         single["pylinkage (numba)"] = {"compile_s": ps["compile_s"], "median_s": ps["median_s"], "path": ps["path"]}
         pb = pl.batched(n_designs=n, n_steps=N, repeats=reps_batch)
-        batch["pylinkage (numba)"] = {"compile_s": pb["compile_s"], "median_s": pb["median_s"],
-                                      "positions_per_s": pb["positions_per_s"], "threads": pb["threads"], "path": pb["path"]}
+        batch["pylinkage (numba)"] = {
+            "compile_s": pb["compile_s"],
+            "median_s": pb["median_s"],
+            "positions_per_s": pb["positions_per_s"],
+            "threads": pb["threads"],
+            "path": pb["path"],
+        }
     else:
         single["pylinkage (numba)"] = batch["pylinkage (numba)"] = {"skipped": "pip install pylinkage numba"}
     out["single_180_steps"] = single
@@ -122,20 +152,29 @@ def main(argv=None):
     ref = batch.get("pylinkage (numba)", {}).get("positions_per_s")
     if ref:
         out["ratio_batched_core_vs_pylinkage"] = batch["diffmech sweep (closure core)"]["positions_per_s"] / ref
-    out["eager_overhead"] = (single["diffmech fourbar.sweep (eager)"]["median_s"]
-                             / single["diffmech sweep, full Sweep result (jitted)"]["median_s"] - 1)
+    out["eager_overhead"] = (
+        single["diffmech fourbar.sweep (eager)"]["median_s"]
+        / single["diffmech sweep, full Sweep result (jitted)"]["median_s"]
+        - 1
+    )
     if "pylinkage (numba)" in single and "median_s" in single["pylinkage (numba)"]:
-        out["ratio_single_core_vs_pylinkage"] = single["diffmech sweep (closure core)"]["median_s"] / single["pylinkage (numba)"]["median_s"]
-    out["ratio_single_core_vs_closed_form"] = single["diffmech sweep (closure core)"]["median_s"] / single["closed form (specialised, no Newton)"]["median_s"]
-    out["ratio_batched_closed_form_vs_core"] = (batch["closed form (specialised, no Newton)"]["positions_per_s"]
-                                                / batch["diffmech sweep (closure core)"]["positions_per_s"])
+        out["ratio_single_core_vs_pylinkage"] = (
+            single["diffmech sweep (closure core)"]["median_s"] / single["pylinkage (numba)"]["median_s"]
+        )
+    out["ratio_single_core_vs_closed_form"] = (
+        single["diffmech sweep (closure core)"]["median_s"] / single["closed form (specialised, no Newton)"]["median_s"]
+    )
+    out["ratio_batched_closed_form_vs_core"] = (
+        batch["closed form (specialised, no Newton)"]["positions_per_s"]
+        / batch["diffmech sweep (closure core)"]["positions_per_s"]
+    )
     out["paper_reference_180_steps_s"] = {"MATLAB (seed 003)": 1.4, "Autodesk Inventor (seed 003)": 5.0}
 
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as f:
         json.dump(out, f, indent=2)
     print(f"four-bar kinematics on {out['machine']['cpus']} CPUs ({out['machine']['platform']}), jax {jax.__version__}")
-    print(f"one design, 180-step sweep (MATLAB 1.4 s, Inventor 5 s in seed 003):")
+    print("one design, 180-step sweep (MATLAB 1.4 s, Inventor 5 s in seed 003):")
     for k, v in single.items():
         if "median_s" in v:
             print(f"  {k:40s} run {v['median_s'] * 1e6:9.1f} µs   compile {v['compile_s']:.2f} s")
@@ -143,8 +182,13 @@ def main(argv=None):
     for k, v in batch.items():
         if "positions_per_s" in v:
             print(f"  {k:40s} {v['positions_per_s'] / 1e6:7.2f} M positions/s   compile {v['compile_s']:.2f} s")
-    for k in ("ratio_batched_core_vs_pylinkage", "ratio_single_core_vs_pylinkage", "ratio_single_core_vs_closed_form",
-              "ratio_batched_closed_form_vs_core", "eager_overhead"):
+    for k in (
+        "ratio_batched_core_vs_pylinkage",
+        "ratio_single_core_vs_pylinkage",
+        "ratio_single_core_vs_closed_form",
+        "ratio_batched_closed_form_vs_core",
+        "eager_overhead",
+    ):
         if k in out:
             print(f"  {k}: {out[k]:.2f}")
     print(f"  max closure residual in the batch: {batch['diffmech sweep (closure core)']['max_closure_residual']:.1e}")

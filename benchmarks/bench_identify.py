@@ -43,7 +43,7 @@ def central_jacobian(residual, p, h):
     """(r(p + h e_k) − r(p − h e_k)) / 2h for every k, all 2p residuals in one vmap."""
     E = jnp.eye(p.size, dtype=p.dtype) * h
     R = jax.vmap(residual)(jnp.concatenate([p + E, p - E]))
-    return ((R[: p.size] - R[p.size:]) / (2 * h[:, None] if jnp.ndim(h) else 2 * h)).T
+    return ((R[: p.size] - R[p.size :]) / (2 * h[:, None] if jnp.ndim(h) else 2 * h)).T
 
 
 def fourbar(repeats):
@@ -72,35 +72,59 @@ def fourbar(repeats):
         res = fit()
         runs.append(time.perf_counter() - t0)
     err = float(np.abs(np.asarray(res.base) - base).max() / np.abs(base).max())
-    return {"samples": int(meas.size), "parameters": int(p.size),
-            "jacobian_forward_mode_s": t_fwd, "jacobian_forward_mode_compile_s": c_fwd,
-            "jacobian_central_differences_s": t_fd, "jacobian_central_differences_compile_s": c_fd,
-            "speedup_forward_over_fd": t_fd / t_fwd, "max_column_relative_difference": diff,
-            "fit_s": statistics.median(runs), "fit_first_call_s": first, "fit_iterations": int(res.iterations),
-            "fit_base_relative_error": err}
+    return {
+        "samples": int(meas.size),
+        "parameters": int(p.size),
+        "jacobian_forward_mode_s": t_fwd,
+        "jacobian_forward_mode_compile_s": c_fwd,
+        "jacobian_central_differences_s": t_fd,
+        "jacobian_central_differences_compile_s": c_fd,
+        "speedup_forward_over_fd": t_fd / t_fwd,
+        "max_column_relative_difference": diff,
+        "fit_s": statistics.median(runs),
+        "fit_first_call_s": first,
+        "fit_iterations": int(res.iterations),
+        "fit_base_relative_error": err,
+    }
 
 
 def payload(repeats):
     par, nominal, true, traj, kin = _payload_case()
     f = np.asarray(par.inverse_dynamics(true, traj, LOAD, kinematics=kin).actuator_forces)
     fe = jnp.broadcast_to(LOAD, (traj.times.shape[0], 6))
-    (Y, f0, ok), c_ex, t_ex = timed(lambda m: _identify._payload_regressor(m, kin, fe, "newton_euler"), nominal,
-                                    repeats=repeats)
+    (Y, f0, ok), c_ex, t_ex = timed(
+        lambda m: _identify._payload_regressor(m, kin, fe, "newton_euler"), nominal, repeats=repeats
+    )
     p0 = identify.payload_parameters(nominal)
-    forces = lambda p: par._dynamics._dynamics(identify.with_payload(nominal, p), kin, fe,  # noqa: E731
-                                               "newton_euler").actuator_forces.reshape(-1)
+    forces = lambda p: par._dynamics._dynamics(
+        identify.with_payload(nominal, p),
+        kin,
+        fe,  # noqa: E731
+        "newton_euler",
+    ).actuator_forces.reshape(-1)
     h = 1e-6 * jnp.maximum(jnp.abs(p0), 1e-2)
     fd = eqx.filter_jit(lambda x: central_jacobian(forces, x, h))
     Yfd, c_fd, t_fd = timed(fd, p0, repeats=repeats)
     Yex = np.asarray(Y).reshape(-1, 10)
     diff = float(np.max(np.abs(np.asarray(Yfd) - Yex) / np.abs(Yex).max(axis=0)))
     fit, c_fit, t_fit = timed(lambda: identify.payload(nominal, traj, f, LOAD, kinematics=kin).params, repeats=repeats)
-    err = float(np.max(np.abs(np.asarray(fit) - np.asarray(identify.payload_parameters(true)))
-                       / np.abs(np.asarray(identify.payload_parameters(true)))))
-    return {"samples": int(traj.times.shape[0]), "regressor_exact_s": t_ex, "regressor_exact_compile_s": c_ex,
-            "regressor_central_differences_s": t_fd, "regressor_central_differences_compile_s": c_fd,
-            "speedup_exact_over_fd": t_fd / t_ex, "max_column_relative_difference": diff,
-            "payload_fit_s": t_fit, "payload_relative_error": err}
+    err = float(
+        np.max(
+            np.abs(np.asarray(fit) - np.asarray(identify.payload_parameters(true)))
+            / np.abs(np.asarray(identify.payload_parameters(true)))
+        )
+    )
+    return {
+        "samples": int(traj.times.shape[0]),
+        "regressor_exact_s": t_ex,
+        "regressor_exact_compile_s": c_ex,
+        "regressor_central_differences_s": t_fd,
+        "regressor_central_differences_compile_s": c_fd,
+        "speedup_exact_over_fd": t_fd / t_ex,
+        "max_column_relative_difference": diff,
+        "payload_fit_s": t_fit,
+        "payload_relative_error": err,
+    }
 
 
 def stephenson2(repeats):
@@ -121,21 +145,33 @@ def stephenson2(repeats):
     seen = np.linalg.norm(np.asarray(J), axis=0) > 1e-8 * np.abs(np.asarray(J)).max()
     diff = float(np.max(np.abs(np.asarray(Jfd - J))[:, seen] / np.abs(np.asarray(J))[:, seen].max(axis=0)))
     res, c_fit, t_fit = timed(lambda: identify.linkage_tracer(SIX_INPUTS, path, start, "J8").params, repeats=repeats)
-    return {"samples": int(SIX_INPUTS.size), "parameters": int(p.size),
-            "jacobian_forward_mode_s": t_fwd, "jacobian_forward_mode_compile_s": c_fwd,
-            "jacobian_central_differences_s": t_fd, "jacobian_central_differences_compile_s": c_fd,
-            "speedup_forward_over_fd": t_fd / t_fwd, "max_column_relative_difference": diff,
-            "fit_s": t_fit, "fit_first_call_after_jacobian_compiled_s": t_fit + c_fit}
+    return {
+        "samples": int(SIX_INPUTS.size),
+        "parameters": int(p.size),
+        "jacobian_forward_mode_s": t_fwd,
+        "jacobian_forward_mode_compile_s": c_fwd,
+        "jacobian_central_differences_s": t_fd,
+        "jacobian_central_differences_compile_s": c_fd,
+        "speedup_forward_over_fd": t_fd / t_fwd,
+        "max_column_relative_difference": diff,
+        "fit_s": t_fit,
+        "fit_first_call_after_jacobian_compiled_s": t_fit + c_fit,
+    }
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args()
-    out = {"machine": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-           "jax": jax.__version__, "backend": jax.default_backend(),
-           "fourbar_dynamics": fourbar(a.repeats), "payload": payload(a.repeats),
-           "stephenson2_tracer": stephenson2(a.repeats)}
+    out = {
+        "machine": platform.processor() or platform.machine(),
+        "cpus": os.cpu_count(),
+        "jax": jax.__version__,
+        "backend": jax.default_backend(),
+        "fourbar_dynamics": fourbar(a.repeats),
+        "payload": payload(a.repeats),
+        "stephenson2_tracer": stephenson2(a.repeats),
+    }
     print(json.dumps(out, indent=1))
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "identify.json")
     with open(path, "w") as fh:

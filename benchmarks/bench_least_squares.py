@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import sys
 import time
 
@@ -38,20 +37,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 from test_identify import NOMINAL, SIX_INPUTS, TRUE, _measurement, _six_case  # noqa: E402
 
+from benchmarks._timing import timed  # noqa: E402
 from diffmech import _identify, identify  # noqa: E402
 from diffmech import linkage as lks  # noqa: E402
 
 
 def _time(run, repeats):
-    t0 = time.perf_counter()
-    out = run()
-    first = time.perf_counter() - t0
-    walls = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = run()
-        walls.append(time.perf_counter() - t0)
-    return out, first, statistics.median(walls)
+    """`run()`'s output, its first call's wall time (compile included) and the median
+    of `repeats` later calls."""
+    out, compile_s, median = timed(run, repeats=repeats)
+    return out, compile_s + median, median
 
 
 def _compare(name, f_linearise, f_residual, p0, tol, floor, repeats):
@@ -85,11 +80,15 @@ def _compare(name, f_linearise, f_residual, p0, tol, floor, repeats):
 
     a, a_first, a_med = _time(ours, repeats)
     b, b_first, b_med = _time(theirs, repeats)
-    out = {"ours": dict(a, first_call_s=a_first, median_s=a_med),
-           "optimistix": dict(b, first_call_s=b_first, median_s=b_med)}
-    print(f"{name}: ours {a_med:.3f} s (first {a_first:.2f} s), {a['iterations']} iterations, cost {a['cost']:.3e}, "
-          f"converged {a['converged']} | optimistix {b_med:.3f} s (first {b_first:.2f} s), {b['iterations']} steps, "
-          f"cost {b['cost']:.3e}, converged {b['converged']}")
+    out = {
+        "ours": dict(a, first_call_s=a_first, median_s=a_med),
+        "optimistix": dict(b, first_call_s=b_first, median_s=b_med),
+    }
+    print(
+        f"{name}: ours {a_med:.3f} s (first {a_first:.2f} s), {a['iterations']} iterations, cost {a['cost']:.3e}, "
+        f"converged {a['converged']} | optimistix {b_med:.3f} s (first {b_first:.2f} s), {b['iterations']} steps, "
+        f"cost {b['cost']:.3e}, converged {b['converged']}"
+    )
     return out
 
 
@@ -110,8 +109,9 @@ def stephenson(repeats):
         return r, ok, J @ B
 
     def res(z):
-        m = lks.simulate_functional(identify.linkage_from_params(start, jnp.asarray(p_init) + B @ z), u,
-                                    branch=True, condition=False)
+        m = lks.simulate_functional(
+            identify.linkage_from_params(start, jnp.asarray(p_init) + B @ z), u, branch=True, condition=False
+        )
         return (m.coords[:, k, :2] - pts).reshape(-1), jnp.all(m.converged)
 
     floor = r0.size * (1e-13 * max(float(np.abs(path).max()), 1.0)) ** 2
@@ -144,8 +144,14 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     a = ap.parse_args()
-    out = dict(jax=jax.__version__, date=time.strftime("%Y-%m-%d"), machine=platform.machine(),
-               cpus=os.cpu_count(), stephenson2=stephenson(a.repeats), fourbar=fourbar(a.repeats))
+    out = dict(
+        jax=jax.__version__,
+        date=time.strftime("%Y-%m-%d"),
+        machine=platform.machine(),
+        cpus=os.cpu_count(),
+        stephenson2=stephenson(a.repeats),
+        fourbar=fourbar(a.repeats),
+    )
     os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
     with open(os.path.join(os.path.dirname(__file__), "results", "least_squares.json"), "w") as f:
         json.dump(out, f, indent=1)

@@ -24,7 +24,8 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import diffmech as dm  # noqa: E402
-from diffmech import _closure, _linalg, linkage as L  # noqa: E402
+from diffmech import _closure, _linalg  # noqa: E402
+from diffmech import linkage as L
 from diffmech.linkage import _model  # noqa: E402
 
 # seed 003, Sec. 4 (MATLAB, Core i5-7300, 180 steps; the 5-SS's step count is not given)
@@ -60,15 +61,20 @@ def bench_example(name, designs, repeats):
     lk = getattr(dm.examples, name)()
     inputs = L.default_inputs(lk)
     steps = int(inputs.shape[0])
-    res = dict(name=name, geometry=lk.geometry, input=lk.input_kind, steps=steps, counts=lk.counts(),
-               paper_s=PAPER_S[name])
+    res = dict(
+        name=name, geometry=lk.geometry, input=lk.input_kind, steps=steps, counts=lk.counts(), paper_s=PAPER_S[name]
+    )
     for label, cond in (("single", True), ("single_lean", False)):
         f = jax.jit(lambda lk, u, c=cond: L.simulate_functional(lk, u, condition=c))
         c_s, run_s, m = timed(f, lk, inputs, repeats=repeats)
         ok = np.asarray(m.converged)
-        res[label] = dict(compile_s=c_s, run_s=run_s, converged=int(ok.sum()),
-                          max_residual=float(np.max(np.asarray(m.residual)[ok])),
-                          speedup_vs_paper=PAPER_S[name] / run_s)
+        res[label] = dict(
+            compile_s=c_s,
+            run_s=run_s,
+            converged=int(ok.sum()),
+            max_residual=float(np.max(np.asarray(m.residual)[ok])),
+            speedup_vs_paper=PAPER_S[name] / run_s,
+        )
     # the eager entry point a notebook user calls (validation, the initial check and the
     # compiled program), against the jitted program alone: the eager layer's overhead
     jax.block_until_ready(L.simulate(lk))
@@ -80,23 +86,39 @@ def bench_example(name, designs, repeats):
     res["eager"] = dict(run_s=float(np.median(runs)), overhead=float(np.median(runs)) / res["single"]["run_s"] - 1)
     # baseline in the same run: the sequential continuation through every input
     # (the core's previous algorithm, now its fallback)
-    prep_det = (lambda x, u, p: _linalg.det(jax.jacfwd(_model._residual)(x, u, p)))
-    f = jax.jit(lambda lk, u: _closure.continuation(_model._residual, lk.x0(), u, _model._prepare(lk), branch=prep_det,
-                                                    condition=False, max_steps=10))
+    prep_det = lambda x, u, p: _linalg.det(jax.jacfwd(_model._residual)(x, u, p))
+    f = jax.jit(
+        lambda lk, u: _closure.continuation(
+            _model._residual, lk.x0(), u, _model._prepare(lk), branch=prep_det, condition=False, max_steps=10
+        )
+    )
     c_s, run_s, m = timed(f, lk, inputs, repeats=repeats)
-    res["sequential"] = dict(compile_s=c_s, run_s=run_s, converged=int(np.asarray(m.converged).sum()),
-                             speedup_of_sweep=run_s / res["single_lean"]["run_s"])
+    res["sequential"] = dict(
+        compile_s=c_s,
+        run_s=run_s,
+        converged=int(np.asarray(m.converged).sum()),
+        speedup_of_sweep=run_s / res["single_lean"]["run_s"],
+    )
     batch = perturbed(lk, designs)
     # vmapped in chunks of 256 inside one jit (`lax.map(batch_size=…)`): a single vmap
     # of 1024 5-SS designs (15 unknowns, LAPACK solves) stalls XLA:CPU in jax 0.10.2
-    f = jax.jit(lambda b: jax.lax.map(
-        lambda c: L.simulate_functional(eqx.tree_at(lambda l: l.coords, lk, c), inputs, condition=False),
-        b, batch_size=min(256, designs)))
+    f = jax.jit(
+        lambda b: jax.lax.map(
+            lambda c: L.simulate_functional(eqx.tree_at(lambda l: l.coords, lk, c), inputs, condition=False),
+            b,
+            batch_size=min(256, designs),
+        )
+    )
     c_s, run_s, m = timed(f, batch, repeats=max(3, repeats // 5))
     conv = np.asarray(m.converged)
-    res["batched"] = dict(designs=designs, compile_s=c_s, run_s=run_s, converged_fraction=float(conv.mean()),
-                          positions_per_s=designs * steps / run_s,
-                          max_residual=float(np.max(np.asarray(m.residual)[conv])))
+    res["batched"] = dict(
+        designs=designs,
+        compile_s=c_s,
+        run_s=run_s,
+        converged_fraction=float(conv.mean()),
+        positions_per_s=designs * steps / run_s,
+        max_residual=float(np.max(np.asarray(m.residual)[conv])),
+    )
     return res
 
 
@@ -118,40 +140,56 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true", help="4 designs, 3 repeats, two examples")
     ap.add_argument("--examples", default=",".join(dm.examples.NAMES))
     ap.add_argument("--no-peer", action="store_true")
-    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "linkages.json"))
+    ap.add_argument(
+        "--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "linkages.json")
+    )
     a = ap.parse_args(argv)
     names = a.examples.split(",")
     if a.quick:
         a.designs, a.repeats, names = 4, 3, ["fourbar", "spherical_rrpr"]
-    out = dict(machine=dict(platform=platform.platform(), processor=platform.processor(), cpus=os.cpu_count(),
-                            jax=jax.__version__, backend=jax.default_backend(),
-                            devices=[str(d) for d in jax.devices()]),
-               examples=[])
+    out = dict(
+        machine=dict(
+            platform=platform.platform(),
+            processor=platform.processor(),
+            cpus=os.cpu_count(),
+            jax=jax.__version__,
+            backend=jax.default_backend(),
+            devices=[str(d) for d in jax.devices()],
+        ),
+        examples=[],
+    )
     for name in names:
         r = bench_example(name, a.designs, a.repeats)
         out["examples"].append(r)
         s, sl, b = r["single"], r["single_lean"], r["batched"]
-        print(f"{name:16s} {s['converged']:3d}/{r['steps']} steps  run {s['run_s'] * 1e3:7.2f} ms "
-              f"(no conditioning {sl['run_s'] * 1e3:6.2f} ms; eager simulate {r['eager']['run_s'] * 1e3:6.2f} ms, "
-              f"overhead {100 * r['eager']['overhead']:.0f} %; sequential {r['sequential']['run_s'] * 1e3:6.2f} ms, "
-              f"compile {r['sequential']['compile_s']:.1f} s)  compile {s['compile_s']:5.1f} s  "
-              f"paper {r['paper_s']:.2f} s -> {s['speedup_vs_paper']:7.0f}x ({sl['speedup_vs_paper']:.0f}x)  "
-              f"batch {b['designs']}: {b['positions_per_s'] / 1e6:.3f} M positions/s (compile {b['compile_s']:.1f} s)",
-              flush=True)
+        print(
+            f"{name:16s} {s['converged']:3d}/{r['steps']} steps  run {s['run_s'] * 1e3:7.2f} ms "
+            f"(no conditioning {sl['run_s'] * 1e3:6.2f} ms; eager simulate {r['eager']['run_s'] * 1e3:6.2f} ms, "
+            f"overhead {100 * r['eager']['overhead']:.0f} %; sequential {r['sequential']['run_s'] * 1e3:6.2f} ms, "
+            f"compile {r['sequential']['compile_s']:.1f} s)  compile {s['compile_s']:5.1f} s  "
+            f"paper {r['paper_s']:.2f} s -> {s['speedup_vs_paper']:7.0f}x ({sl['speedup_vs_paper']:.0f}x)  "
+            f"batch {b['designs']}: {b['positions_per_s'] / 1e6:.3f} M positions/s (compile {b['compile_s']:.1f} s)",
+            flush=True,
+        )
     if not a.no_peer and not a.quick:
         peer = bench_pylinkage(a.designs, a.repeats)
         if peer is not None:
             out["pylinkage_fourbar"] = peer
             fb = next((r for r in out["examples"] if r["name"] == "fourbar"), None)
-            print(f"pylinkage four-bar: one 180-step sweep {peer['single']['median_s'] * 1e3:.3f} ms, "
-                  f"batch {peer['batched']['n_designs']}: {peer['batched']['positions_per_s'] / 1e6:.3f} M positions/s")
+            print(
+                f"pylinkage four-bar: one 180-step sweep {peer['single']['median_s'] * 1e3:.3f} ms, "
+                f"batch {peer['batched']['n_designs']}: {peer['batched']['positions_per_s'] / 1e6:.3f} M positions/s"
+            )
             if fb is not None:
                 out["fourbar_vs_pylinkage"] = dict(
                     single_ratio=peer["single"]["median_s"] / fb["single_lean"]["run_s"],
-                    batched_ratio=fb["batched"]["positions_per_s"] / peer["batched"]["positions_per_s"])
-                print("four-bar, diffmech / pylinkage: single speed ratio "
-                      f"{out['fourbar_vs_pylinkage']['single_ratio']:.3f}, batched throughput ratio "
-                      f"{out['fourbar_vs_pylinkage']['batched_ratio']:.3f}")
+                    batched_ratio=fb["batched"]["positions_per_s"] / peer["batched"]["positions_per_s"],
+                )
+                print(
+                    "four-bar, diffmech / pylinkage: single speed ratio "
+                    f"{out['fourbar_vs_pylinkage']['single_ratio']:.3f}, batched throughput ratio "
+                    f"{out['fourbar_vs_pylinkage']['batched_ratio']:.3f}"
+                )
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as fh:
         json.dump(out, fh, indent=1, default=float)

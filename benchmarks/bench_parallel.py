@@ -30,8 +30,10 @@ from benchmarks._timing import timed  # noqa: E402
 from benchmarks.peers import numpy_parallel as peer  # noqa: E402
 from diffmech import parallel as par  # noqa: E402
 
-LOADS = {"stewart": jnp.array([0.0, 0.0, 10.0, 10.0, 0.0, 0.0]),
-         "ups_upu_s": jnp.array([0.0, 0.0, 1000.0, 1000.0, 0.0, 0.0])}
+LOADS = {
+    "stewart": jnp.array([0.0, 0.0, 10.0, 10.0, 0.0, 0.0]),
+    "ups_upu_s": jnp.array([0.0, 0.0, 1000.0, 1000.0, 0.0, 0.0]),
+}
 
 
 def pipeline(ik_method):
@@ -39,6 +41,7 @@ def pipeline(ik_method):
         kin = par.inverse_kinematics(mech, traj, method=ik_method)
         dyn = par.inverse_dynamics(mech, traj, load, kinematics=kin)
         return kin.labels, dyn.actuator_forces, kin.converged & dyn.converged
+
     return eqx.filter_jit(run)
 
 
@@ -53,8 +56,10 @@ def main():
     steps, batch = (1000, 8) if a.quick else (10_000, a.batch)
     times = jnp.arange(steps) * 1e-3
     rows = []
-    cases = [("stewart", par.StewartPlatform(), par.stewart_spiral, peer.stewart, "radius"),
-             ("ups_upu_s", par.ThreeUPSUPUS(), par.tilt_circle, peer.ups_upu_s, "amplitude")]
+    cases = [
+        ("stewart", par.StewartPlatform(), par.stewart_spiral, peer.stewart, "radius"),
+        ("ups_upu_s", par.ThreeUPSUPUS(), par.tilt_circle, peer.ups_upu_s, "amplitude"),
+    ]
     for name, mech, make, peer_fn, knob in cases:
         traj = make(mech, times)
         load = LOADS[name]
@@ -66,23 +71,41 @@ def main():
             (labels, forces, ok), comp, run = timed(pipeline(mode), mech, traj, load, repeats=a.repeats)
             row[mode] = dict(compile_s=comp, run_s=run, speedup_vs_numpy=numpy_s / run, all_ok=bool(ok.all()))
             if mode == "one_step":
-                row[mode]["max_force_diff_vs_numpy_N"] = float(np.abs(np.asarray(forces) - ref["actuator_forces"]).max())
+                row[mode]["max_force_diff_vs_numpy_N"] = float(
+                    np.abs(np.asarray(forces) - ref["actuator_forces"]).max()
+                )
         # batched: `batch` trajectories of different amplitude, vmapped (one-step: full length;
         # exact: the first 1,000 steps, to keep the run short), in chunks of 25 trajectories
         scale = jnp.linspace(0.5, 1.0, batch)
         for mode, n in () if a.no_batch else (("one_step", steps), ("exact", min(steps, 1000))):
-            trajs = jax.vmap(lambda s: make(mech, times[:n], **{knob: 0.1 * s if knob == "amplitude" else 0.005 * s}))(scale)
+            trajs = jax.vmap(lambda s: make(mech, times[:n], **{knob: 0.1 * s if knob == "amplitude" else 0.005 * s}))(
+                scale
+            )
             f = eqx.filter_jit(lambda tr: jax.lax.map(lambda t_: pipeline(mode)(mech, t_, load)[1], tr, batch_size=25))
             _, comp, run = timed(f, trajs, repeats=1)
-            row[f"batched_{mode}"] = dict(trajectories=batch, steps=n, compile_s=comp, run_s=run,
-                                          steps_per_s=batch * n / run,
-                                          speedup_vs_numpy_per_step=(batch * n / run) / (steps / numpy_s))
+            row[f"batched_{mode}"] = dict(
+                trajectories=batch,
+                steps=n,
+                compile_s=comp,
+                run_s=run,
+                steps_per_s=batch * n / run,
+                speedup_vs_numpy_per_step=(batch * n / run) / (steps / numpy_s),
+            )
         rows.append(row)
         print(json.dumps(row, indent=1), flush=True)
     os.makedirs(os.path.dirname(a.out), exist_ok=True)
     with open(a.out, "w") as fh:
-        json.dump(dict(machine=platform.processor() or platform.machine(), cpus=os.cpu_count(),
-                       jax=jax.__version__, date=time.strftime("%Y-%m-%d"), rows=rows), fh, indent=1)
+        json.dump(
+            dict(
+                machine=platform.processor() or platform.machine(),
+                cpus=os.cpu_count(),
+                jax=jax.__version__,
+                date=time.strftime("%Y-%m-%d"),
+                rows=rows,
+            ),
+            fh,
+            indent=1,
+        )
 
 
 if __name__ == "__main__":

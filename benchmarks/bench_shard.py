@@ -23,7 +23,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from benchmarks._timing import child_env as _child_env  # noqa: E402
 
-
 CHILD = r"""
 import json, sys, time
 import jax, numpy as np, jax.numpy as jnp
@@ -33,7 +32,8 @@ from diffmech import shard, fourbar as fbk
 from diffmech import _cli_sweep as sw
 n, steps, repeats, per_device, devices = {n}, {steps}, {repeats}, {per_device}, {devices}
 rng = np.random.default_rng(0)
-L = np.column_stack([rng.uniform(0.05, 0.2, n), rng.uniform(0.2, 0.4, n), rng.uniform(0.2, 0.4, n), rng.uniform(0.25, 0.35, n)])
+L = np.column_stack([rng.uniform(0.05, 0.2, n), rng.uniform(0.2, 0.4, n), rng.uniform(0.2, 0.4, n),
+                     rng.uniform(0.25, 0.35, n)])
 def timed(f):
     t0 = time.perf_counter(); out = f(); first = time.perf_counter() - t0
     ts = []
@@ -51,7 +51,8 @@ agree = float(np.nanmax(np.abs(q - np.where(np.asarray(s.converged)[..., None], 
 print(json.dumps(dict(devices=len(shard.devices(devices)), platform=jax.devices()[0].platform,
                       device_kind=jax.devices()[0].device_kind, n=n, steps=steps, per_device=per_device,
                       dtype=str(dt), compile_s=first - warm, warm_s=warm, configs_per_s=n * steps / warm,
-                      baseline_compile_s=bfirst - bwarm, baseline_warm_s=bwarm, baseline_configs_per_s=n * steps / bwarm,
+                      baseline_compile_s=bfirst - bwarm, baseline_warm_s=bwarm, 
+                      baseline_configs_per_s=n * steps / bwarm,
                       converged=float(np.mean(c)), max_diff_vs_baseline=agree)))
 """
 
@@ -73,19 +74,26 @@ def main():
         if a.platform == "cpu":
             env["XLA_FLAGS"] = f"{env.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count={k}".strip()
             env["JAX_PLATFORMS"] = "cpu"
-        code = CHILD.format(x64=not a.float32, n=a.n, steps=a.steps, repeats=a.repeats, per_device=a.per_device,
-                            devices=k)
+        code = CHILD.format(
+            x64=not a.float32, n=a.n, steps=a.steps, repeats=a.repeats, per_device=a.per_device, devices=k
+        )
         r = subprocess.run([sys.executable, "-c", code], env=_child_env(env), capture_output=True, text=True)
         if r.returncode != 0:
             print(r.stderr[-2000:], file=sys.stderr)
             raise SystemExit(f"device count {k} failed")
         row = json.loads(r.stdout.strip().splitlines()[-1])
         rows.append(row)
-        print(f"{row['platform']} × {row['devices']} ({row['device_kind']}, {row['dtype']}): {row['configs_per_s']:,.0f} "
-              f"configurations/s warm (median of {a.repeats}; compile {row['compile_s']:.1f} s); one-device vmapped "
-              f"baseline {row['baseline_configs_per_s']:,.0f}/s → ratio {row['configs_per_s'] / row['baseline_configs_per_s']:.2f}; "
-              f"converged {row['converged']:.1%}; max |Δq| vs baseline {row['max_diff_vs_baseline']:.1e}", flush=True)
-    out = a.out or str(pathlib.Path(__file__).parent / "results" / f"shard_{a.platform}{'_f32' if a.float32 else ''}.json")
+        print(
+            f"{row['platform']} × {row['devices']} ({row['device_kind']}, {row['dtype']}): {row['configs_per_s']:,.0f} "
+            f"configurations/s warm (median of {a.repeats}; compile {row['compile_s']:.1f} s); one-device vmapped "
+            f"baseline {row['baseline_configs_per_s']:,.0f}/s → ratio "
+            f"{row['configs_per_s'] / row['baseline_configs_per_s']:.2f}; "
+            f"converged {row['converged']:.1%}; max |Δq| vs baseline {row['max_diff_vs_baseline']:.1e}",
+            flush=True,
+        )
+    out = a.out or str(
+        pathlib.Path(__file__).parent / "results" / f"shard_{a.platform}{'_f32' if a.float32 else ''}.json"
+    )
     with open(out, "w") as f:
         json.dump(rows, f, indent=1)
     print("wrote", out)

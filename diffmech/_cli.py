@@ -18,14 +18,14 @@ def _demo(args) -> int:
     import numpy as np
 
     import diffmech as dm
-    from diffmech import fourbar as fbk, plot
+    from diffmech import fourbar as fbk
+    from diffmech import plot
 
     os.makedirs(args.out, exist_ok=True)
     fb = dm.FourBar.seed_crank_rocker()
     lim = fbk.crank_limits(fb)
     print("diffmech demo: the crank-rocker of Bai et al. (2024), Section 7")
-    print(f"  design        {fb}  Grashof class: {fbk.grashof(fb)}; "
-          f"crank turns fully: {bool(lim.full_rotation)}")
+    print(f"  design        {fb}  Grashof class: {fbk.grashof(fb)}; crank turns fully: {bool(lim.full_rotation)}")
     q0 = np.asarray(fbk.assemble(fb, 0.0))
     print(f"  q0 at θA = 0  {np.array2string(q0, precision=6)}  (printed: [1 0 0.3044 0.9534 -0.3996 0.9167])")
     print("  Section 7.1 kinematics: crank at 2π rad/s, sampled every h seconds over one revolution")
@@ -40,13 +40,19 @@ def _demo(args) -> int:
         norm_err = float(np.max(np.abs(np.linalg.norm(q.reshape(-1, 3, 2), axis=-1) - 1)))
         closure = float(np.max(np.asarray(fbk.closure_residual(fb, s.q))))
         rocker = np.degrees(np.arctan2(q[:, 5], q[:, 4]))
-        summary["kinematics"][str(h)] = dict(steps=len(t), converged=int(np.sum(np.asarray(s.converged))),
-                                             max_norm_error=norm_err, max_loop_closure_m=closure,
-                                             rocker_swing_deg=[float(rocker.min()), float(rocker.max())],
-                                             wall_s_incl_compile=wall)
-        print(f"    h = {h:.2f} s: {len(t):3d} steps, converged {int(np.sum(np.asarray(s.converged)))}/{len(t)}, "
-              f"max |‖q‖−1| = {norm_err:.1e}, max loop gap = {closure:.1e} m, "
-              f"rocker swings {rocker.min():.2f}° … {rocker.max():.2f}°")
+        summary["kinematics"][str(h)] = dict(
+            steps=len(t),
+            converged=int(np.sum(np.asarray(s.converged))),
+            max_norm_error=norm_err,
+            max_loop_closure_m=closure,
+            rocker_swing_deg=[float(rocker.min()), float(rocker.max())],
+            wall_s_incl_compile=wall,
+        )
+        print(
+            f"    h = {h:.2f} s: {len(t):3d} steps, converged {int(np.sum(np.asarray(s.converged)))}/{len(t)}, "
+            f"max |‖q‖−1| = {norm_err:.1e}, max loop gap = {closure:.1e} m, "
+            f"rocker swings {rocker.min():.2f}° … {rocker.max():.2f}°"
+        )
         sweeps[f"h = {h} s"] = s
     fig = plot.fourbar_attitudes(sweeps)
     fig.suptitle("Coupler and rocker attitudes and ‖q‖ − 1 (cf. Bai et al. Fig. 3)")
@@ -59,7 +65,10 @@ def _demo(args) -> int:
     summary["dynamics"] = _demo_dynamics(args, fb)
     with open(os.path.join(args.out, "demo_summary.json"), "w") as f:
         json.dump(summary, f, indent=2)
-    print(f"  wrote {args.out}/fig3_attitudes.png, fig4_track.png, fig5_crank_rocker_dynamics.png, fig6_crank_rocker_track.png,")
+    print(
+        f"  wrote {args.out}/fig3_attitudes.png, fig4_track.png, fig5_crank_rocker_dynamics.png, "
+        "fig6_crank_rocker_track.png,"
+    )
     print("        fig7_parallelogram_dynamics.png, fig8_parallelogram_track.png, demo_summary.json")
     return 0
 
@@ -72,10 +81,14 @@ def _demo_dynamics(args, crank_rocker):
     import numpy as np
 
     import diffmech as dm
-    from diffmech import fourbar as fbk, plot
+    from diffmech import fourbar as fbk
+    from diffmech import plot
 
-    print(f"  Sections 7.2-7.3 dynamics: released from rest, gravity {tuple(float(g) for g in np.asarray(crank_rocker.gravity))} m/s², "
-          f"COM at link midpoints, {args.t1:g} s, mode 'minimal', rtol 1e-10")
+    print(
+        "  Sections 7.2-7.3 dynamics: released from rest, gravity "
+        f"{tuple(float(g) for g in np.asarray(crank_rocker.gravity))} m/s², "
+        f"COM at link midpoints, {args.t1:g} s, mode 'minimal', rtol 1e-10"
+    )
     cases = {
         "crank_rocker": (crank_rocker, [1, 0, 0.3044, 0.9534, -0.3996, 0.9167], "5", "6"),
         "parallelogram": (dm.FourBar.seed_parallelogram(), [0.6, 0.8, 1, 0, 0.6, 0.8], "7", "8"),
@@ -87,17 +100,30 @@ def _demo_dynamics(args, crank_rocker):
         tr.q.block_until_ready()
         wall = time.perf_counter() - t0
         q = np.asarray(tr.q)
-        out[name] = dict(q0=q[0].tolist(), theta_A_end=float(tr.theta_A[-1]), theta_A_range=[float(tr.theta_A.min()), float(tr.theta_A.max())],
-                         max_closure_residual=float(np.max(np.asarray(tr.residual))), energy_drift=float(tr.energy_drift),
-                         steps=int(tr.num_steps), ok=bool(tr.ok), wall_s_incl_compile=wall)
+        out[name] = dict(
+            q0=q[0].tolist(),
+            theta_A_end=float(tr.theta_A[-1]),
+            theta_A_range=[float(tr.theta_A.min()), float(tr.theta_A.max())],
+            max_closure_residual=float(np.max(np.asarray(tr.residual))),
+            energy_drift=float(tr.energy_drift),
+            steps=int(tr.num_steps),
+            ok=bool(tr.ok),
+            wall_s_incl_compile=wall,
+        )
         extra = ""
         if name == "parallelogram":
             out[name]["max_qB_minus_e1"] = float(np.max(np.abs(q[:, 2:4] - [1.0, 0.0])))
             out[name]["max_qA_minus_qD"] = float(np.max(np.abs(q[:, 0:2] - q[:, 4:6])))
-            extra = f", max|qB − e1| = {out[name]['max_qB_minus_e1']:.1e}, max|qA − qD| = {out[name]['max_qA_minus_qD']:.1e}"
-        print(f"    {name:13s}: θA(t1) = {out[name]['theta_A_end']:+.10f} rad, θA in [{out[name]['theta_A_range'][0]:+.3f}, "
-              f"{out[name]['theta_A_range'][1]:+.3f}], max closure residual {out[name]['max_closure_residual']:.1e}, "
-              f"energy drift {out[name]['energy_drift']:.1e}{extra}")
+            extra = (
+                f", max|qB − e1| = {out[name]['max_qB_minus_e1']:.1e}, "
+                f"max|qA − qD| = {out[name]['max_qA_minus_qD']:.1e}"
+            )
+        print(
+            f"    {name:13s}: θA(t1) = {out[name]['theta_A_end']:+.10f} rad, θA in "
+            f"[{out[name]['theta_A_range'][0]:+.3f}, "
+            f"{out[name]['theta_A_range'][1]:+.3f}], max closure residual {out[name]['max_closure_residual']:.1e}, "
+            f"energy drift {out[name]['energy_drift']:.1e}{extra}"
+        )
         label = name.replace("_", "-")
         fig = plot.fourbar_dynamics(tr, title=f"{label}: momentum and attitudes (cf. Bai et al. Fig. {f_dyn})")
         fig.savefig(os.path.join(args.out, f"fig{f_dyn}_{name}_dynamics.png"), dpi=110)
@@ -109,8 +135,18 @@ def _demo_dynamics(args, crank_rocker):
 
 
 _PROBLEM_KEYS = {
-    "path": {"targets", "timing", "crank_angles", "phase", "frame", "bounds", "cyclic_order", "grashof", "full_rotation",
-             "transmission"},
+    "path": {
+        "targets",
+        "timing",
+        "crank_angles",
+        "phase",
+        "frame",
+        "bounds",
+        "cyclic_order",
+        "grashof",
+        "full_rotation",
+        "transmission",
+    },
     "motion": {"poses", "cyclic_order", "frame", "bounds", "grashof", "full_rotation", "transmission"},
     "function": {"theta_in", "theta_out", "offsets", "ground", "bounds", "grashof", "full_rotation", "transmission"},
 }
@@ -143,8 +179,10 @@ def _problem_file(path) -> dict:
     run = {k: spec.pop(k) for k in ("starts", "steps", "seed") if k in spec}
     unknown = set(spec) - _PROBLEM_KEYS[task]
     if unknown:
-        raise ValueError(f"{path}: unknown setting(s) {sorted(unknown)} for task {task!r}; allowed: "
-                         f"{sorted(_PROBLEM_KEYS[task] | {'task', 'starts', 'steps', 'seed'})}")
+        raise ValueError(
+            f"{path}: unknown setting(s) {sorted(unknown)} for task {task!r}; allowed: "
+            f"{sorted(_PROBLEM_KEYS[task] | {'task', 'starts', 'steps', 'seed'})}"
+        )
     data = {"path": ("targets",), "motion": ("poses",), "function": ("theta_in", "theta_out")}[task]
     missing = [k for k in data if k not in spec]
     if missing:
@@ -179,7 +217,9 @@ def _synthesize(args) -> int:
             return fail(e)
         task, kw = prob["task"], prob["args"]
         run = {"starts": 16, "steps": 300, "seed": 0, **prob["run"]}
-        run.update({k: v for k, v in (("starts", args.starts), ("steps", args.steps), ("seed", args.seed)) if v is not None})
+        run.update(
+            {k: v for k, v in (("starts", args.starts), ("steps", args.steps), ("seed", args.seed)) if v is not None}
+        )
         if args.timing is not None and task == "path":
             kw["timing"] = args.timing
         if args.full_rotation:
@@ -195,17 +235,31 @@ def _synthesize(args) -> int:
         if data.size == 0:
             return fail(f"{args.target} holds no target rows")
         if data.ndim != 2 or data.shape[1] not in (2, 3):
-            return fail(f"{args.target} must hold rows 'x, y' (or 'x, y, crank angle' for prescribed timing); "
-                        f"got {data.shape[1] if data.ndim == 2 else data.ndim} columns")
+            return fail(
+                f"{args.target} must hold rows 'x, y' (or 'x, y, crank angle' for prescribed timing); "
+                f"got {data.shape[1] if data.ndim == 2 else data.ndim} columns"
+            )
         timing = args.timing or ("prescribed" if data.shape[1] == 3 else "free")
         task = "path"
-        kw = dict(targets=data[:, :2], timing=timing, full_rotation=args.full_rotation,
-                  crank_angles=data[:, 2] if (data.shape[1] == 3 and timing == "prescribed") else None)
+        kw = dict(
+            targets=data[:, :2],
+            timing=timing,
+            full_rotation=args.full_rotation,
+            crank_angles=data[:, 2] if (data.shape[1] == 3 and timing == "prescribed") else None,
+        )
         run = {"starts": args.starts or 16, "steps": args.steps or 300, "seed": args.seed or 0}
-    call = {"path": synthesis.path_generation, "motion": synthesis.motion_generation,
-            "function": synthesis.function_generation}[task]
-    pos = [kw.pop("targets")] if task == "path" else [kw.pop("poses")] if task == "motion" else \
-        [kw.pop("theta_in"), kw.pop("theta_out")]
+    call = {
+        "path": synthesis.path_generation,
+        "motion": synthesis.motion_generation,
+        "function": synthesis.function_generation,
+    }[task]
+    pos = (
+        [kw.pop("targets")]
+        if task == "path"
+        else [kw.pop("poses")]
+        if task == "motion"
+        else [kw.pop("theta_in"), kw.pop("theta_out")]
+    )
     t0 = time.perf_counter()
     try:
         r = call(*pos, **kw, **run, progress=True)
@@ -219,20 +273,31 @@ def _synthesize(args) -> int:
     ax.figure.savefig(os.path.join(args.out, "synthesis.png"), dpi=110)
     d = r.design
     timing = f", timing {kw.get('timing', 'free')}" if task == "path" else ""
-    print(f"diffmech synthesize: {task} generation, {len(pos[0])} targets{timing}, {run['starts']} starts × "
-          f"≤ {run['steps']} L-BFGS steps, {wall:.1f} s")
-    print(f"  lengths (crank, coupler, rocker, ground) {np.array2string(np.asarray(d.lengths), precision=6)}, branch {d.branch:+d}")
+    print(
+        f"diffmech synthesize: {task} generation, {len(pos[0])} targets{timing}, {run['starts']} starts × "
+        f"≤ {run['steps']} L-BFGS steps, {wall:.1f} s"
+    )
+    print(
+        f"  lengths (crank, coupler, rocker, ground) {np.array2string(np.asarray(d.lengths), precision=6)}, "
+        f"branch {d.branch:+d}"
+    )
     if task != "function":
-        print(f"  coupler point {np.array2string(np.asarray(d.point), precision=6)}, crank pivot "
-              f"{np.array2string(np.asarray(d.origin), precision=6)}, ground line at {float(d.angle):+.6f} rad")
-    print(f"  objective {r.objective:.6e}; mean {'angle error' if task == 'function' else 'distance to the targets'} "
-          f"{r.error:.3e} (relative {r.relative_error:.2e}); starts within {1e-6:g}: {r.success_rate:.0%}; "
-          f"valid starts {int(np.sum(np.asarray(r.valid)))}/{run['starts']}")
+        print(
+            f"  coupler point {np.array2string(np.asarray(d.point), precision=6)}, crank pivot "
+            f"{np.array2string(np.asarray(d.origin), precision=6)}, ground line at {float(d.angle):+.6f} rad"
+        )
+    print(
+        f"  objective {r.objective:.6e}; mean {'angle error' if task == 'function' else 'distance to the targets'} "
+        f"{r.error:.3e} (relative {r.relative_error:.2e}); starts within {1e-6:g}: {r.success_rate:.0%}; "
+        f"valid starts {int(np.sum(np.asarray(r.valid)))}/{run['starts']}"
+    )
     c = r.constraints
     if c:
         lo, hi = c["transmission"]
-        print(f"  Grashof excess s + l - p - q {c['grashof_excess']:+.4g}; transmission angle over the motion "
-              f"[{np.degrees(lo):.1f}°, {np.degrees(hi):.1f}°]; crank turns fully: {c['full_rotation']}")
+        print(
+            f"  Grashof excess s + l - p - q {c['grashof_excess']:+.4g}; transmission angle over the motion "
+            f"[{np.degrees(lo):.1f}°, {np.degrees(hi):.1f}°]; crank turns fully: {c['full_rotation']}"
+        )
     print(f"  wrote {design_path} (diffmech.linkage.load) and {os.path.join(args.out, 'synthesis.png')}")
     return 0
 
@@ -259,12 +324,16 @@ def _sweep(args) -> int:
         return 2
     wall = time.perf_counter() - t0
     n, N = info["designs"], info["steps"]
-    print(f"diffmech sweep: {n} designs × {N} crank angles on {info['devices']} {info['platform']} device(s) in "
-          f"{wall:.1f} s ({n * N / wall:,.0f} configurations/s incl. compilation); converged {info['converged']}/{n * N}; "
-          f"wrote {args.out}")
+    print(
+        f"diffmech sweep: {n} designs × {N} crank angles on {info['devices']} {info['platform']} device(s) in "
+        f"{wall:.1f} s ({n * N / wall:,.0f} configurations/s incl. compilation); converged "
+        f"{info['converged']}/{n * N}; "
+        f"wrote {args.out}"
+    )
     if info["resumed"]:
-        print(f"  resumed: {info['resumed']} finished chunk(s) loaded from {args.out}.chunks, "
-              f"{info['computed']} computed")
+        print(
+            f"  resumed: {info['resumed']} finished chunk(s) loaded from {args.out}.chunks, {info['computed']} computed"
+        )
     return 0
 
 
@@ -275,15 +344,25 @@ def main(argv=None) -> int:
     demo.add_argument("--out", default="demo_out", help="folder for the plots (default: demo_out)")
     demo.add_argument("--t1", type=float, default=5.0, help="simulated time of the dynamics cases (s; default 5)")
     demo.set_defaults(func=_demo)
-    syn = sub.add_parser("synthesize", help="four-bar synthesis: path generation from a CSV of target points, or "
-                                            "path, motion or function generation with constraints from a problem file")
-    syn.add_argument("target", help="CSV of target points: rows 'x, y', or 'x, y, crank angle' (rad) for prescribed "
-                                    "timing; or a problem file (.toml or .json): task = 'path' | 'motion' | 'function', "
-                                    "its data (targets; poses; theta_in and theta_out) and the keyword arguments of "
-                                    "diffmech.synthesis (bounds, frame, phase, cyclic_order, grashof, transmission, ...)")
-    syn.add_argument("--timing", choices=("free", "prescribed"), default=None,
-                     help="free: points in any order along the curve; prescribed: crank angles from the third column "
-                          "(or equal steps over a revolution). Default: prescribed with three columns, else free")
+    syn = sub.add_parser(
+        "synthesize",
+        help="four-bar synthesis: path generation from a CSV of target points, or "
+        "path, motion or function generation with constraints from a problem file",
+    )
+    syn.add_argument(
+        "target",
+        help="CSV of target points: rows 'x, y', or 'x, y, crank angle' (rad) for prescribed "
+        "timing; or a problem file (.toml or .json): task = 'path' | 'motion' | 'function', "
+        "its data (targets; poses; theta_in and theta_out) and the keyword arguments of "
+        "diffmech.synthesis (bounds, frame, phase, cyclic_order, grashof, transmission, ...)",
+    )
+    syn.add_argument(
+        "--timing",
+        choices=("free", "prescribed"),
+        default=None,
+        help="free: points in any order along the curve; prescribed: crank angles from the third column "
+        "(or equal steps over a revolution). Default: prescribed with three columns, else free",
+    )
     syn.add_argument("--full-rotation", action="store_true", help="require a crank that turns fully")
     syn.add_argument("--starts", type=int, default=None, help="multi-start batch size (default 16, or the file's)")
     syn.add_argument("--steps", type=int, default=None, help="L-BFGS iterations per start (default 300, or the file's)")
@@ -291,13 +370,19 @@ def main(argv=None) -> int:
     syn.add_argument("--out", default="synthesis_out", help="folder for design.json and synthesis.png")
     syn.set_defaults(func=_synthesize)
     swp = sub.add_parser("sweep", help="crank sweeps of many four-bars from a file, across devices, resumable")
-    swp.add_argument("designs", help="DESIGNS.npz with 'lengths' (n × 4: crank, coupler, rocker, ground; optional 'branch' (n,) ±1)")
+    swp.add_argument(
+        "designs", help="DESIGNS.npz with 'lengths' (n × 4: crank, coupler, rocker, ground; optional 'branch' (n,) ±1)"
+    )
     swp.add_argument("--steps", type=int, required=True, help="N crank angles over one revolution from 0 (2πk/N)")
     swp.add_argument("--devices", default="all", help="'all' (default) or how many devices to spread the designs over")
     swp.add_argument("--per-device", type=int, default=256, help="designs per device per chunk (default 256)")
     swp.add_argument("--float32", action="store_true", help="float32 throughput mode (default float64)")
-    swp.add_argument("--out", required=True, help="RESULT.npz: theta_A (N,), q (n × N × 6), converged (n × N); "
-                                                  "finished chunks are kept in RESULT.npz.chunks/ until it is written")
+    swp.add_argument(
+        "--out",
+        required=True,
+        help="RESULT.npz: theta_A (N,), q (n × N × 6), converged (n × N); "
+        "finished chunks are kept in RESULT.npz.chunks/ until it is written",
+    )
     swp.set_defaults(func=_sweep)
     args = parser.parse_args(argv)
     return args.func(args)

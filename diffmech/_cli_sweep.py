@@ -42,8 +42,10 @@ def load_designs(path) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"{path}: 'lengths' must be n × 4 (crank, coupler, rocker, ground); got shape {lengths.shape}")
     bad = ~np.all(np.isfinite(lengths) & (lengths > 0), axis=1)
     if bad.any():
-        raise ValueError(f"{path}: lengths must be finite and positive; design(s) {np.flatnonzero(bad)[:10].tolist()} "
-                         f"are not (first: {lengths[bad][0].tolist()})")
+        raise ValueError(
+            f"{path}: lengths must be finite and positive; design(s) {np.flatnonzero(bad)[:10].tolist()} "
+            f"are not (first: {lengths[bad][0].tolist()})"
+        )
     if branch.shape != lengths.shape[:1] or not np.all(np.isin(branch, (-1.0, 1.0))):
         raise ValueError(f"{path}: 'branch' must be n values of +1 or -1")
     return lengths, branch
@@ -63,8 +65,17 @@ def _one(theta):
 _FNS: dict = {}
 
 
-def sweep(lengths, branch=None, *, steps: int, devices: str | int | Sequence = "all", per_device: int = 256, chunk_dir=None,
-          progress: bool = False, counts: dict | None = None):
+def sweep(
+    lengths,
+    branch=None,
+    *,
+    steps: int,
+    devices: str | int | Sequence = "all",
+    per_device: int = 256,
+    chunk_dir=None,
+    progress: bool = False,
+    counts: dict | None = None,
+):
     """Sweep every design through `steps` crank angles over one revolution, across
     `devices`; with `chunk_dir`, finished chunks are saved there and reused. `counts`
     (a dict, optional) receives `"resumed"` (chunks loaded from `chunk_dir`) and
@@ -87,8 +98,15 @@ def sweep(lengths, branch=None, *, steps: int, devices: str | int | Sequence = "
     skip: Callable | None = None
     if chunk_dir is not None:
         on_chunk, skip = _chunk_store(chunk_dir, lengths, branch, steps, per_device * n_dev, counts)
-    q, conv = shard.run(_FNS[steps, dt], (lengths.astype(dt), branch.astype(dt)), devices=devices,
-                        per_device=per_device, progress=progress, on_chunk=on_chunk, skip=skip)
+    q, conv = shard.run(
+        _FNS[steps, dt],
+        (lengths.astype(dt), branch.astype(dt)),
+        devices=devices,
+        per_device=per_device,
+        progress=progress,
+        on_chunk=on_chunk,
+        skip=skip,
+    )
     return theta, q, conv
 
 
@@ -134,16 +152,32 @@ def _chunk_store(chunk_dir, lengths, branch, steps, chunk, counts):
     return on_chunk, skip
 
 
-def sweep_file(designs, out, *, steps: int, devices: str | int | Sequence = "all", per_device: int = 256, progress: bool = True) -> dict:
+def sweep_file(
+    designs, out, *, steps: int, devices: str | int | Sequence = "all", per_device: int = 256, progress: bool = True
+) -> dict:
     """`diffmech sweep`: read DESIGNS.npz, sweep, write RESULT.npz (see the module)."""
     lengths, branch = load_designs(designs)
     chunk_dir = os.fspath(out) + ".chunks"
     counts: dict = {}
-    theta, q, conv = sweep(lengths, branch, steps=steps, devices=devices, per_device=per_device,
-                           chunk_dir=chunk_dir, progress=progress, counts=counts)
+    theta, q, conv = sweep(
+        lengths,
+        branch,
+        steps=steps,
+        devices=devices,
+        per_device=per_device,
+        chunk_dir=chunk_dir,
+        progress=progress,
+        counts=counts,
+    )
     tmp = os.fspath(out) + ".tmp.npz"
     np.savez(tmp, theta_A=theta, q=q, converged=conv, lengths=lengths)
     os.replace(tmp, out)
     shutil.rmtree(chunk_dir, ignore_errors=True)
-    return {"designs": int(lengths.shape[0]), "steps": steps, "devices": len(shard.devices(devices)),
-            "platform": jax.devices()[0].platform, "converged": int(conv.sum()), **counts}
+    return {
+        "designs": int(lengths.shape[0]),
+        "steps": steps,
+        "devices": len(shard.devices(devices)),
+        "platform": jax.devices()[0].platform,
+        "converged": int(conv.sum()),
+        **counts,
+    }

@@ -38,10 +38,10 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PyTree
 
 from . import _linalg, _result
-from ._validate import is_traced
 from ._result import RESULTS, AbstractResult, finish
-from ._result import as_results as _as_results, code as _code
-
+from ._result import as_results as _as_results
+from ._result import code as _code
+from ._validate import is_traced
 
 Residual = Callable[[Float[Array, " n"], Any, PyTree], Float[Array, " n"]]
 
@@ -113,7 +113,10 @@ class Solution(eqx.Module):
             u_txt = ", ".join(_result._fmt(leaf) for leaf in jax.tree.leaves(u))
             raise _result.error_class(c)(
                 f"{owner}: {_result.message(c)} At input {u_txt}: closure residual {float(self.residual):.3e} "
-                f"after {int(self.steps)} Newton steps.", status=_result.message(c), residual=float(self.residual))
+                f"after {int(self.steps)} Newton steps.",
+                status=_result.message(c),
+                residual=float(self.residual),
+            )
         return self
 
 
@@ -148,6 +151,7 @@ def _newton(f, jac, x0, *, atol, xtol, max_steps, min_steps, robust=False):
     Without it, a non-finite step stops the iteration at the last iterate and sets
     `singular`. `jac(x)`: `∂f/∂x` (`jacobian`).
     """
+
     def step(x, sing):
         J, r = jac(x), f(x)
         dx = _linalg.solve(J, -r)
@@ -172,8 +176,7 @@ def _newton(f, jac, x0, *, atol, xtol, max_steps, min_steps, robust=False):
     sing = jnp.asarray(False)
     # the fixed steps as a loop, one copy of the step to compile, unless the system is
     # small enough to unroll cheaply (the four-bar dynamics' right-hand side)
-    x, dxn, sing = jax.lax.fori_loop(0, min_steps, lambda _, c: step(c[0], c[2]), (x0, dxn, sing),
-                                     unroll=_unroll(x0))
+    x, dxn, sing = jax.lax.fori_loop(0, min_steps, lambda _, c: step(c[0], c[2]), (x0, dxn, sing), unroll=_unroll(x0))
 
     def cond(carry):
         x, dxn, sing, i = carry
@@ -200,10 +203,18 @@ def _cause(ok, r, x_finite, steps, dxn, sing, max_steps, xtol):
     # otherwise Newton stalled at a non-zero minimum of the residual: no closed
     # configuration near the guess (beyond a motion limit)
     return RESULTS.where(
-        ok, RESULTS.successful, RESULTS.where(  # pyright: ignore[reportArgumentType]
-            sing, RESULTS.singular, RESULTS.where(  # pyright: ignore[reportArgumentType]
-                nonfinite, RESULTS.nonfinite, RESULTS.where(  # pyright: ignore[reportArgumentType]
-                    out_of_steps, RESULTS.nonlinear_max_steps_reached, RESULTS.motion_limit))))  # pyright: ignore[reportArgumentType]
+        ok,
+        RESULTS.successful,
+        RESULTS.where(
+            sing,
+            RESULTS.singular_configuration,
+            RESULTS.where(
+                nonfinite,
+                RESULTS.nonfinite,
+                RESULTS.where(out_of_steps, RESULTS.nonlinear_max_steps_reached, RESULTS.motion_limit),
+            ),
+        ),
+    )
 
 
 def root(
@@ -246,7 +257,8 @@ def root(
       (Newton stalled at a non-zero minimum of the residual: no closed configuration
       near the guess), `nonfinite` (NaN or inf in the residual or the iterates:
       check the input and the parameters), `nonlinear_max_steps_reached`, or
-      `singular` (a singular Jacobian stopped Newton; only with `robust=False`).
+      `singular_configuration` (a singular Jacobian stopped Newton; only with
+      `robust=False`).
     - `robust`: where the Jacobian is singular, take a damped least-squares step
       instead of stopping (converges at singular configurations; costs a second
       small solve per step).
@@ -262,8 +274,14 @@ def root(
 
     def solve(f_, guess):
         x, r, steps, ok, dxn, sing = _newton(
-            f_, lambda y: jacobian(fn)(y, u, params), guess, atol=tol, xtol=xtol, max_steps=max_steps,
-            min_steps=min_steps, robust=robust,
+            f_,
+            lambda y: jacobian(fn)(y, u, params),
+            guess,
+            atol=tol,
+            xtol=xtol,
+            max_steps=max_steps,
+            min_steps=min_steps,
+            robust=robust,
         )
         x_finite = jnp.isfinite(_max_abs(x))
         x = jnp.where(ok, x, guess)
@@ -275,9 +293,7 @@ def root(
     def tangent_solve(g, y):
         return _linalg.solve(jax.jacfwd(g)(y), y)
 
-    x, (r, aux, dxn) = jax.lax.custom_root(
-        f, jax.lax.stop_gradient(x0), solve, tangent_solve, has_aux=True
-    )
+    x, (r, aux, dxn) = jax.lax.custom_root(f, jax.lax.stop_gradient(x0), solve, tangent_solve, has_aux=True)
     r, aux, dxn = jax.lax.stop_gradient((r, aux, dxn))
     steps, ok, x_finite, sing = aux[0].astype(jnp.int32), aux[1] > 0.5, aux[2] > 0.5, aux[3] > 0.5
     if condition:
@@ -311,8 +327,15 @@ def root(
 
 
 _SUCCESS, _LIMIT, _SWITCH, _NOT_REACHED, _DEFERRED, _NONFINITE = (
-    int(_code(r)) for r in (RESULTS.successful, RESULTS.motion_limit, RESULTS.branch_switch, RESULTS.not_reached,  # pyright: ignore[reportArgumentType]
-                            RESULTS.deferred, RESULTS.nonfinite)
+    int(_code(r))
+    for r in (
+        RESULTS.successful,
+        RESULTS.motion_limit,
+        RESULTS.branch_switch,
+        RESULTS.not_reached,
+        RESULTS.deferred,
+        RESULTS.nonfinite,
+    )
 )
 
 
@@ -391,8 +414,17 @@ def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, de
         i, xs, ss, count, _, sign, out = c
         u = _take(inputs, i)
         guess = jnp.where(count > 0, _extrapolate(xs, ss, count, arc[i]), out.x[i])
-        sol = root(opts.fn, guess, u, params, atol=opts.atol, xtol=opts.xtol, max_steps=opts.max_steps, robust=robust,
-                   throw=False)
+        sol = root(
+            opts.fn,
+            guess,
+            u,
+            params,
+            atol=opts.atol,
+            xtol=opts.xtol,
+            max_steps=opts.max_steps,
+            robust=robust,
+            throw=False,
+        )
         if opts.branch is None:
             b_ok = jnp.asarray(True)
         else:
@@ -405,8 +437,10 @@ def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, de
         failed = jnp.where(_code(sol.result) == _NONFINITE, _NONFINITE, _LIMIT)
         code = jnp.where(sol.converged, jnp.where(b_ok, _SUCCESS, _SWITCH), failed).astype(jnp.int32)
         out = _Rows(
-            x=out.x.at[i].set(jnp.where(ok, sol.value, xs[0])), ok=out.ok.at[i].set(ok),
-            code=out.code.at[i].set(code), residual=out.residual.at[i].set(sol.residual),
+            x=out.x.at[i].set(jnp.where(ok, sol.value, xs[0])),
+            ok=out.ok.at[i].set(ok),
+            code=out.code.at[i].set(code),
+            residual=out.residual.at[i].set(sol.residual),
             steps=out.steps.at[i].set(sol.steps),
         )
         xs = tuple(jnp.where(ok, a, b) for a, b in zip((sol.value, xs[0], xs[1]), xs))
@@ -418,8 +452,10 @@ def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, de
     # every row after the loop's end follows a failure: not reached, last accepted solution
     after = jnp.arange(N) >= stop
     out = _Rows(
-        x=jnp.where(after[:, None], xs[0], out.x), ok=out.ok & ~after,
-        code=jnp.where(after, _NOT_REACHED, out.code).astype(jnp.int32), residual=jnp.where(after, jnp.nan, out.residual),
+        x=jnp.where(after[:, None], xs[0], out.x),
+        ok=out.ok & ~after,
+        code=jnp.where(after, _NOT_REACHED, out.code).astype(jnp.int32),
+        residual=jnp.where(after, jnp.nan, out.residual),
         steps=jnp.where(after, 0, out.steps).astype(jnp.int32),
     )
     return out, sign
@@ -451,8 +487,7 @@ def continuation(
     x0 = jax.lax.stop_gradient(jnp.asarray(x0))
     _warn_if_float32(x0)
     opts = _Options(fn=fn, branch=branch, atol=_tolerance(atol, x0.dtype), xtol=xtol, max_steps=max_steps)
-    rows, _ = _continuation_rows(opts, x0, jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params),
-                                 branch_sign)
+    rows, _ = _continuation_rows(opts, x0, jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params), branch_sign)
     return finish(_finish(opts, inputs, params, rows, condition), throw, "closure.continuation")
 
 
@@ -460,8 +495,10 @@ def _continuation_rows(opts, x0, inputs, params, branch_sign, robust=True):
     n_in = jax.tree.leaves(inputs)[0].shape[0]
     arc = _arc_length(inputs, n_in, x0.dtype)
     rows = _Rows(
-        x=jnp.broadcast_to(x0, (n_in,) + x0.shape), ok=jnp.zeros((n_in,), bool),
-        code=jnp.full((n_in,), _NOT_REACHED, jnp.int32), residual=jnp.full((n_in,), jnp.nan, x0.dtype),
+        x=jnp.broadcast_to(x0, (n_in,) + x0.shape),
+        ok=jnp.zeros((n_in,), bool),
+        code=jnp.full((n_in,), _NOT_REACHED, jnp.int32),
+        residual=jnp.full((n_in,), jnp.nan, x0.dtype),
         steps=jnp.zeros((n_in,), jnp.int32),
     )
     sign0 = jnp.asarray(1.0 if branch_sign is None else branch_sign, x0.dtype)
@@ -509,8 +546,7 @@ def _hermite(x0, x1, v0, v1, h, s):
     """Cubic Hermite interpolation at fraction `s` of an interval of length `h`
     between values `x0`, `x1` with slopes `v0`, `v1`."""
     s2, s3 = s * s, s * s * s
-    return ((2 * s3 - 3 * s2 + 1) * x0 + (s3 - 2 * s2 + s) * h * v0
-            + (-2 * s3 + 3 * s2) * x1 + (s3 - s2) * h * v1)
+    return (2 * s3 - 3 * s2 + 1) * x0 + (s3 - 2 * s2 + s) * h * v0 + (-2 * s3 + 3 * s2) * x1 + (s3 - s2) * h * v1
 
 
 class Coarse(AbstractPredictor):
@@ -529,10 +565,10 @@ class Coarse(AbstractPredictor):
         # it cannot solve ends the prediction there, and the fallback takes over. No
         # branch check at the nodes: `sweep` checks every corrected input (a prediction
         # on another branch fails that check, and the fallback locates the switch)
-        rows, _ = _continuation_rows(dataclasses.replace(opts, branch=None), x0, node_in, params, None,
-                                     robust=False)
+        rows, _ = _continuation_rows(dataclasses.replace(opts, branch=None), x0, node_in, params, None, robust=False)
         if nodes.shape[0] == n_in:
             return Prediction(guess=rows.x, reached=rows.ok, unreachable=jnp.zeros((n_in,), bool))
+
         # the input's rate per index step at the nodes, by differences of the inputs
         # (central inside, one-sided at the ends): a predictor needs no more
         def slope(v):
@@ -644,8 +680,9 @@ def _when_needed(need, operands, run, chunk):
     def _batched(axis_size, in_batched, need, operands):
         need_b, ops_b = in_batched
         need = need if need_b else jnp.broadcast_to(need, (axis_size,))
-        operands = jax.tree.map(lambda a, b: a if b else jnp.broadcast_to(a, (axis_size,) + jnp.shape(a)),
-                                operands, ops_b)
+        operands = jax.tree.map(
+            lambda a, b: a if b else jnp.broadcast_to(a, (axis_size,) + jnp.shape(a)), operands, ops_b
+        )
         c = min(chunk, axis_size)
         n_chunks = -(-axis_size // c)
         order = jnp.argsort(~need, stable=True)  # lanes that need the pass first
@@ -717,11 +754,19 @@ def _finish(opts, inputs, params, rows: _Rows, condition: bool) -> SweepSolution
     value = jax.vmap(implicit)(x, inputs)
     if condition:
         cond = jax.vmap(lambda x_, u: _linalg.condition_1(jacobian(opts.fn)(x_, u, jax.lax.stop_gradient(params))))(
-            x, jax.lax.stop_gradient(inputs))
+            x, jax.lax.stop_gradient(inputs)
+        )
     else:
         cond = jnp.full(rows.ok.shape, jnp.nan, x.dtype)
-    return SweepSolution(inputs=inputs, value=value, converged=rows.ok, status=_as_results(rows.code),
-                         residual=rows.residual, condition=cond, steps=rows.steps)
+    return SweepSolution(
+        inputs=inputs,
+        value=value,
+        converged=rows.ok,
+        status=_as_results(rows.code),
+        residual=rows.residual,
+        condition=cond,
+        steps=rows.steps,
+    )
 
 
 def sweep(
@@ -808,7 +853,8 @@ def sweep(
     last_x = jnp.where(first > 0, x[jnp.maximum(first - 1, 0)], x0)
     code_first = jnp.where(certified[first], _SWITCH, _LIMIT)  # certified but off the branch: a switch
     rows = _Rows(
-        x=jnp.where(before[:, None], x, last_x), ok=before,
+        x=jnp.where(before[:, None], x, last_x),
+        ok=before,
         code=jnp.where(before, _SUCCESS, jnp.where(idx == first, code_first, _NOT_REACHED)).astype(jnp.int32),
         residual=jnp.where(before | (idx == first), res, jnp.nan),
         steps=jnp.full((n_in,), corrector.steps, jnp.int32),
@@ -821,18 +867,25 @@ def sweep(
     arc = _arc_length(p_in, n_in, dtype)
 
     def run(o):
-        out, _ = _continue(opts, o["params"], o["inputs"], o["arc"], o["rows"], o["first"], o["sign0"],
-                           o["derive"])
+        out, _ = _continue(opts, o["params"], o["inputs"], o["arc"], o["rows"], o["first"], o["sign0"], o["derive"])
         return out
 
-    operands = dict(params=p_par, inputs=p_in, arc=arc, rows=rows, first=first, sign0=sign0,
-                    derive=jnp.asarray(branch is not None and branch_sign is None) & (first == 0))
+    operands = dict(
+        params=p_par,
+        inputs=p_in,
+        arc=arc,
+        rows=rows,
+        first=first,
+        sign0=sign0,
+        derive=jnp.asarray(branch is not None and branch_sign is None) & (first == 0),
+    )
     rows = _when_needed(need, operands, run, fallback.chunk)
     return finish(_finish(opts, inputs, params, rows, condition), throw, "closure.sweep")
 
 
-def mask_after(converged: Bool[Array, "*batch N"], status: RESULTS, bad: Bool[Array, "*batch N"],
-               reason: RESULTS) -> tuple[Bool[Array, "*batch N"], RESULTS]:
+def mask_after(
+    converged: Bool[Array, "*batch N"], status: RESULTS, bad: Bool[Array, "*batch N"], reason: RESULTS
+) -> tuple[Bool[Array, "*batch N"], RESULTS]:
     """Fail the first converged input where `bad` holds (with status `reason`) and
     mask every later input (`not_reached`), along the last axis. Used for checks
     made after a sweep on all its solutions at once (a branch invariant, say)."""

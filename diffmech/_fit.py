@@ -42,7 +42,8 @@ def masked_mean(residuals: Float[Array, "n ..."], valid: Bool[Array, " n"], pena
 
 class History(eqx.Module):
     """Per iteration of one run (up to `steps` entries: the loop ends at the first chunk
-    after which every run has stopped; a batch of runs has a leading axis): `loss`, `grad_norm` (of the unconstrained parameters), `active` (False after
+    after which every run has stopped; a batch of runs has a leading axis): `loss`, `grad_norm` (of the
+    unconstrained parameters), `active` (False after
     the run stopped early); `time` (wall seconds since the start, host-measured per
     chunk of iterations)."""
 
@@ -128,6 +129,7 @@ def _per_start(fn, batched, own_static):
         loss, static, args, pos = problem
         one = lambda x_, st: fn(x_, (loss, st, args, pos))  # noqa: E731
         return eqx.filter_vmap(one, in_axes=(0, eqx.if_array(0) if own_static else None))(x, static)
+
     return mapped
 
 
@@ -135,6 +137,7 @@ def _per_start(fn, batched, own_static):
 def _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched, own_static=False):
     def run(c, pr):
         return jax.lax.scan(lambda c_, _: _step(c_, pr, opt, needs_value, gtol, ftol), c, None, length=chunk)
+
     return _per_start(run, batched, own_static)(carry, problem)
 
 
@@ -143,6 +146,7 @@ def _init(u, opt, batched):
     def init(u_):
         with jax.numpy_dtype_promotion("standard"):
             return opt.init(u_)
+
     return jax.vmap(init)(u) if batched else init(u)
 
 
@@ -151,7 +155,7 @@ def _final_loss(u, problem, batched, own_static=False):
     return _per_start(_objective, batched, own_static)(u, problem)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _named_optimizer(name, learning_rate):
     # cached: a fresh optax transformation is a new static argument (a recompilation)
     if name == "lbfgs":
@@ -175,10 +179,25 @@ def _optimizer(name, learning_rate):
     raise ValueError(f"fit: `optimizer` must be 'lbfgs', 'adam' or an optax transformation; got {name!r}")
 
 
-def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, positive: bool | Callable = False,
-        optimizer="lbfgs", learning_rate=None, steps: int = 200, gtol: float = 1e-10, ftol: float = 0.0,
-        starts: int | None = None, spread: float = 0.1, seed: int = 0, batch: bool = False, chunk: int = 10,
-        progress: bool = False, devices=None) -> FitResult:
+def fit(
+    loss: Callable[..., Float[Array, ""]],
+    model,
+    *args,
+    trainable=None,
+    positive: bool | Callable = False,
+    optimizer="lbfgs",
+    learning_rate=None,
+    steps: int = 200,
+    gtol: float = 1e-10,
+    ftol: float = 0.0,
+    starts: int | None = None,
+    spread: float = 0.1,
+    seed: int = 0,
+    batch: bool = False,
+    chunk: int = 10,
+    progress: bool = False,
+    devices=None,
+) -> FitResult:
     """Minimise `loss(model, *args)` over the trainable fields of `model`.
 
     **Arguments:**
@@ -216,8 +235,11 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
     spec = _selector_spec(model, trainable)
     if not any(jax.tree.leaves(spec)):
         raise ValueError("fit: `trainable` selects no floating-point array field of the model")
-    pos_spec = jax.tree.map(lambda s: bool(s) and bool(positive), spec) if not callable(positive) else \
-        jax.tree.map(lambda a, b: bool(a) and bool(b), spec, _selector_spec(model, positive))
+    pos_spec = (
+        jax.tree.map(lambda s: bool(s) and bool(positive), spec)
+        if not callable(positive)
+        else jax.tree.map(lambda a, b: bool(a) and bool(b), spec, _selector_spec(model, positive))
+    )
     params, static = eqx.partition(model, spec)
     pos_tree = jax.tree.map(lambda a, s: s, params, eqx.filter(pos_spec, spec))
     for a, s in zip(jax.tree.leaves(params), jax.tree.leaves(pos_tree)):
@@ -228,7 +250,9 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
     opt, needs_value = _optimizer(optimizer, learning_rate)
     u0 = jax.tree.map(lambda a, s: jnp.log(a) if s else a, params, pos_tree)
     if batch and starts is not None:
-        raise ValueError("fit: give either `starts` (perturbed copies of one model) or `batch=True` (a batch of models)")
+        raise ValueError(
+            "fit: give either `starts` (perturbed copies of one model) or `batch=True` (a batch of models)"
+        )
     if starts is not None:
         if starts < 1:
             raise ValueError(f"fit: `starts` must be ≥ 1; got {starts}")
@@ -285,9 +309,12 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
     if meter is not None:
         meter.close()
     loss_h = jnp.concatenate(losses, -1)[..., :steps]
-    hist = History(loss=loss_h, grad_norm=jnp.concatenate(gnorms, -1)[..., :steps],
-                   active=jnp.concatenate(actives, -1)[..., :steps],
-                   time=jnp.broadcast_to(jnp.asarray(np.concatenate(times))[:steps], loss_h.shape))
+    hist = History(
+        loss=loss_h,
+        grad_norm=jnp.concatenate(gnorms, -1)[..., :steps],
+        active=jnp.concatenate(actives, -1)[..., :steps],
+        time=jnp.broadcast_to(jnp.asarray(np.concatenate(times))[:steps], loss_h.shape),
+    )
     u, _, active, _, k = carry
     final_loss = _final_loss(u, problem, batched, own_static)
     if n_starts != n_real:  # strip the padding of `devices`
@@ -298,5 +325,12 @@ def fit(loss: Callable[..., Float[Array, ""]], model, *args, trainable=None, pos
     fitted = _from_u(u, pos_tree)
     best_params = fitted if not batched else jax.tree.map(lambda a: a[best], fitted)
     best_static = jax.tree.map(lambda a: a[best], static) if own_static else static
-    return FitResult(model=eqx.combine(best_params, best_static), params=fitted, loss=final_loss, steps=k,
-                     converged=~active & jnp.isfinite(final_loss), history=hist, best=best)
+    return FitResult(
+        model=eqx.combine(best_params, best_static),
+        params=fitted,
+        loss=final_loss,
+        steps=k,
+        converged=~active & jnp.isfinite(final_loss),
+        history=hist,
+        best=best,
+    )

@@ -3,6 +3,7 @@
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
+
 def attitude(theta: Float[Array, "*b"]) -> Float[Array, "*b 2"]:
     """The attitude vector q = R(θ) e1 = (cos θ, sin θ) (Eq. (18) of Bai et al.)."""
     return jnp.stack([jnp.cos(theta), jnp.sin(theta)], axis=-1)

@@ -10,16 +10,34 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from . import _fit
-from .fourbar import _dynamics as fbd, _kinematics as fbk
+from .fourbar import _dynamics as fbd
+from .fourbar import _kinematics as fbk
 from .fourbar._model import FourBar
 from .linkage import _simulate as lks
 from .linkage._model import Linkage
-from .parallel import _dynamics as pd, _kinematics as pk
+from .parallel import _dynamics as pd
+from .parallel import _kinematics as pk
 
-__all__ = ["BASE_NAMES", "PAYLOAD_NAMES", "DynamicFit", "PayloadFit", "TracerFit", "fourbar_base_parameters",
-           "fourbar_dynamics", "fourbar_from_base", "fourbar_regressor", "fourbar_tracer", "linkage_from_params",
-           "linkage_params", "linkage_tracer", "LinkageFit", "payload",
-           "payload_parameters", "payload_regressor", "with_payload"]
+__all__ = [
+    "BASE_NAMES",
+    "PAYLOAD_NAMES",
+    "DynamicFit",
+    "PayloadFit",
+    "TracerFit",
+    "fourbar_base_parameters",
+    "fourbar_dynamics",
+    "fourbar_from_base",
+    "fourbar_regressor",
+    "fourbar_tracer",
+    "linkage_from_params",
+    "linkage_params",
+    "linkage_tracer",
+    "LinkageFit",
+    "payload",
+    "payload_parameters",
+    "payload_regressor",
+    "with_payload",
+]
 
 
 class _Kinematic(eqx.Module):
@@ -33,7 +51,7 @@ class TracerFit(eqx.Module):
     positions; `fit`: the `diffmech.fit.FitResult`."""
 
     fourbar: FourBar
-    point: Float[Array, "2"]
+    point: Float[Array, 2]
     rms: float
     fit: _fit.FitResult
 
@@ -59,7 +77,9 @@ def fourbar_tracer(theta_A, points, initial: FourBar, point0, *, steps: int = 20
     theta = jnp.asarray(theta_A, dtype=initial.lengths.dtype)
     pts = jnp.asarray(points, dtype=initial.lengths.dtype)
     if theta.ndim != 1 or pts.shape != theta.shape + (2,):
-        raise ValueError(f"fourbar_tracer: `theta_A` (N,) and `points` (N, 2) must match; got {theta.shape} and {pts.shape}")
+        raise ValueError(
+            f"fourbar_tracer: `theta_A` (N,) and `points` (N, 2) must match; got {theta.shape} and {pts.shape}"
+        )
     if not (np.all(np.isfinite(np.asarray(theta))) and np.all(np.isfinite(np.asarray(pts)))):
         raise ValueError("fourbar_tracer: `theta_A` and `points` must be finite")
     if initial.batch_shape:
@@ -67,7 +87,9 @@ def fourbar_tracer(theta_A, points, initial: FourBar, point0, *, steps: int = 20
     m0 = _Kinematic(lengths=initial.lengths, point=jnp.asarray(point0, dtype=initial.lengths.dtype))
     res = _fit.fit(_tracer_loss, m0, theta, pts, initial.branch, positive=lambda m: m.lengths, steps=steps, gtol=gtol)
     rms = float(jnp.sqrt(res.loss))
-    return TracerFit(fourbar=FourBar(lengths=res.model.lengths, branch=initial.branch), point=res.model.point, rms=rms, fit=res)
+    return TracerFit(
+        fourbar=FourBar(lengths=res.model.lengths, branch=initial.branch), point=res.model.point, rms=rms, fit=res
+    )
 
 
 # --- kinematic identification of a linkage -----------------------------------------
@@ -97,16 +119,22 @@ class LinkageFit(eqx.Module):
 def linkage_params(lk: Linkage) -> Float[Array, " p"]:
     """A planar linkage's geometry as two numbers per joint (see `LinkageFit`)."""
     C = lk.coords
-    rows = [jnp.stack([jnp.arctan2(C[j, 1], C[j, 0]), C[j, 2] / jnp.hypot(C[j, 0], C[j, 1])]) if t == "P" else C[j, :2]
-            for j, t in enumerate(lk.types)]
+    rows = [
+        jnp.stack([jnp.arctan2(C[j, 1], C[j, 0]), C[j, 2] / jnp.hypot(C[j, 0], C[j, 1])]) if t == "P" else C[j, :2]
+        for j, t in enumerate(lk.types)
+    ]
     return jnp.concatenate(rows)
 
 
 def linkage_from_params(lk: Linkage, p) -> Linkage:
     """The linkage `lk` with the geometry `p` (the inverse of `linkage_params`)."""
     z = jnp.zeros((), p.dtype)
-    rows = [jnp.stack([jnp.cos(p[2 * j]), jnp.sin(p[2 * j]), p[2 * j + 1]]) if t == "P"
-            else jnp.stack([p[2 * j], p[2 * j + 1], z]) for j, t in enumerate(lk.types)]
+    rows = [
+        jnp.stack([jnp.cos(p[2 * j]), jnp.sin(p[2 * j]), p[2 * j + 1]])
+        if t == "P"
+        else jnp.stack([p[2 * j], p[2 * j + 1], z])
+        for j, t in enumerate(lk.types)
+    ]
     return eqx.tree_at(lambda m: m.coords, lk, jnp.stack(rows))
 
 
@@ -126,8 +154,9 @@ def _lk_linearise(p, lk, inputs, k, points):
     return r, ok, J
 
 
-def linkage_tracer(inputs, points, initial: Linkage, tracer: str, *, rcond: float = 1e-12, max_iter: int = 100,
-                   tol: float = 1e-10) -> LinkageFit:
+def linkage_tracer(
+    inputs, points, initial: Linkage, tracer: str, *, rcond: float = 1e-12, max_iter: int = 100, tol: float = 1e-10
+) -> LinkageFit:
     """Identify a planar linkage's geometry (its initial joint coordinates: link
     lengths, coupler point, ground pivots and lines) from measured positions of one
     tracer joint at known inputs.
@@ -160,8 +189,10 @@ def linkage_tracer(inputs, points, initial: Linkage, tracer: str, *, rcond: floa
     if initial.geometry != "planar":
         raise ValueError(f"linkage_tracer: `initial` must be planar; {initial.name!r} is {initial.geometry}")
     if tracer not in initial.names:
-        raise ValueError(f"linkage_tracer: `tracer` must name a joint of {initial.name!r} "
-                         f"({', '.join(initial.names)}); got {tracer!r}")
+        raise ValueError(
+            f"linkage_tracer: `tracer` must name a joint of {initial.name!r} "
+            f"({', '.join(initial.names)}); got {tracer!r}"
+        )
     dt_ = initial.coords.dtype
     u = np.asarray(inputs, dtype=float)
     pts = np.asarray(points, dtype=float)
@@ -171,8 +202,10 @@ def linkage_tracer(inputs, points, initial: Linkage, tracer: str, *, rcond: floa
         raise ValueError("linkage_tracer: `inputs` and `points` must be finite")
     n_p = 2 * len(initial.names)
     if 2 * u.size < n_p:
-        raise ValueError(f"linkage_tracer: {u.size} positions (2 numbers each) cannot determine {n_p} "
-                         f"parameters; measure at least {n_p // 2} inputs")
+        raise ValueError(
+            f"linkage_tracer: {u.size} positions (2 numbers each) cannot determine {n_p} "
+            f"parameters; measure at least {n_p // 2} inputs"
+        )
     k = initial.names.index(tracer)
     uj, pj = jnp.asarray(u, dtype=dt_), jnp.asarray(pts, dtype=dt_)
 
@@ -185,8 +218,10 @@ def linkage_tracer(inputs, points, initial: Linkage, tracer: str, *, rcond: floa
     p0 = np.asarray(linkage_params(initial))
     r0, ok0, J0 = (np.asarray(x) for x in f(p0))
     if not ok0:
-        raise ValueError(f"linkage_tracer: {initial.name!r} does not assemble at every input on its initial "
-                         "branch; check `initial` and `inputs`")
+        raise ValueError(
+            f"linkage_tracer: {initial.name!r} does not assemble at every input on its initial "
+            "branch; check `initial` and `inputs`"
+        )
     _, s0, Vt0 = np.linalg.svd(J0, full_matrices=False)
     B = Vt0[s0 > s0[0] * rcond].T
 
@@ -195,18 +230,25 @@ def linkage_tracer(inputs, points, initial: Linkage, tracer: str, *, rcond: floa
         return r_, ok_, np.asarray(J_) @ B
 
     floor = r0.size * (1e-13 * max(float(np.abs(pts).max()), 1.0)) ** 2
-    z, r, Jz, iters, converged = _levenberg_marquardt(fz, np.zeros(B.shape[1]), max_iter, tol, floor=floor,
-                                                      name="linkage_tracer", first=(r0, ok0, J0 @ B))
+    z, r, Jz, iters, converged = _levenberg_marquardt(
+        fz, np.zeros(B.shape[1]), max_iter, tol, floor=floor, name="linkage_tracer", first=(r0, ok0, J0 @ B)
+    )
     p = p0 + B @ z
     sv = np.linalg.svd(np.asarray(f(p)[2]), compute_uv=False)
     rank = B.shape[1]
     s2 = float(r @ r) / max(r.size - rank, 1)
     V = B @ np.linalg.pinv(Jz)  # covariance of p = B (JzᵀJz)⁻¹ Bᵀ s²
     pj_ = jnp.asarray(p, dtype=dt_)
-    return LinkageFit(linkage=linkage_from_params(initial, pj_), rms=float(np.sqrt(2 * np.mean(r**2))), params=pj_,
-                      rank=rank, singular_values=jnp.asarray(sv, dtype=dt_),
-                      covariance=jnp.asarray(s2 * V @ V.T, dtype=dt_),
-                      iterations=iters, converged=converged)
+    return LinkageFit(
+        linkage=linkage_from_params(initial, pj_),
+        rms=float(np.sqrt(2 * np.mean(r**2))),
+        params=pj_,
+        rank=rank,
+        singular_values=jnp.asarray(sv, dtype=dt_),
+        covariance=jnp.asarray(s2 * V @ V.T, dtype=dt_),
+        iterations=iters,
+        converged=converged,
+    )
 
 
 # --- dynamic identification of the four-bar ------------------------------------------
@@ -243,8 +285,19 @@ def fourbar_base_parameters(fb: FourBar) -> Float[Array, "*batch 8"]:
     X, Y = m * rho[..., 0], m * rho[..., 1]
     c = X[..., 1] / l2  # the coupler's point mass at C
     b = m[..., 1] - c  # ... and at B
-    return jnp.stack([Z[..., 0] + b * l1**2, X[..., 0] + b * l1, Y[..., 0], Z[..., 1] - X[..., 1] * l2, Y[..., 1],
-                      Z[..., 2] + c * l3**2, X[..., 2] + c * l3, Y[..., 2]], axis=-1)
+    return jnp.stack(
+        [
+            Z[..., 0] + b * l1**2,
+            X[..., 0] + b * l1,
+            Y[..., 0],
+            Z[..., 1] - X[..., 1] * l2,
+            Y[..., 1],
+            Z[..., 2] + c * l3**2,
+            X[..., 2] + c * l3,
+            Y[..., 2],
+        ],
+        axis=-1,
+    )
 
 
 def fourbar_from_base(fb: FourBar, base) -> FourBar:
@@ -258,14 +311,16 @@ def fourbar_from_base(fb: FourBar, base) -> FourBar:
     one = jnp.ones_like(ZA)
     rho = jnp.stack([jnp.stack([XA - l1, YA], -1), jnp.stack([0.0 * YB, YB], -1), jnp.stack([XD, YD], -1)], -2)
     Z = jnp.stack([ZA - l1**2, ZB, ZD], -1)
-    return eqx.tree_at(lambda f: (f.masses, f.inertias, f.com), fb,
-                       (jnp.stack([one, one, one], -1), Z - jnp.sum(rho**2, axis=-1), rho))
+    return eqx.tree_at(
+        lambda f: (f.masses, f.inertias, f.com), fb, (jnp.stack([one, one, one], -1), Z - jnp.sum(rho**2, axis=-1), rho)
+    )
 
 
 def fourbar_regressor(fb: FourBar, theta_A, omega_A, alpha_A) -> Float[Array, "N 8"]:
     """Y with `crank_torque(design, θA, ωA, αA) = Y @ fourbar_base_parameters(design)`
     for every design with `fb`'s lengths and gravity (the equation of motion is linear
     in the base parameters; Y is its exact Jacobian)."""
+
     def torque(beta):
         return fbd.crank_torque(fourbar_from_base(fb, beta), theta_A, omega_A, alpha_A)
 
@@ -316,7 +371,7 @@ def _split(p, template, fixed, nscale, fit_lengths):
     (normalised base parameters, all or all but the fixed `Z_A`; then l1, l2, l3)."""
     nb = 8 if fixed is None else 7
     base = p[:nb] * nscale if fixed is None else jnp.concatenate([fixed[None], p[:nb] * nscale[1:]])
-    lengths = jnp.concatenate([p[nb:nb + 3], template.lengths[3:]]) if fit_lengths else template.lengths
+    lengths = jnp.concatenate([p[nb : nb + 3], template.lengths[3:]]) if fit_lengths else template.lengths
     return base, lengths
 
 
@@ -350,8 +405,19 @@ def _oe_residual(p, template, drive, fixed, nscale, times, theta, rtol, fit_leng
     th0, w0 = p[-2], p[-1]
     fb = fourbar_from_base(eqx.tree_at(lambda f: f.lengths, template, lengths), base)
     q0, ok0 = fbd.closure_q(fb, th0)
-    tr = fbd.simulate(fb, q0, fbd.sigma(fb, q0) * w0, times[-1], t0=times[0], saveat=times, solver="tsit5",
-                      rtol=rtol, atol=rtol * 1e-2, drive=drive, adjoint=fbd.diffrax.ForwardMode())
+    tr = fbd.simulate(
+        fb,
+        q0,
+        fbd.sigma(fb, q0) * w0,
+        times[-1],
+        t0=times[0],
+        saveat=times,
+        solver="tsit5",
+        rtol=rtol,
+        atol=rtol * 1e-2,
+        drive=drive,
+        adjoint=fbd.diffrax.ForwardMode(),
+    )
     ok = ok0 & tr.converged & jnp.all(lengths > 0)
     r = tr.theta_A - theta
     return jnp.where(ok, r, 0.0), ok
@@ -379,8 +445,10 @@ def _levenberg_marquardt(f, p, max_iter, tol, floor=0.0, name="fourbar_dynamics"
     `floor` (residuals at the model's own accuracy). `first`: f(p), if already known."""
     r, ok, J = (np.asarray(x) for x in (f(p) if first is None else first))
     if not ok:
-        raise ValueError(f"{name}: the initial estimate does not simulate (loop does not close or the "
-                         "solver failed); check `initial` and the branch")
+        raise ValueError(
+            f"{name}: the initial estimate does not simulate (loop does not close or the "
+            "solver failed); check `initial` and the branch"
+        )
     cost, lam, nu = float(r @ r), 1e-3, 2.0
     for it in range(max_iter + 1):
         gn, *_ = np.linalg.lstsq(J, -r, rcond=None)
@@ -407,9 +475,19 @@ def _levenberg_marquardt(f, p, max_iter, tol, floor=0.0, name="fourbar_dynamics"
     return p, r, J, max_iter, False
 
 
-def fourbar_dynamics(times, theta_A, initial: FourBar, *, drive=None, scale: float | None = None,
-                     fit_lengths: bool = True, window: int = 5, max_iter: int = 50, tol: float = 1e-8,
-                     rtol: float = 1e-10) -> DynamicFit:
+def fourbar_dynamics(
+    times,
+    theta_A,
+    initial: FourBar,
+    *,
+    drive=None,
+    scale: float | None = None,
+    fit_lengths: bool = True,
+    window: int = 5,
+    max_iter: int = 50,
+    tol: float = 1e-8,
+    rtol: float = 1e-10,
+) -> DynamicFit:
     """Identify a four-bar's base inertial parameters (and lengths, and initial state)
     from a measured crank angle θA(t).
 
@@ -439,8 +517,10 @@ def fourbar_dynamics(times, theta_A, initial: FourBar, *, drive=None, scale: flo
     t = np.asarray(times, dtype=float)
     th = np.asarray(theta_A, dtype=float)
     if t.ndim != 1 or th.shape != t.shape or t.size < 2 * window + 3:
-        raise ValueError(f"fourbar_dynamics: `times` and `theta_A` must be (N,) with N ≥ {2 * window + 3}; "
-                         f"got {t.shape} and {th.shape}")
+        raise ValueError(
+            f"fourbar_dynamics: `times` and `theta_A` must be (N,) with N ≥ {2 * window + 3}; "
+            f"got {t.shape} and {th.shape}"
+        )
     if not (np.all(np.isfinite(t)) and np.all(np.isfinite(th))):
         raise ValueError("fourbar_dynamics: `times` and `theta_A` must be finite")
     h = np.diff(t)
@@ -450,13 +530,15 @@ def fourbar_dynamics(times, theta_A, initial: FourBar, *, drive=None, scale: flo
         raise ValueError(f"fourbar_dynamics: `initial` must be one design; got batch shape {initial.batch_shape}")
     free = drive is None or (drive.torque is None and not np.any(np.asarray(drive.damping)))
     if scale is not None and not free:
-        raise ValueError("fourbar_dynamics: `scale` fixes the unobservable scale of free motion; with a known "
-                         "torque all base parameters are identified")
+        raise ValueError(
+            "fourbar_dynamics: `scale` fixes the unobservable scale of free motion; with a known "
+            "torque all base parameters are identified"
+        )
     drive = drive if drive is not None else fbd.Drive()
     # (1) equation error on smoothed derivatives: linear in the base parameters at the
     # nominal lengths, then (fit_lengths) Levenberg–Marquardt over both
     s0, s1, s2 = _savgol(th, h.mean(), window)
-    ts_i = t[window:t.size - window]
+    ts_i = t[window : t.size - window]
     jt, j0, j1, j2 = (jnp.asarray(x, dtype=dt_) for x in (ts_i, s0, s1, s2))
     Y, tau, _ = (np.asarray(x) for x in _ee_terms(initial, drive, jt, j0, j1, j2))
     if free:
@@ -472,12 +554,15 @@ def fourbar_dynamics(times, theta_A, initial: FourBar, *, drive=None, scale: flo
     if fit_lengths:
         p0, *_ = _levenberg_marquardt(
             lambda p: _ee_linearise(jnp.asarray(p, dtype=dt_), initial, drive, fixed, nscale, jt, j0, j1, j2, True),
-            p0, max_iter, tol)
+            p0,
+            max_iter,
+            tol,
+        )
     first, _ = _split(jnp.asarray(p0, dtype=dt_), initial, fixed, nscale, fit_lengths)
     # (2) output error over times[window:-window], from (1) and the smoothed state at its start
     p0 = np.concatenate([p0, [s0[0], s1[0]]])
     tt = jnp.asarray(ts_i, dtype=dt_)
-    meas = jnp.asarray(th[window:t.size - window], dtype=dt_)
+    meas = jnp.asarray(th[window : t.size - window], dtype=dt_)
 
     def f(p):
         return _oe_linearise(jnp.asarray(p, dtype=dt_), initial, drive, fixed, nscale, tt, meas, rtol, fit_lengths)
@@ -492,14 +577,23 @@ def fourbar_dynamics(times, theta_A, initial: FourBar, *, drive=None, scale: flo
     s2 = float(r @ r) / max(r.size - npar, 1)
     cov_p = s2 * np.linalg.pinv(J.T @ J)
     T = np.zeros((12, npar))
-    T[np.arange(1 if free else 0, 8), np.arange(nb)] = np.asarray(nscale)[1 if free else 0:]
+    T[np.arange(1 if free else 0, 8), np.arange(nb)] = np.asarray(nscale)[1 if free else 0 :]
     if fit_lengths:
         T[8 + np.arange(3), nb + np.arange(3)] = 1.0
     fb = fourbar_from_base(eqx.tree_at(lambda f_: f_.lengths, initial, lengths), base)
-    return DynamicFit(base=base, lengths=lengths, t0=float(ts_i[0]), theta0=th0, omega0=w0,
-                      rms=float(np.sqrt(np.mean(r**2))), covariance=jnp.asarray(T @ cov_p @ T.T, dtype=dt_),
-                      equation_error=first, fourbar=fb, iterations=iters,
-                      converged=converged)
+    return DynamicFit(
+        base=base,
+        lengths=lengths,
+        t0=float(ts_i[0]),
+        theta0=th0,
+        omega0=w0,
+        rms=float(np.sqrt(np.mean(r**2))),
+        covariance=jnp.asarray(T @ cov_p @ T.T, dtype=dt_),
+        equation_error=first,
+        fourbar=fb,
+        iterations=iters,
+        converged=converged,
+    )
 
 
 # --- parallel mechanisms: the platform's (payload's) inertial parameters -------------
@@ -548,7 +642,11 @@ def payload_regressor(mechanism, trajectory, external_wrench=None, *, kinematics
     only)."""
     kin = kinematics if kinematics is not None else pk.inverse_kinematics(mechanism, trajectory)
     N = kin.times.shape[0]
-    fe = jnp.zeros(6, dtype=kin.times.dtype) if external_wrench is None else jnp.asarray(external_wrench, kin.times.dtype)
+    fe = (
+        jnp.zeros(6, dtype=kin.times.dtype)
+        if external_wrench is None
+        else jnp.asarray(external_wrench, kin.times.dtype)
+    )
     if fe.shape not in ((6,), (N, 6)):
         raise ValueError(f"payload_regressor: `external_wrench` must have shape (6,) or ({N}, 6); got {fe.shape}")
     if method not in pd.METHODS:
@@ -556,8 +654,9 @@ def payload_regressor(mechanism, trajectory, external_wrench=None, *, kinematics
     Y, f0, ok = _payload_regressor(mechanism, kin, jnp.broadcast_to(fe, (N, 6)), method)
     if not bool(np.all(ok)):
         k = int(np.argmin(np.asarray(ok)))
-        raise ValueError(f"payload_regressor: the wrench system is singular at sample {k} "
-                         f"(t = {float(kin.times[k]):.6g} s)")
+        raise ValueError(
+            f"payload_regressor: the wrench system is singular at sample {k} (t = {float(kin.times[k]):.6g} s)"
+        )
     return Y, f0
 
 
@@ -579,8 +678,9 @@ class PayloadFit(eqx.Module):
     mechanism: eqx.Module
 
 
-def payload(mechanism, trajectory, actuator_forces, external_wrench=None, *, kinematics=None,
-            method: str = "newton_euler") -> PayloadFit:
+def payload(
+    mechanism, trajectory, actuator_forces, external_wrench=None, *, kinematics=None, method: str = "newton_euler"
+) -> PayloadFit:
     """Identify the platform's (payload's) mass, centre of mass and inertia from
     measured actuator forces along a known trajectory: linear least squares on
     `payload_regressor` (the legs' own inertia, gravity and `external_wrench` known,
@@ -598,7 +698,9 @@ def payload(mechanism, trajectory, actuator_forces, external_wrench=None, *, kin
     Y, f0 = payload_regressor(mechanism, trajectory, external_wrench, kinematics=kinematics, method=method)
     f = np.asarray(actuator_forces, dtype=float)
     if f.shape != Y.shape[:2]:
-        raise ValueError(f"payload: `actuator_forces` must have shape {Y.shape[:2]} (samples, actuators); got {f.shape}")
+        raise ValueError(
+            f"payload: `actuator_forces` must have shape {Y.shape[:2]} (samples, actuators); got {f.shape}"
+        )
     if not np.all(np.isfinite(f)):
         raise ValueError("payload: `actuator_forces` must be finite")
     A = np.asarray(Y).reshape(-1, 10)
@@ -608,14 +710,26 @@ def payload(mechanism, trajectory, actuator_forces, external_wrench=None, *, kin
     rank = int(np.sum(s > 1e-10 * s[0]))
     if rank < 10:
         weak = [PAYLOAD_NAMES[k] for k in np.flatnonzero(norms <= 1e-12 * norms.max())]
-        raise ValueError(f"payload: the trajectory excites only {rank} of the 10 payload parameters"
-                         + (f" ({', '.join(weak)} not at all)" if weak else "") + "; use a motion that rotates "
-                         "about every axis and accelerates in every direction")
+        raise ValueError(
+            f"payload: the trajectory excites only {rank} of the 10 payload parameters"
+            + (f" ({', '.join(weak)} not at all)" if weak else "")
+            + "; use a motion that rotates "
+            "about every axis and accelerates in every direction"
+        )
     x, *_ = np.linalg.lstsq(A, b, rcond=None)
     r = A @ x - b
     dof = max(A.shape[0] - 10, 1)
     cov = float(r @ r) / dof * np.linalg.inv(A.T @ A)
     p = jnp.asarray(x)
     fitted = with_payload(mechanism, p)
-    return PayloadFit(params=p, mass=fitted.mass, com=fitted.com, inertia=fitted.inertia, covariance=jnp.asarray(cov),
-                      rms=float(np.sqrt(np.mean(r**2))), rank=rank, condition=float(s[0] / s[-1]), mechanism=fitted)
+    return PayloadFit(
+        params=p,
+        mass=fitted.mass,
+        com=fitted.com,
+        inertia=fitted.inertia,
+        covariance=jnp.asarray(cov),
+        rms=float(np.sqrt(np.mean(r**2))),
+        rank=rank,
+        condition=float(s[0] / s[-1]),
+        mechanism=fitted,
+    )

@@ -27,10 +27,12 @@ import jax.numpy as jnp
 from jaxtyping import Array, Float
 
 _UNROLL_MAX = 4
-_UNROLL_LOOP_MAX = 16  # batched: elimination (a loop over the columns) up to this size, one LAPACK call per system above
+_UNROLL_LOOP_MAX = (
+    16  # batched: elimination (a loop over the columns) up to this size, one LAPACK call per system above
+)
 
 
-def solve(A: Float[Array, "n n"], b: Float[Array, "n *k"]) -> Float[Array, "n *k"]:
+def solve(A: Float[Array, "n n"], b: Float[Array, "n ..."]) -> Float[Array, "n ..."]:
     """Solve `A x = b` for a small square `A`.
 
     Gaussian elimination with partial pivoting, unrolled over the (static) size `n`;

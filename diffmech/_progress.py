@@ -18,8 +18,12 @@ class TextProgress:
         k = int(self.width * done / max(total, 1))
         rate = f"{done / elapsed:,.0f}/s" if elapsed > 0 else ""
         head = f"{self.label} " if self.label else ""
-        print(f"\r{head}[{'#' * k}{'.' * (self.width - k)}] {done}/{total}  {rate}  {extra}  {elapsed:.1f} s",
-              end="", file=sys.stderr, flush=True)
+        print(
+            f"\r{head}[{'#' * k}{'.' * (self.width - k)}] {done}/{total}  {rate}  {extra}  {elapsed:.1f} s",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def close(self) -> None:
         print(file=sys.stderr)

@@ -19,7 +19,7 @@ answer (a crank that stops at a motion limit: `closure.sweep`,
 `closure.continuation`, `fourbar.sweep`, `linkage.simulate`, `fourbar.simulate`).
 """
 
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import diffrax
 import equinox as eqx
@@ -34,17 +34,20 @@ from ._validate import is_traced
 class RESULTS(diffrax.RESULTS):  # pyright: ignore
     """Status of a solve (extends Diffrax's `RESULTS`, hence optimistix's: a
     Newton's `nonfinite`, `singular`, `nonlinear_max_steps_reached` and an
-    integrator's failures keep their names). Pyright types the members inherited
-    from optimistix as the parent's, so passing one where a `RESULTS` is expected
-    carries a `pyright: ignore[reportArgumentType]`."""
+    integrator's failures keep their names)."""
+
+    if TYPE_CHECKING:  # the inherited members are ours too (pyright types them as the parent's)
+        successful: "RESULTS"
+        singular: "RESULTS"
+        nonfinite: "RESULTS"
+        nonlinear_max_steps_reached: "RESULTS"
 
     motion_limit = (
         "No closed configuration was found at this input: the mechanism cannot be "
         "assembled there (beyond a motion limit, or an unreachable input)."
     )
     branch_switch = (
-        "The solution left the requested assembly branch (it passed through or near "
-        "a singular configuration)."
+        "The solution left the requested assembly branch (it passed through or near a singular configuration)."
     )
     not_reached = "An earlier input of the continuation failed; this one was not solved."
     deferred = (
@@ -52,8 +55,9 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore
         "not run (`fallback=Deferred()`): solve again with the default fallback."
     )
     singular_configuration = (
-        "The screw system is singular here (rank-deficient joint screws or wrench "
-        "system): the joint rates or the joint wrenches are not determined."
+        "A singular configuration: the Jacobian is singular here (a closure Jacobian, "
+        "joint screws or a wrench system without full rank), so the Newton step, the "
+        "joint rates or the joint wrenches are not determined."
     )
 
 
@@ -80,8 +84,14 @@ class ClosureError(ValueError):
     """A solve failed. Attributes: `status` (the message of its `RESULTS` item),
     `index` (the failed sample, `None` for a single solve), `residual`."""
 
-    def __init__(self, msg: str, *, status: str | None = None, index: tuple[int, ...] | None = None,
-                 residual: float | None = None):
+    def __init__(
+        self,
+        msg: str,
+        *,
+        status: str | None = None,
+        index: tuple[int, ...] | None = None,
+        residual: float | None = None,
+    ):
         super().__init__(msg)
         self.status, self.index, self.residual = status, index, residual
 
@@ -116,7 +126,7 @@ def error_class(c: int) -> type[ClosureError]:
         return MotionLimitError
     if c == code(RESULTS.branch_switch):
         return BranchSwitchError
-    if c in (code(RESULTS.singular_configuration), code(RESULTS.singular)):  # pyright: ignore[reportArgumentType]
+    if c in (code(RESULTS.singular_configuration), code(RESULTS.singular)):
         return SingularError
     return ConvergenceError
 
@@ -182,8 +192,9 @@ class AbstractResult(eqx.Module):
         inputs = getattr(self, self._inputs)
         nb = ok.ndim - 1
         # the inputs are shared by the batch (one axis `N`) or carry its axes too
-        u = jax.tree.map(lambda a: np.asarray(a)[k if np.ndim(a) > nb and np.shape(a)[:nb] == ok.shape[:nb] else k[-1]],
-                         inputs)
+        u = jax.tree.map(
+            lambda a: np.asarray(a)[k if np.ndim(a) > nb and np.shape(a)[:nb] == ok.shape[:nb] else k[-1]], inputs
+        )
         u_txt = ", ".join(_fmt(leaf) for leaf in jax.tree.leaves(u))
         res = float(np.asarray(self.residual)[k])
         where = f"sample {k[-1]}" + (f" of design {k[:-1]}" if nb else "")
@@ -191,7 +202,9 @@ class AbstractResult(eqx.Module):
         raise error_class(c)(
             f"{owner}: {message(c)} At {where} ({self._inputs} = {u_txt}): closure residual {res:.3e}."
             + (f" {extra}" if extra else ""),
-            status=message(c), index=k, residual=res,
+            status=message(c),
+            index=k,
+            residual=res,
         )
 
     def error_if_failed(self):
@@ -221,5 +234,4 @@ def first_failure(converged: Bool[Array, "*batch N"], status: RESULTS) -> RESULT
     failed = ~jnp.all(converged, axis=-1)
     at_first = jnp.take_along_axis(code(status), first[..., None], axis=-1)[..., 0]
     # element-wise on the codes: `RESULTS.where` takes a scalar predicate only
-    return as_results(jnp.where(failed, at_first, code(RESULTS.successful)))  # pyright: ignore[reportArgumentType]
-
+    return as_results(jnp.where(failed, at_first, code(RESULTS.successful)))

@@ -87,9 +87,7 @@ def adjoint(R: Float[Array, "*b 3 3"], p: Float[Array, "*b 3"]) -> Float[Array, 
     """The 6×6 matrix moving a twist `(ω; v)` — or, identically in this ordering, a
     wrench `(f; τ)` — with the displacement `(R, p)`: `(Rω; p × Rω + R v)`."""
     Z = jnp.zeros_like(R)
-    return jnp.concatenate(
-        [jnp.concatenate([R, Z], -1), jnp.concatenate([matmul(skew(p), R), R], -1)], -2
-    )
+    return jnp.concatenate([jnp.concatenate([R, Z], -1), jnp.concatenate([matmul(skew(p), R), R], -1)], -2)
 
 
 def transform(R: Float[Array, "*b 3 3"], p: Float[Array, "*b 3"], s: Float[Array, "*b 6"]) -> Float[Array, "*b 6"]:

@@ -45,10 +45,12 @@ def devices(spec: str | int | Sequence = "all") -> list:
         return list(every)
     if isinstance(spec, (int, np.integer)):
         if not 1 <= int(spec) <= len(every):
-            raise ValueError(f"devices: asked for {int(spec)} devices; {len(every)} available "
-                             f"({every[0].platform}; on CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N "
-                             "before JAX starts gives N)")
-        return list(every[:int(spec)])
+            raise ValueError(
+                f"devices: asked for {int(spec)} devices; {len(every)} available "
+                f"({every[0].platform}; on CPU, XLA_FLAGS=--xla_force_host_platform_device_count=N "
+                "before JAX starts gives N)"
+            )
+        return list(every[: int(spec)])
     out = list(spec)
     if not out:
         raise ValueError("devices: the list of devices is empty")
@@ -66,8 +68,10 @@ def batch_size(batch) -> int:
     leaves = [x for x in jax.tree.leaves(batch) if eqx.is_array_like(x) and np.ndim(x) > 0]
     sizes = {np.shape(x)[0] for x in leaves}
     if len(sizes) != 1:
-        raise ValueError(f"shard: the array leaves of the batch must share a leading batch axis; got leading sizes "
-                         f"{sorted(sizes) if sizes else 'none (no batched arrays)'}")
+        raise ValueError(
+            f"shard: the array leaves of the batch must share a leading batch axis; got leading sizes "
+            f"{sorted(sizes) if sizes else 'none (no batched arrays)'}"
+        )
     return sizes.pop()
 
 
@@ -136,8 +140,16 @@ def _program(fn, static, m: Mesh):
     return _PROGRAMS[key]
 
 
-def run(fn: Callable, batch, *, devices: str | int | Sequence = "all", per_device: int = 64,
-        progress: bool = False, on_chunk: Callable | None = None, skip: Callable | None = None):
+def run(
+    fn: Callable,
+    batch,
+    *,
+    devices: str | int | Sequence = "all",
+    per_device: int = 64,
+    progress: bool = False,
+    on_chunk: Callable | None = None,
+    skip: Callable | None = None,
+):
     """Evaluate `fn` on every element of `batch` across `devices`.
 
     **Arguments:** `fn(element) -> pytree of arrays`, jittable (an element is `batch`

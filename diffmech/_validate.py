@@ -14,18 +14,30 @@ def is_traced(*xs) -> bool:
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(xs))
 
 
-def check_array(owner: str, name: str, value, trailing: tuple[int, ...], *, positive: bool = False,
-                batch_shape: tuple[int, ...] | None = None) -> None:
+def check_array(
+    owner: str,
+    name: str,
+    value,
+    trailing: tuple[int, ...],
+    *,
+    positive: bool = False,
+    batch_shape: tuple[int, ...] | None = None,
+) -> None:
     """Raise `ValueError` naming `owner.name` if `value` has the wrong trailing shape,
     a different batch shape, non-finite entries, or (with `positive`) entries ≤ 0."""
     if is_traced(value):
         return
     arr = np.asarray(value)
     nt = len(trailing)
-    if arr.ndim < nt or tuple(arr.shape[arr.ndim - nt:]) != tuple(trailing):
-        raise ValueError(f"{owner}: `{name}` must have shape {trailing} (with optional leading batch axes); got shape {arr.shape}: {arr!r}")
+    if arr.ndim < nt or tuple(arr.shape[arr.ndim - nt :]) != tuple(trailing):
+        raise ValueError(
+            f"{owner}: `{name}` must have shape {trailing} (with optional leading batch axes); got shape "
+            f"{arr.shape}: {arr!r}"
+        )
     if batch_shape is not None and tuple(arr.shape[: arr.ndim - nt]) != tuple(batch_shape):
-        raise ValueError(f"{owner}: `{name}` has batch shape {arr.shape[: arr.ndim - nt]}, but `lengths` has {batch_shape}")
+        raise ValueError(
+            f"{owner}: `{name}` has batch shape {arr.shape[: arr.ndim - nt]}, but `lengths` has {batch_shape}"
+        )
     if not np.all(np.isfinite(arr)):
         bad = arr[~np.isfinite(arr)]
         raise ValueError(f"{owner}: `{name}` must be finite; got {arr.tolist()} (non-finite: {bad.tolist()})")

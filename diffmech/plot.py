@@ -120,8 +120,10 @@ def animate_fourbar(fb, sweep, *, point=None, interval: int = 30):
     (line,) = ax.plot([], [], "-o", color="C0", lw=2)
 
     def frame(i):
-        line.set_data([P["A"][i, 0], P["B"][i, 0], P["C"][i, 0], P["D"][i, 0]],
-                      [P["A"][i, 1], P["B"][i, 1], P["C"][i, 1], P["D"][i, 1]])
+        line.set_data(
+            [P["A"][i, 0], P["B"][i, 0], P["C"][i, 0], P["D"][i, 0]],
+            [P["A"][i, 1], P["B"][i, 1], P["C"][i, 1], P["D"][i, 1]],
+        )
         return (line,)
 
     anim = FuncAnimation(fig, frame, frames=len(q), interval=interval, blit=True)
@@ -218,8 +220,14 @@ def animate_linkage(lk, motion, *, interval: int = 40):
     return anim
 
 
-__all__ = ["fourbar_attitudes", "fourbar_track", "fourbar_dynamics", "animate_fourbar", "linkage_curve",
-           "animate_linkage"]
+__all__ = [
+    "fourbar_attitudes",
+    "fourbar_track",
+    "fourbar_dynamics",
+    "animate_fourbar",
+    "linkage_curve",
+    "animate_linkage",
+]
 
 
 def time_series(times, values, labels, *, ax=None, title: str = "", ylabel: str = ""):

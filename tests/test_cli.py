@@ -7,8 +7,15 @@ def test_demo_writes_plots_and_round_off_summary(tmp_path, capsys):
     assert main(["demo", "--out", str(tmp_path), "--t1", "1.0"]) == 0
     out = capsys.readouterr().out
     assert "crank-rocker" in out
-    for name in ("fig3_attitudes.png", "fig4_track.png", "fig5_crank_rocker_dynamics.png", "fig6_crank_rocker_track.png",
-                 "fig7_parallelogram_dynamics.png", "fig8_parallelogram_track.png", "demo_summary.json"):
+    for name in (
+        "fig3_attitudes.png",
+        "fig4_track.png",
+        "fig5_crank_rocker_dynamics.png",
+        "fig6_crank_rocker_track.png",
+        "fig7_parallelogram_dynamics.png",
+        "fig8_parallelogram_track.png",
+        "demo_summary.json",
+    ):
         assert (tmp_path / name).stat().st_size > 0
     summary = json.loads((tmp_path / "demo_summary.json").read_text())
     for h, row in summary["kinematics"].items():

@@ -2,15 +2,14 @@
 line y = a x + u. The '+' intersection is x = (−a u + √(r²(1 + a²) − u²)) / (1 + a²);
 it exists while |u| ≤ r √(1 + a²) (the motion limit, where the two branches meet)."""
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import central_diff, rel_err
 
 import diffmech as dm
 from diffmech import _closure, closure
-from helpers import central_diff, rel_err
 
 
 def residual(x, u, p):
@@ -58,7 +57,10 @@ def test_implicit_gradients_match_closed_form_and_finite_differences():
 
 def test_gradient_does_not_differentiate_iterations():
     # the derivative must not depend on the warm start (it would if the iterations were unrolled)
-    g = [jax.grad(lambda u: closure.root(residual, x0, u, P).value[0])(0.3) for x0 in (jnp.array([1.0, 0.5]), jnp.array([2.0, 1.0]))]
+    g = [
+        jax.grad(lambda u: closure.root(residual, x0, u, P).value[0])(0.3)
+        for x0 in (jnp.array([1.0, 0.5]), jnp.array([2.0, 1.0]))
+    ]
     assert float(g[0]) == pytest.approx(float(g[1]), rel=1e-13)
 
 
@@ -86,7 +88,9 @@ def test_a_residual_may_carry_its_own_jacobian():
     np.testing.assert_allclose(xdd, xdd_ref, rtol=1e-13)
     wrong = closure.root(with_jacobian(2.0), x0, u, P, throw=False)
     assert int(wrong.steps) > int(ref.steps) + 5
-    assert float(closure.condition(with_jacobian(2.0), ref.value, u, P)) == pytest.approx(float(ref.condition), rel=1e-12)
+    assert float(closure.condition(with_jacobian(2.0), ref.value, u, P)) == pytest.approx(
+        float(ref.condition), rel=1e-12
+    )
     xd_wrong, _ = closure.rates(with_jacobian(2.0), ref.value, u, P, jnp.asarray(1.0))
     np.testing.assert_allclose(xd_wrong, xd_ref / 2, rtol=1e-13)
 
@@ -114,9 +118,9 @@ def test_root_reports_the_real_cause_of_a_failure():
     nan = closure.root(residual, jnp.array([1.0, 0.0]), u, {"r": jnp.asarray(jnp.nan), "a": P["a"]}, throw=False)
     assert nan.result == closure.RESULTS.nonfinite
     # a guess where the Jacobian [[x/r, y/r], [−a, 1]] is singular (x = −a y, e.g. 0):
-    # plain Newton stops there (`singular`); the damped step of `robust` goes on
+    # plain Newton stops there (`singular_configuration`); the damped step of `robust` goes on
     at = jnp.array([0.0, 0.0])
-    assert closure.root(residual, at, u, P, robust=False, throw=False).result == closure.RESULTS.singular
+    assert closure.root(residual, at, u, P, robust=False, throw=False).result == closure.RESULTS.singular_configuration
     with pytest.raises(dm.SingularError):
         closure.root(residual, at, u, P, robust=False)
     ok = closure.root(residual, at, u, P)
@@ -153,7 +157,7 @@ def test_sweep_stops_at_motion_limit_and_masks_the_rest():
     assert float(jnp.max(s.residual[ok])) <= 1e-14
     status = s.status._value
     assert int(status[first_bad]) != int(closure.RESULTS.not_reached._value)
-    assert np.all(np.asarray(status[first_bad + 1:]) == int(closure.RESULTS.not_reached._value))
+    assert np.all(np.asarray(status[first_bad + 1 :]) == int(closure.RESULTS.not_reached._value))
     assert s.result != closure.RESULTS.successful
     assert np.isnan(np.asarray(s.masked())[~ok]).all()
     # the condition number grows towards the limit, where the branches meet
@@ -240,8 +244,15 @@ def test_fallback_redoes_the_sweep_from_the_first_uncertified_input():
         return jnp.where((u > 0.2) & (u < 0.5), 1.1 * x, x), ok
 
     us = jnp.linspace(0.0, 0.8, 33)
-    s = closure.sweep(residual, jnp.array([1.2, 0.0]), us, P, branch=branch, predictor=closure.ClosedForm(rough),
-                      corrector=closure.Newton(1))
+    s = closure.sweep(
+        residual,
+        jnp.array([1.2, 0.0]),
+        us,
+        P,
+        branch=branch,
+        predictor=closure.ClosedForm(rough),
+        corrector=closure.Newton(1),
+    )
     assert bool(jnp.all(s.converged))
     np.testing.assert_allclose(s.value, jax.vmap(exact, (0, None))(us, P), rtol=0, atol=1e-15)
     fixed = (np.asarray(us) > 0.2) & (np.asarray(us) < 0.5)
@@ -279,8 +290,14 @@ def test_batched_sweep_with_fallback_equals_single_sweeps():
     rs = jnp.array([1.1, 1.3, 1.6, 2.5])
 
     def one(r):
-        return closure.sweep(residual, jnp.array([1.0, 0.0]), us, {"r": r, "a": P["a"]}, branch=branch,
-                             predictor=closure.Coarse(stride=8))
+        return closure.sweep(
+            residual,
+            jnp.array([1.0, 0.0]),
+            us,
+            {"r": r, "a": P["a"]},
+            branch=branch,
+            predictor=closure.Coarse(stride=8),
+        )
 
     batch = jax.jit(jax.vmap(one))(rs)
     for i, r in enumerate(rs):
@@ -331,7 +348,16 @@ def test_deferred_fallback_leaves_the_rest_for_the_full_program(predictor):
     np.testing.assert_allclose(part.value[ok], full.value[ok], rtol=0, atol=1e-15)
     # under vmap: only the lanes that need the fallback are deferred
     rs = jnp.array([1.1, 2.5])
-    batch = jax.vmap(lambda r: closure.sweep(residual, jnp.array([1.0, 0.0]), us, {"r": r, "a": P["a"]},
-                                             branch=branch, predictor=pred, fallback=closure.Deferred()))(rs)
+    batch = jax.vmap(
+        lambda r: closure.sweep(
+            residual,
+            jnp.array([1.0, 0.0]),
+            us,
+            {"r": r, "a": P["a"]},
+            branch=branch,
+            predictor=pred,
+            fallback=closure.Deferred(),
+        )
+    )(rs)
     lanes = np.any(np.asarray(batch.status._value) == int(_closure._code(closure.RESULTS.deferred)), axis=1)
     assert lanes[1] == False and lanes[0] == (predictor == "coarse")  # noqa: E712

@@ -7,8 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from diffmech import fit as F, fourbar as fbk
 import diffmech as dm
+from diffmech import fit as F
+from diffmech import fourbar as fbk
 
 
 class Decay(eqx.Module):

@@ -4,11 +4,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings, strategies as st
+from helpers import central_diff, rel_err
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 import diffmech as dm
 from diffmech import fourbar as fbk
-from helpers import central_diff, rel_err
 
 SEED = dm.FourBar.seed_crank_rocker()
 
@@ -38,7 +39,7 @@ def test_assemble_closes_to_round_off_on_random_designs(lengths, t, sign, branch
     q = np.asarray(fbk.assemble(fb, theta))
     assert float(fbk.closure_residual(fb, jnp.asarray(q))) <= 1e-14 * max(lengths) / 0.1
     for i in (0, 2, 4):
-        assert abs(np.linalg.norm(q[i:i + 2]) - 1) <= 4e-16
+        assert abs(np.linalg.norm(q[i : i + 2]) - 1) <= 4e-16
     np.testing.assert_allclose(q[0:2], [math.cos(theta), math.sin(theta)], atol=1e-15)
     # on the requested branch: sign(l4 - l1) * (qB x qD) = branch (unless at a dead
     # point); on change-point designs the modes swap that sign at θA = 0, π, so the
@@ -157,7 +158,10 @@ def test_velocity_ratios_eq35_match_autodiff_and_finite_differences(theta):
     np.testing.assert_allclose(w[1:], K, rtol=1e-12)
     h = 1e-6
     ang = lambda t: np.array([math.atan2(*_state(t)[[3, 2]]), math.atan2(*_state(t)[[5, 4]])])  # noqa: E731
-    K_fd = (np.unwrap(np.stack([ang(theta - h), ang(theta + h)]), axis=0)[1] - np.unwrap(np.stack([ang(theta - h), ang(theta + h)]), axis=0)[0]) / (2 * h)
+    K_fd = (
+        np.unwrap(np.stack([ang(theta - h), ang(theta + h)]), axis=0)[1]
+        - np.unwrap(np.stack([ang(theta - h), ang(theta + h)]), axis=0)[0]
+    ) / (2 * h)
     np.testing.assert_allclose(K, K_fd, rtol=1e-7)
 
 
@@ -166,7 +170,7 @@ def test_accelerations_eq29_corrected_match_autodiff_and_fd(theta, omega, alpha)
     q = jnp.asarray(_state(theta))
     qdot, qddot = fbk.rates(SEED, q, theta, omega, alpha)
     # angular accelerations from attitude accelerations: q̈ = α S1 q − ω² q ⇒ α = q × q̈
-    alpha_ad = np.array([_cross(np.asarray(q)[i:i + 2], np.asarray(qddot)[i:i + 2]) for i in (2, 4)])
+    alpha_ad = np.array([_cross(np.asarray(q)[i : i + 2], np.asarray(qddot)[i : i + 2]) for i in (2, 4)])
     alpha_eq = np.asarray(fbk.angular_accelerations(SEED, q, omega, alpha))
     np.testing.assert_allclose(alpha_eq, alpha_ad, rtol=1e-11, atol=1e-11)
     # finite differences along θA(t) = θ + ω t + α t²/2
@@ -186,7 +190,7 @@ def test_printed_eq29_sign_is_wrong():
     M = np.stack([l2 * _perp(qB), -l3 * _perp(qD)], axis=1)
     printed = np.linalg.solve(M, wB**2 * l2 * qB - omega**2 * l1 * qA - wD**2 * l3 * qD)
     _, qddot = fbk.rates(SEED, jnp.asarray(q), theta, omega, 0.0)
-    truth = np.array([_cross(q[i:i + 2], np.asarray(qddot)[i:i + 2]) for i in (2, 4)])
+    truth = np.array([_cross(q[i : i + 2], np.asarray(qddot)[i : i + 2]) for i in (2, 4)])
     assert rel_err(printed, truth) > 0.1
     assert rel_err(fbk.angular_accelerations(SEED, jnp.asarray(q), omega, 0.0), truth) < 1e-11
 
@@ -288,8 +292,12 @@ def test_grashof_class_names_which_ground_link_turns_fully(lengths):
     inp = bool(fbk.crank_limits(fb).full_rotation)
     out = bool(fbk.crank_limits(dm.FourBar(lengths=(l3, l2, l1, l4))).full_rotation)
     grashof = s[0] + s[3] < s[1] + s[2]
-    expected = {(True, False): "crank-rocker", (False, True): "rocker-crank", (True, True): "double-crank",
-                (False, False): "double-rocker" if grashof else "triple-rocker"}[(inp, out)]
+    expected = {
+        (True, False): "crank-rocker",
+        (False, True): "rocker-crank",
+        (True, True): "double-crank",
+        (False, False): "double-rocker" if grashof else "triple-rocker",
+    }[(inp, out)]
     assert fbk.grashof(fb) == expected
 
 
@@ -370,11 +378,13 @@ def test_batched_sweep_certifies_the_closed_form_without_the_fallback(monkeypatc
     monkeypatch.setattr(_closure, "_when_needed", spy)
     rng = np.random.default_rng(0)
     n = 2048
-    L = np.column_stack([rng.uniform(0.05, 0.2, n), rng.uniform(0.2, 0.4, n), rng.uniform(0.2, 0.4, n),
-                         rng.uniform(0.25, 0.35, n)])
+    L = np.column_stack(
+        [rng.uniform(0.05, 0.2, n), rng.uniform(0.2, 0.4, n), rng.uniform(0.2, 0.4, n), rng.uniform(0.25, 0.35, n)]
+    )
     th = jnp.asarray(2 * np.pi * np.arange(360) / 360)
     conv = jax.jit(jax.vmap(lambda le: fbkin.sweep_functional(dm.FourBar(lengths=le), th, condition=False).converged))(
-        jnp.asarray(L))
+        jnp.asarray(L)
+    )
     jax.block_until_ready(conv)
     need = np.concatenate(needs)
     assert need.size == n and not need.any(), np.nonzero(need)[0]

@@ -10,14 +10,20 @@ import numpy as np
 import pytest
 
 import diffmech as dm
-from diffmech import _identify, fourbar as fbk, identify
+from diffmech import _identify, identify
+from diffmech import fourbar as fbk
 
 # one xdist group with tests/test_fit.py and notebook 06 (shared programs; see conftest)
 pytestmark = pytest.mark.xdist_group("fit")
 
 # a crank-rocker with off-axis centres of mass and oblique gravity (nothing symmetric)
-TRUE = dm.FourBar(lengths=(0.12, 0.25, 0.26, 0.30), masses=(0.1, 0.25, 0.18), inertias=(0.001, 0.016, 0.006),
-                  com=((0.05, 0.01), (0.1, -0.02), (0.12, 0.015)), gravity=(1.5, -9.5))
+TRUE = dm.FourBar(
+    lengths=(0.12, 0.25, 0.26, 0.30),
+    masses=(0.1, 0.25, 0.18),
+    inertias=(0.001, 0.016, 0.006),
+    com=((0.05, 0.01), (0.1, -0.02), (0.12, 0.015)),
+    gravity=(1.5, -9.5),
+)
 
 
 def _physical(fb):
@@ -30,8 +36,11 @@ def _with(fb, p):
 
 def _samples(n=40, seed=0):
     rng = np.random.default_rng(seed)
-    return (jnp.asarray(rng.uniform(-np.pi, np.pi, n)), jnp.asarray(rng.uniform(-6, 6, n)),
-            jnp.asarray(rng.uniform(-30, 30, n)))
+    return (
+        jnp.asarray(rng.uniform(-np.pi, np.pi, n)),
+        jnp.asarray(rng.uniform(-6, 6, n)),
+        jnp.asarray(rng.uniform(-30, 30, n)),
+    )
 
 
 def test_eight_base_parameters_span_exactly_what_the_dynamics_depend_on():
@@ -55,8 +64,9 @@ def test_eight_base_parameters_span_exactly_what_the_dynamics_depend_on():
     Y = identify.fourbar_regressor(TRUE, th, w, a)
     tau = fbk.crank_torque(TRUE, th, w, a)
     assert float(jnp.max(jnp.abs(Y @ beta - tau))) <= 1e-12 * float(jnp.max(jnp.abs(tau)))
-    np.testing.assert_allclose(identify.fourbar_base_parameters(identify.fourbar_from_base(TRUE, beta)), beta,
-                               rtol=0, atol=1e-15)
+    np.testing.assert_allclose(
+        identify.fourbar_base_parameters(identify.fourbar_from_base(TRUE, beta)), beta, rtol=0, atol=1e-15
+    )
 
 
 def test_crank_torque_is_the_torque_that_drove_the_simulation():
@@ -94,19 +104,23 @@ def test_equal_base_parameters_move_identically_and_free_motion_hides_the_scale(
     m3 = m[2] - c
     r3 = (m[2] * rho[2] - c * np.array([l3, 0.0])) / m3
     J3 = J[2] + m[2] * np.sum((rho[2] - r3) ** 2) - c * np.sum((np.array([l3, 0.0]) - r3) ** 2)
-    other = dm.FourBar(lengths=TRUE.lengths, masses=(m1, m2, m3), inertias=(J1, J2, J3), com=(r1, r2, r3),
-                       gravity=TRUE.gravity)
+    other = dm.FourBar(
+        lengths=TRUE.lengths, masses=(m1, m2, m3), inertias=(J1, J2, J3), com=(r1, r2, r3), gravity=TRUE.gravity
+    )
     assert np.all(np.asarray(other.inertias) > 0) and np.abs(np.asarray(other.masses - TRUE.masses)).max() > 0.01
-    np.testing.assert_allclose(identify.fourbar_base_parameters(other), identify.fourbar_base_parameters(TRUE),
-                               rtol=1e-13)
-    scaled = dm.FourBar(lengths=TRUE.lengths, masses=3 * TRUE.masses, inertias=3 * TRUE.inertias, com=TRUE.com,
-                        gravity=TRUE.gravity)
+    np.testing.assert_allclose(
+        identify.fourbar_base_parameters(other), identify.fourbar_base_parameters(TRUE), rtol=1e-13
+    )
+    scaled = dm.FourBar(
+        lengths=TRUE.lengths, masses=3 * TRUE.masses, inertias=3 * TRUE.inertias, com=TRUE.com, gravity=TRUE.gravity
+    )
     ts = jnp.linspace(0, 1.0, 11)
     q0 = fbk.assemble(TRUE, 0.3)
 
     def run(fb, drive=None):
-        return np.asarray(fbk.simulate(fb, q0, fbk.momentum(fb, q0, 2.0), 1.0, saveat=ts, drive=drive, rtol=1e-12,
-                                       atol=1e-14).theta_A)
+        return np.asarray(
+            fbk.simulate(fb, q0, fbk.momentum(fb, q0, 2.0), 1.0, saveat=ts, drive=drive, rtol=1e-12, atol=1e-14).theta_A
+        )
 
     ref = run(TRUE)
     assert np.abs(run(other) - ref).max() <= 1e-9
@@ -144,14 +158,14 @@ def test_crank_angles_cannot_fix_the_length_scale():
     ts, th, drive = _measurement(0.0, n=161, t1=0.8)
     tt, meas = jnp.asarray(ts[5:-5]), jnp.asarray(th[5:-5])
     q0 = fbk.assemble(TRUE, 0.3)
-    tr = fbk.simulate(TRUE, q0, fbk.momentum(TRUE, q0, 2.0), 0.8, saveat=tt[:1], drive=drive, rtol=1e-12,
-                      atol=1e-14)
+    tr = fbk.simulate(TRUE, q0, fbk.momentum(TRUE, q0, 2.0), 0.8, saveat=tt[:1], drive=drive, rtol=1e-12, atol=1e-14)
     nscale = jnp.asarray(np.abs(TRUE_BASE))
 
     def residual(p):  # p: base / |base|, the four lengths, θA and ωA at tt[0]
         with_l4 = eqx.tree_at(lambda f: f.lengths, TRUE, p[8:12])  # l4 enters through the template
-        return _identify._oe_residual(jnp.concatenate([p[:11], p[12:]]), with_l4, drive, None, nscale, tt, meas,
-                                     1e-10, True)[0]
+        return _identify._oe_residual(
+            jnp.concatenate([p[:11], p[12:]]), with_l4, drive, None, nscale, tt, meas, 1e-10, True
+        )[0]
 
     p = jnp.concatenate([jnp.sign(jnp.asarray(TRUE_BASE)), TRUE.lengths, tr.theta_A[:1], tr.omega_A[:1]])
     J = np.asarray(jax.jacfwd(residual)(p))
@@ -160,8 +174,9 @@ def test_crank_angles_cannot_fix_the_length_scale():
     assert s[-1] < 1e-10 * s[0] < s[-2] * 1e-4, s
     null = V[-1] / norms  # back from the column-normalised coordinates
     null_lengths = null[8:12] / np.linalg.norm(null[8:12])
-    np.testing.assert_allclose(np.abs(null_lengths @ np.asarray(TRUE.lengths)) / np.linalg.norm(TRUE.lengths), 1.0,
-                               atol=1e-8)
+    np.testing.assert_allclose(
+        np.abs(null_lengths @ np.asarray(TRUE.lengths)) / np.linalg.norm(TRUE.lengths), 1.0, atol=1e-8
+    )
 
 
 def test_dynamic_identification_noise_free():
@@ -169,8 +184,9 @@ def test_dynamic_identification_noise_free():
     parameters are recovered to ≤ 1e-7 relative from the equation-error estimate and
     the fit reaches residuals at the simulation's accuracy."""
     ts, th, drive = _measurement(0.0, n=161, t1=0.8)
-    r = identify.fourbar_dynamics(ts, th, eqx.tree_at(lambda f: f.lengths, NOMINAL, TRUE.lengths), drive=drive,
-                                  fit_lengths=False)
+    r = identify.fourbar_dynamics(
+        ts, th, eqx.tree_at(lambda f: f.lengths, NOMINAL, TRUE.lengths), drive=drive, fit_lengths=False
+    )
     assert r.converged and r.rms < 1e-8 and _base_error(r) <= 1e-7, (r.rms, _base_error(r), r.iterations)
     with pytest.raises(ValueError, match="uniformly"):
         identify.fourbar_dynamics(ts.at[3].add(1e-3), th, NOMINAL, drive=drive)
@@ -182,8 +198,13 @@ def test_free_motion_identifies_the_base_parameters_up_to_their_scale():
     relative) and reproduces θA(t) to the simulation's accuracy — the motion cannot
     tell them apart, and every ratio is identified."""
     ts, th, _ = _measurement(0.0, n=161, t1=0.8, free=True)
-    r = identify.fourbar_dynamics(ts, th, eqx.tree_at(lambda f: f.lengths, NOMINAL, TRUE.lengths),
-                                  scale=2 * float(TRUE_BASE[0]), fit_lengths=False)
+    r = identify.fourbar_dynamics(
+        ts,
+        th,
+        eqx.tree_at(lambda f: f.lengths, NOMINAL, TRUE.lengths),
+        scale=2 * float(TRUE_BASE[0]),
+        fit_lengths=False,
+    )
     err = np.abs(np.asarray(r.base) - 2 * TRUE_BASE).max() / np.abs(2 * TRUE_BASE).max()
     assert r.converged and r.rms < 1e-8 and err <= 1e-7, (r.rms, err, r.iterations)
     with pytest.raises(ValueError, match="scale"):
@@ -224,9 +245,11 @@ def exciting_motion(mech):
     from diffmech import screw
 
     def rot(t):
-        return (screw.rotation(jnp.array([0.0, 0.0, 1.0]), 0.1 * jnp.sin(3 * t))
-                @ screw.rotation(jnp.array([0.0, 1.0, 0.0]), 0.1 * jnp.sin(5 * t))
-                @ screw.rotation(jnp.array([1.0, 0.0, 0.0]), 0.1 * jnp.sin(4 * t)))
+        return (
+            screw.rotation(jnp.array([0.0, 0.0, 1.0]), 0.1 * jnp.sin(3 * t))
+            @ screw.rotation(jnp.array([0.0, 1.0, 0.0]), 0.1 * jnp.sin(5 * t))
+            @ screw.rotation(jnp.array([1.0, 0.0, 0.0]), 0.1 * jnp.sin(4 * t))
+        )
 
     def pos(t):
         return mech.reference + 0.005 * jnp.stack([jnp.sin(2 * t), jnp.cos(3 * t) - 1, jnp.sin(4 * t)])
@@ -239,8 +262,11 @@ def _payload_case(n=60):
 
     nominal = par.StewartPlatform()  # 10 kg platform, COM at its centre
     J = jnp.array([[0.09, 0.004, -0.002], [0.004, 0.11, 0.003], [-0.002, 0.003, 0.16]])
-    true = eqx.tree_at(lambda M: (M.mass, M.com, M.inertia), nominal,
-                       (jnp.asarray(12.5), nominal.com + jnp.array([0.004, -0.003, 0.012]), J))
+    true = eqx.tree_at(
+        lambda M: (M.mass, M.com, M.inertia),
+        nominal,
+        (jnp.asarray(12.5), nominal.com + jnp.array([0.004, -0.003, 0.012]), J),
+    )
     traj = par.trajectory(*exciting_motion(nominal), jnp.linspace(0.0, 2 * np.pi, n, endpoint=False))
     kin = par.inverse_kinematics(nominal, traj)
     return par, nominal, true, traj, kin
@@ -276,8 +302,11 @@ def test_stewart_payload_from_actuator_forces():
     assert abs(np.mean(chi2) - 10) < 4 * np.sqrt(20 / 100), np.mean(chi2)
     n_obs = A.shape[0]
     assert abs(np.mean(ratio) - np.sqrt((n_obs - 10) / n_obs)) < 0.02, np.mean(ratio)
-    still = par.trajectory(lambda t: jnp.eye(3), lambda t: nominal.reference + jnp.stack(
-        [0.004 * jnp.sin(t), 0.003 * jnp.cos(t), 0.002 * jnp.sin(2 * t)]), traj.times)  # same shapes: no compile
+    still = par.trajectory(
+        lambda t: jnp.eye(3),
+        lambda t: nominal.reference + jnp.stack([0.004 * jnp.sin(t), 0.003 * jnp.cos(t), 0.002 * jnp.sin(2 * t)]),
+        traj.times,
+    )  # same shapes: no compile
     with pytest.raises(ValueError, match="excites only"):
         identify.payload(nominal, still, f, LOAD)
     with pytest.raises(ValueError, match="actuator_forces"):
@@ -300,6 +329,7 @@ def _six_case():
 def _tracer_jacobian_fd(lk, h=1e-6):
     """Central differences of the tracer positions in the geometry parameters (an
     independent count of what the measurement sees: no forward mode, no fit)."""
+
     def pts(p):
         m = dm.linkage.simulate(identify.linkage_from_params(lk, p), inputs=SIX_INPUTS, condition=False)
         return np.asarray(m["J8"])[:, :2].reshape(-1)
@@ -325,14 +355,14 @@ def test_stephenson2_geometry_from_noisy_tracer_positions():
     assert fit0.rank == int(np.sum(sv > sv[0] * 1e-9)), (fit0.rank, sv / sv[0])
     assert float(fit0.singular_values[fit0.rank]) < 1e-12 * float(fit0.singular_values[0])
     assert 0 < fit0.rank < fit0.params.size  # some combinations are invisible to J8
-    P = Vt[:fit0.rank]  # identifiable directions at the truth
+    P = Vt[: fit0.rank]  # identifiable directions at the truth
     truth = np.asarray(identify.linkage_params(lk))
     err = P @ (np.asarray(fit0.params) - truth)
     assert fit0.converged and fit0.rms < 1e-12, (fit0.rms, fit0.iterations)
     # every identifiable direction is found to round-off in the positions it moves (the
     # weakest, singular value 7e-8 of the largest, to 1e-6 in the parameters), the
     # well-seen ones (≥ 1e-3 of the largest) to 1e-10 in the parameters
-    seen = sv[:fit0.rank]
+    seen = sv[: fit0.rank]
     assert np.abs(err * seen).max() < 1e-11 and np.abs(err[seen >= 1e-3 * sv[0]]).max() < 1e-10, err
     between = SIX_INPUTS + np.pi / SIX_INPUTS.size  # half-way between the samples (notebook 06: the same)
     true_b = np.asarray(dm.linkage.simulate(lk, inputs=between, condition=False)["J8"])[:, :2]

@@ -45,10 +45,15 @@ def test_batched_large_systems_without_batched_lapack(n):
     b = rng.normal(size=(6, n))
     ref = np.linalg.solve(A, b[..., None])[..., 0]
     np.testing.assert_allclose(jax.vmap(_linalg.solve)(A, b), ref, rtol=1e-11, atol=1e-12)
-    np.testing.assert_allclose(jax.vmap(_linalg.solve, in_axes=(None, 0))(A[0], b), np.linalg.solve(A[0], b.T).T,
-                               rtol=1e-11, atol=1e-12)
-    np.testing.assert_allclose(jax.vmap(jax.vmap(_linalg.solve))(A.reshape(2, 3, n, n), b.reshape(2, 3, n)),
-                               ref.reshape(2, 3, n), rtol=1e-11, atol=1e-12)
+    np.testing.assert_allclose(
+        jax.vmap(_linalg.solve, in_axes=(None, 0))(A[0], b), np.linalg.solve(A[0], b.T).T, rtol=1e-11, atol=1e-12
+    )
+    np.testing.assert_allclose(
+        jax.vmap(jax.vmap(_linalg.solve))(A.reshape(2, 3, n, n), b.reshape(2, 3, n)),
+        ref.reshape(2, 3, n),
+        rtol=1e-11,
+        atol=1e-12,
+    )
     np.testing.assert_allclose(jax.vmap(_linalg.det)(A), np.linalg.det(A), rtol=1e-11)
     np.testing.assert_allclose(_linalg.det(A[0]), np.linalg.det(A[0]), rtol=1e-11)
 

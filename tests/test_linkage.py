@@ -11,13 +11,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import central_diff
+from reference import linkage_reference as ref
 
 import diffmech as dm
 from diffmech import linkage as L
 from diffmech.closure import RESULTS
-
-from helpers import central_diff
-from reference import linkage_reference as ref
 
 EXAMPLES = dm.examples.NAMES
 
@@ -50,7 +49,7 @@ def pair_metrics(lk, C):
     out = []
     for link in lk.links:
         for i, a in enumerate(link):
-            for b in link[i + 1:]:
+            for b in link[i + 1 :]:
                 ta, tb = lk.types[a], lk.types[b]
                 if lk.geometry == "spherical":
                     out.append(C[a] @ C[b])
@@ -131,8 +130,7 @@ def test_input_is_applied_exactly(motions, name):
         else:  # spherical: right-handed rotation about the pivot / the slider plane's pole
             k = C0[s]
             p = C0[j]
-            want = (p * np.cos(u)[:, None] + np.cross(k, p) * np.sin(u)[:, None]
-                    + np.outer(1 - np.cos(u), k) * (k @ p))
+            want = p * np.cos(u)[:, None] + np.cross(k, p) * np.sin(u)[:, None] + np.outer(1 - np.cos(u), k) * (k @ p)
             got = C[ok, j]
         assert np.max(np.abs(got - want)) <= 1e-13, (name, lk.names[j])
 
@@ -262,10 +260,14 @@ def test_vmap_over_designs_equals_single_runs():
     lk = dm.examples.theo_jansen()
     rng = np.random.default_rng(0)
     batch = lk.coords[None] + 0.02 * jnp.asarray(rng.normal(size=(4,) + lk.coords.shape)) * jnp.asarray(
-        [[1.0, 1.0, 0.0] if t != "P" else [0.0, 0.0, 1.0] for t in lk.types])
+        [[1.0, 1.0, 0.0] if t != "P" else [0.0, 0.0, 1.0] for t in lk.types]
+    )
     inputs = L.default_inputs(lk, steps=40)
-    f = eqx.filter_jit(eqx.filter_vmap(lambda c: L.simulate_functional(eqx.tree_at(lambda l: l.coords, lk, c), inputs,
-                                                                              condition=False)))
+    f = eqx.filter_jit(
+        eqx.filter_vmap(
+            lambda c: L.simulate_functional(eqx.tree_at(lambda l: l.coords, lk, c), inputs, condition=False)
+        )
+    )
     mb = f(batch)
     for i in (0, 3):
         mi = L.simulate(eqx.tree_at(lambda l: l.coords, lk, batch[i]), inputs=inputs, condition=False)
@@ -283,11 +285,19 @@ def cross2(a, b):
 def slider_crank_spec(offset=0.0):
     # an inverted slider-crank: B slides along the ground line y = offset (prismatic
     # input, Eq. (13)), coupler BC, rocker CD about D = (0.1, 0.3)
-    return {"name": "slider", "geometry": "planar",
-            "joints": {"G": {"type": "P", "coords": [0.0, 1.0, -offset]}, "B": {"type": "R", "coords": [0.0, offset]},
-                       "C": {"type": "R", "coords": [0.2, 0.25]}, "D": {"type": "R", "coords": [0.1, 0.3]}},
-            "links": {"slider": ["G", "B"], "coupler": ["B", "C"], "rocker": ["C", "D"], "ground": ["G", "D"]},
-            "ground": "ground", "input": {"type": "prismatic", "link": "slider", "joint": "G"}}
+    return {
+        "name": "slider",
+        "geometry": "planar",
+        "joints": {
+            "G": {"type": "P", "coords": [0.0, 1.0, -offset]},
+            "B": {"type": "R", "coords": [0.0, offset]},
+            "C": {"type": "R", "coords": [0.2, 0.25]},
+            "D": {"type": "R", "coords": [0.1, 0.3]},
+        },
+        "links": {"slider": ["G", "B"], "coupler": ["B", "C"], "rocker": ["C", "D"], "ground": ["G", "D"]},
+        "ground": "ground",
+        "input": {"type": "prismatic", "link": "slider", "joint": "G"},
+    }
 
 
 def test_planar_prismatic_input_against_circle_intersection():
@@ -312,12 +322,19 @@ def test_planar_prismatic_input_against_circle_intersection():
 
 def test_motion_limit_is_reported_and_the_branch_kept():
     # a double rocker (non-Grashof): the crank cannot turn fully; the open curve stops
-    spec = {"geometry": "planar",
-            "joints": {"A": {"type": "R", "coords": [0, 0]}, "B": {"type": "R", "coords": [0.3, 0]},
-                       "C": {"type": "R", "coords": [0.55, 0.2]}, "D": {"type": "R", "coords": [0.5, 0]},
-                       "P": {"type": "tracer", "coords": [0.4, 0.3]}},
-            "links": {"crank": ["A", "B"], "coupler": ["B", "C", "P"], "rocker": ["C", "D"], "ground": ["A", "D"]},
-            "ground": "ground", "input": "crank"}
+    spec = {
+        "geometry": "planar",
+        "joints": {
+            "A": {"type": "R", "coords": [0, 0]},
+            "B": {"type": "R", "coords": [0.3, 0]},
+            "C": {"type": "R", "coords": [0.55, 0.2]},
+            "D": {"type": "R", "coords": [0.5, 0]},
+            "P": {"type": "tracer", "coords": [0.4, 0.3]},
+        },
+        "links": {"crank": ["A", "B"], "coupler": ["B", "C", "P"], "rocker": ["C", "D"], "ground": ["A", "D"]},
+        "ground": "ground",
+        "input": "crank",
+    }
     lk = L.Linkage.from_dict(spec)
     m = L.simulate(lk)
     ok = np.asarray(m.converged)
@@ -378,19 +395,22 @@ def base_spec():
     return json.loads(dm.examples.path("stephenson2").read_text())
 
 
-@pytest.mark.parametrize("edit,match", [
-    (lambda s: s["links"]["L2"].append("J99"), "links.L2: unknown joint 'J99'"),
-    (lambda s: s["links"].update(L9=["J4"]), "links.L9: a link needs two or more joints"),
-    (lambda s: s["joints"]["J4"].update(coords=[1, 2, 3]), "joints.J4.coords: a point"),
-    (lambda s: s["joints"]["J3"].update(coords=[0, 0, 1]), "joints.J3.coords: the line .* cannot be normalised"),
-    (lambda s: s["joints"]["J3"].update(coords=[0, "x", 1]), "joints.J3.coords"),
-    (lambda s: s["joints"]["J5"].update(type="Q"), "joints.J5.type"),
-    (lambda s: s.update(ground="L9"), "ground: unknown link 'L9'"),
-    (lambda s: s.update(input="L9"), "input.link: unknown link 'L9'"),
-    (lambda s: s.update(colour="red"), "unknown key 'colour'"),
-    (lambda s: s["links"].pop("L3"), "joints.J3: a joint connects two or more links"),
-    (lambda s: s["links"].update(L3=["J3", "J6", "J5"]), "rigidity equations for .* unknown coordinates"),
-])
+@pytest.mark.parametrize(
+    "edit,match",
+    [
+        (lambda s: s["links"]["L2"].append("J99"), "links.L2: unknown joint 'J99'"),
+        (lambda s: s["links"].update(L9=["J4"]), "links.L9: a link needs two or more joints"),
+        (lambda s: s["joints"]["J4"].update(coords=[1, 2, 3]), "joints.J4.coords: a point"),
+        (lambda s: s["joints"]["J3"].update(coords=[0, 0, 1]), "joints.J3.coords: the line .* cannot be normalised"),
+        (lambda s: s["joints"]["J3"].update(coords=[0, "x", 1]), "joints.J3.coords"),
+        (lambda s: s["joints"]["J5"].update(type="Q"), "joints.J5.type"),
+        (lambda s: s.update(ground="L9"), "ground: unknown link 'L9'"),
+        (lambda s: s.update(input="L9"), "input.link: unknown link 'L9'"),
+        (lambda s: s.update(colour="red"), "unknown key 'colour'"),
+        (lambda s: s["links"].pop("L3"), "joints.J3: a joint connects two or more links"),
+        (lambda s: s["links"].update(L3=["J3", "J6", "J5"]), "rigidity equations for .* unknown coordinates"),
+    ],
+)
 def test_bad_descriptions_name_the_item(edit, match):
     spec = base_spec()
     edit(spec)
@@ -420,11 +440,18 @@ def test_spherical_point_off_the_sphere_is_an_error():
 def test_undetermined_configuration_is_an_error_with_its_rank():
     # a four-bar assembled in a toggle (coupler and rocker collinear): the closure
     # Jacobian loses rank at the initial configuration
-    spec = {"geometry": "planar",
-            "joints": {"A": {"type": "R", "coords": [0, 0]}, "B": {"type": "R", "coords": [0.1, 0]},
-                       "C": {"type": "R", "coords": [0.3, 0.0]}, "D": {"type": "R", "coords": [0.4, 0]}},
-            "links": {"crank": ["A", "B"], "coupler": ["B", "C"], "rocker": ["C", "D"], "ground": ["A", "D"]},
-            "ground": "ground", "input": "crank"}
+    spec = {
+        "geometry": "planar",
+        "joints": {
+            "A": {"type": "R", "coords": [0, 0]},
+            "B": {"type": "R", "coords": [0.1, 0]},
+            "C": {"type": "R", "coords": [0.3, 0.0]},
+            "D": {"type": "R", "coords": [0.4, 0]},
+        },
+        "links": {"crank": ["A", "B"], "coupler": ["B", "C"], "rocker": ["C", "D"], "ground": ["A", "D"]},
+        "ground": "ground",
+        "input": "crank",
+    }
     lk = L.Linkage.from_dict(spec)
     with pytest.raises(L.LinkageError, match="closure Jacobian rank 1 of 2"):
         L.simulate(lk)

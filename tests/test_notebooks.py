@@ -13,7 +13,6 @@ import contextlib
 import io
 import pathlib
 
-import jax
 import matplotlib.pyplot as plt
 import nbformat
 import pytest
@@ -21,8 +20,16 @@ from IPython.core.interactiveshell import InteractiveShell
 
 NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 # the test module whose programs each notebook shares (its xdist group)
-GROUP = {"01": "fourbar_kinematics", "02": "fourbar_dynamics", "03": "linkage", "04": "parallel",
-         "05": "parallel", "06": "fit", "07": "synthesis", "08": "synthesis"}
+GROUP = {
+    "01": "fourbar_kinematics",
+    "02": "fourbar_dynamics",
+    "03": "linkage",
+    "04": "parallel",
+    "05": "parallel",
+    "06": "fit",
+    "07": "synthesis",
+    "08": "synthesis",
+}
 
 
 def _run(path) -> dict:
@@ -41,7 +48,9 @@ def _run(path) -> dict:
                 result = shell.run_cell(cell.source, store_history=False)
                 if not result.success:
                     err = result.error_before_exec or result.error_in_exec
-                    raise AssertionError(f"{path.name}, cell {k}: {type(err).__name__}: {err}\n{out.getvalue()[-3000:]}")
+                    raise AssertionError(
+                        f"{path.name}, cell {k}: {type(err).__name__}: {err}\n{out.getvalue()[-3000:]}"
+                    )
         checks = dict(shell.user_ns.get("checks", {}))
     finally:
         plt.close("all")
@@ -49,8 +58,11 @@ def _run(path) -> dict:
     return checks
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, marks=pytest.mark.xdist_group(GROUP[p.name[:2]])) for p in NOTEBOOKS],
-                         ids=[p.name for p in NOTEBOOKS])
+@pytest.mark.parametrize(
+    "path",
+    [pytest.param(p, marks=pytest.mark.xdist_group(GROUP[p.name[:2]])) for p in NOTEBOOKS],
+    ids=[p.name for p in NOTEBOOKS],
+)
 def test_notebook_runs(path, monkeypatch, tmp_path):
     monkeypatch.setenv("DIFFMECH_SMALL", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")

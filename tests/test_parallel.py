@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from diffmech import parallel as par, screw
+from diffmech import parallel as par
+from diffmech import screw
 from diffmech.parallel import _dynamics
 
 # the sizes used here are also those of the notebooks under DIFFMECH_SMALL (shared compiled programs)
@@ -122,6 +123,7 @@ def test_bad_input_is_named():
 
 def eqx_set(tree, name, value):
     import equinox as eqx
+
     return eqx.tree_at(lambda t: getattr(t, name), tree, value)
 
 
@@ -157,17 +159,23 @@ def test_stewart_against_dasgupta_newton_euler():
 def _energy_power_residual(mech, kin, dyn, load):
     """Σ actuator power + external power − d(kinetic + potential energy)/dt, with the
     energy's rate taken by jvp of an energy function of the closure state (no wrenches)."""
+
     def energy(x, xd):
-        th, thd = x[:mech.n_joints], xd[:mech.n_joints]
+        th, thd = x[: mech.n_joints], xd[: mech.n_joints]
         E = 0.0
-        for ch, t, td in zip(mech.chains, par._kinematics.split_joints(mech, th), par._kinematics.split_joints(mech, thd)):
+        for ch, t, td in zip(
+            mech.chains, par._kinematics.split_joints(mech, th), par._kinematics.split_joints(mech, thd)
+        ):
             if not ch.body_after:
                 continue
             _, c, J, V, _ = _dynamics._chain_bodies(ch, t, td)
             w, v = V[:, :3], V[:, 3:]
             vc = v + jnp.cross(w, c)
-            E += jnp.sum(0.5 * ch.masses * jnp.sum(vc * vc, 1) + 0.5 * jnp.einsum("bi,bij,bj->b", w, J, w)
-                         - ch.masses * (c @ mech.gravity))
+            E += jnp.sum(
+                0.5 * ch.masses * jnp.sum(vc * vc, 1)
+                + 0.5 * jnp.einsum("bi,bij,bj->b", w, J, w)
+                - ch.masses * (c @ mech.gravity)
+            )
         z, zd = par._kinematics.split(mech, x)[1:], par._kinematics.split(mech, xd)[1:]
         R, d, V = par._kinematics.platform_state(z[0], z[1], zd[0], zd[1])
         c, J, _ = _dynamics.body_state(mech.mass, mech.com, mech.inertia, R, d, V)
@@ -205,7 +213,10 @@ def test_3ups_upu_s_momentum_screw_equals_newton_euler_and_power_balance():
     assert A.null_dim == 2 and bool(A.converged.all()) and bool(B.converged.all())
     rel = np.abs(np.asarray(A.actuator_forces - B.actuator_forces)).max() / np.abs(np.asarray(B.actuator_forces)).max()
     assert rel <= 1e-8
-    assert np.abs(np.asarray(A.joint_wrenches - B.joint_wrenches)).max() <= 1e-8 * np.abs(np.asarray(B.joint_wrenches)).max()
+    assert (
+        np.abs(np.asarray(A.joint_wrenches - B.joint_wrenches)).max()
+        <= 1e-8 * np.abs(np.asarray(B.joint_wrenches)).max()
+    )
     assert _energy_power_residual(mech, kin, A, UPU_LOAD) < 1e-10
     # two free rotations along the path, as at home
     k = traj.times.shape[0] // 2
@@ -235,7 +246,9 @@ def test_actuator_forces_differentiate_wrt_design_and_vmap_over_designs():
     J, F = jax.jit(jax.vmap(jax.jacfwd(lambda p: (forces(p),) * 2, has_aux=True)))(designs)
     assert F.shape == (3, traj.times.shape[0], 6) and J.shape == (3, traj.times.shape[0], 6, 2)
     # lane 0 is the default design, solved eagerly in _stewart()
-    assert np.abs(np.asarray(F[0]) - np.asarray(dyn0["newton_euler"].actuator_forces)).max() <= 1e-10 * np.abs(F[0]).max()
+    assert (
+        np.abs(np.asarray(F[0]) - np.asarray(dyn0["newton_euler"].actuator_forces)).max() <= 1e-10 * np.abs(F[0]).max()
+    )
     single = eager(designs[2])
     assert np.abs(np.asarray(F[2]) - single).max() <= 1e-10 * np.abs(single).max()
     fd = central_diff(eager, np.asarray(designs[1]), h=1e-6)
@@ -256,7 +269,7 @@ def test_one_step_forces_converge_to_exact_at_first_order():
         one = par.inverse_dynamics(mech, tr, STEWART_LOAD, ik_method="one_step")
         assert bool(one.converged.all())
         k = int(round(1.0 / dt))  # samples in [0, 1) s
-        e = np.abs(np.asarray(one.actuator_forces - exact)[:k:int(round(DT / dt))])
+        e = np.abs(np.asarray(one.actuator_forces - exact)[: k : int(round(DT / dt))])
         errs.append(e.max() / np.abs(np.asarray(exact)).max())
     assert errs[0] < 1e-2
     assert 1.6 < errs[0] / errs[1] < 2.5, errs

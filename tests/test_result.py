@@ -79,8 +79,12 @@ def _parallel_case(throw=False):
 
 
 CASES = {"closure": _closure_case, "fourbar": _fourbar_case, "linkage": _linkage_case, "parallel": _parallel_case}
-ERRORS = {"closure": dm.MotionLimitError, "fourbar": dm.MotionLimitError, "linkage": dm.AssemblyError,
-          "parallel": dm.MotionLimitError}
+ERRORS = {
+    "closure": dm.MotionLimitError,
+    "fourbar": dm.MotionLimitError,
+    "linkage": dm.AssemblyError,
+    "parallel": dm.MotionLimitError,
+}
 
 
 @pytest.mark.parametrize("family", list(CASES))

@@ -15,8 +15,6 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
 PRELUDE = """
 import os
 if hasattr(os, "sched_setaffinity"):
@@ -58,8 +56,13 @@ print("done")
 def _run(program, timeout=240):
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     try:
-        out = subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(program)], capture_output=True,
-                             text=True, timeout=timeout, env=env)
+        out = subprocess.run(
+            [sys.executable, "-c", PRELUDE + textwrap.dedent(program)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+        )
     except subprocess.TimeoutExpired:
         raise AssertionError("a diffmech program hung on this JAX runtime (see diffmech/_linalg.py)") from None
     assert out.returncode == 0 and "done" in out.stdout, out.stderr[-3000:]

@@ -24,8 +24,14 @@ def _env(devices):
 
 def _python(code, devices, timeout=300):
     env = _env(devices)
-    r = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=ROOT, capture_output=True,
-                       text=True, timeout=timeout)
+    r = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout
 
@@ -37,7 +43,8 @@ def test_dynamic_simulations_on_one_and_four_devices(tmp_path):
     to unbatched solves — not bitwise: 4 devices differ from 1 by ~3e-12 rad
     (measured), round-off amplified by the adaptive step control."""
     out = tmp_path / "res.npz"
-    _python(f"""
+    _python(
+        f"""
         import jax, numpy as np, jax.numpy as jnp
         jax.config.update("jax_enable_x64", True)
         import diffmech as dm
@@ -51,7 +58,9 @@ def test_dynamic_simulations_on_one_and_four_devices(tmp_path):
         res = {{f"th{{d}}": shard.run(simulate, w0, devices=d, per_device=2) for d in (1, 4)}}
         res["th_ref"] = np.stack([np.asarray(simulate(w)) for w in w0[::5]])
         np.savez("{out}", **res)
-    """, 4)
+    """,
+        4,
+    )
     r = np.load(out)
     np.testing.assert_allclose(r["th4"], r["th1"], rtol=0, atol=1e-10)
     np.testing.assert_allclose(r["th1"][::5], r["th_ref"], rtol=0, atol=1e-10)
@@ -59,9 +68,15 @@ def test_dynamic_simulations_on_one_and_four_devices(tmp_path):
 
 def _cli(args, devices, **kw):
     env = _env(devices)
-    return subprocess.Popen([sys.executable, "-c", "import sys; from diffmech._cli import main; sys.exit(main())", "sweep",
-                             *args], env=env, cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+    return subprocess.Popen(
+        [sys.executable, "-c", "import sys; from diffmech._cli import main; sys.exit(main())", "sweep", *args],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
 
 
 def test_cli_sweep_on_several_devices_resumes_and_equals_one_device(tmp_path):
@@ -71,8 +86,9 @@ def test_cli_sweep_on_several_devices_resumes_and_equals_one_device(tmp_path):
     turns fully; a design that cannot is masked past its limit)."""
     rng = np.random.default_rng(1)
     n = 290  # ragged: chunks of 4 (4 devices), the last one padded
-    L = np.column_stack([rng.uniform(0.05, 0.2, n), rng.uniform(0.2, 0.4, n), rng.uniform(0.2, 0.4, n),
-                         rng.uniform(0.25, 0.35, n)])
+    L = np.column_stack(
+        [rng.uniform(0.05, 0.2, n), rng.uniform(0.2, 0.4, n), rng.uniform(0.2, 0.4, n), rng.uniform(0.25, 0.35, n)]
+    )
     L[0] = (0.12, 0.25, 0.26, 0.30)  # the seed's crank-rocker
     designs = tmp_path / "designs.npz"
     np.savez(designs, lengths=L)
@@ -144,7 +160,8 @@ import diffmech as dm
 from diffmech import fourbar as fbk
 assert jax.process_count() == 2 and len(jax.devices()) == 4 and len(jax.local_devices()) == 2
 rng = np.random.default_rng(0)
-L = np.column_stack([rng.uniform(0.05, 0.2, 37), rng.uniform(0.2, 0.4, 37), rng.uniform(0.2, 0.4, 37), np.full(37, 0.3)])
+L = np.column_stack([rng.uniform(0.05, 0.2, 37), rng.uniform(0.2, 0.4, 37), rng.uniform(0.2, 0.4, 37),
+                     np.full(37, 0.3)])
 th = jnp.linspace(0.0, 2 * np.pi, 40, endpoint=False)
 def sweep(lengths):
     s = fbk.sweep_functional(dm.FourBar(lengths=lengths), th, condition=False)
@@ -171,13 +188,23 @@ def test_same_results_on_one_two_four_devices_and_two_processes(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS",)}
     env["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "")
     env["JAX_PLATFORMS"] = "cpu"
-    procs = [subprocess.Popen([sys.executable, "-c", MULTI, str(i), str(port), str(tmp_path / f"p{i}.npz")], env=env,
-                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in (0, 1)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", MULTI, str(i), str(port), str(tmp_path / f"p{i}.npz")],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in (0, 1)
+    ]
     for p in procs:
         _, err = p.communicate(timeout=300)
         assert p.returncode == 0, err[-3000:]
     single = tmp_path / "single.npz"
-    _python(f"""
+    _python(
+        f"""
         import jax, numpy as np, jax.numpy as jnp
         jax.config.update("jax_enable_x64", True)
         import diffmech as dm
@@ -196,7 +223,9 @@ def test_same_results_on_one_two_four_devices_and_two_processes(tmp_path):
         ref = fbk.sweep(dm.FourBar(lengths=jnp.asarray(L)), th, condition=False)
         res["q_ref"], res["c_ref"] = np.asarray(ref.q), np.asarray(ref.converged)
         np.savez("{single}", **res)
-    """, 4)
+    """,
+        4,
+    )
     ref = np.load(single)
     # one process, 1, 2 and 4 devices (ragged: 37 designs, chunks of 5 per device): the same
     # masks, configurations equal to round-off. (Not bitwise since the sweep solves all
@@ -227,7 +256,8 @@ def test_linkage_sweeps_wrench_solves_and_multistart_fits_on_one_and_four_device
     Each equals its single-device result, and the wrench solves equal the library's
     unbatched call."""
     out = tmp_path / "res.npz"
-    _python(f"""
+    _python(
+        f"""
         import jax, numpy as np, jax.numpy as jnp, equinox as eqx
         jax.config.update("jax_enable_x64", True)
         import diffmech as dm
@@ -268,7 +298,9 @@ def test_linkage_sweeps_wrench_solves_and_multistart_fits_on_one_and_four_device
             res[f"fit{{d}}"], res[f"loss0{{d}}"], res[f"loss{{d}}"] = shard.run(fit, starts, devices=d, per_device=2)
         res["f_ref"] = np.stack([np.asarray(forces(m)) for m in masses[::3]])
         np.savez("{out}", **res)
-    """, 4)
+    """,
+        4,
+    )
     r = np.load(out)
     for k in ("lk", "lkc", "f", "fit", "loss"):
         np.testing.assert_allclose(r[k + "4"], r[k + "1"], rtol=0, atol=1e-12, err_msg=k)
@@ -282,7 +314,8 @@ def test_fit_spreads_its_starts_over_devices(tmp_path):
     8 starts, partitioned by XLA along the starts): the same minimum and history
     shapes as on one device, the padding stripped."""
     out = tmp_path / "res.npz"
-    _python(f"""
+    _python(
+        f"""
         import jax, numpy as np, jax.numpy as jnp, equinox as eqx
         jax.config.update("jax_enable_x64", True)
         from diffmech import fit
@@ -301,7 +334,9 @@ def test_fit_spreads_its_starts_over_devices(tmp_path):
             res[name + "_hist"], res[name + "_steps"] = np.asarray(r.history.loss), np.asarray(r.steps)
             res[name + "_best"] = np.asarray(r.model.amplitude)
         np.savez("{out}", **res)
-    """, 4)
+    """,
+        4,
+    )
     r = np.load(out)
     assert r["four_loss"].shape == (6,) and r["four_hist"].shape == r["one_hist"].shape
     np.testing.assert_allclose(r["four_amp"], r["one_amp"], rtol=1e-12)
@@ -315,8 +350,9 @@ def test_cli_sweep_float32_mode_keeps_float32_accuracy(tmp_path):
     limits), the same mask away from the motion limits, unit attitude vectors to
     float32 precision."""
     rng = np.random.default_rng(2)
-    L = np.column_stack([rng.uniform(0.05, 0.2, 40), rng.uniform(0.2, 0.4, 40), rng.uniform(0.2, 0.4, 40),
-                         rng.uniform(0.25, 0.35, 40)])
+    L = np.column_stack(
+        [rng.uniform(0.05, 0.2, 40), rng.uniform(0.2, 0.4, 40), rng.uniform(0.2, 0.4, 40), rng.uniform(0.25, 0.35, 40)]
+    )
     np.savez(tmp_path / "d.npz", lengths=L)
     outs = {}
     for flag in ((), ("--float32",)):

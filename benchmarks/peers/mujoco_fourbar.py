@@ -87,8 +87,10 @@ def _build_xml(lengths, masses, inertias, com, gravity, dt, integrator, stiff):
         eq_extra = f' solref="{_vec(*STIFF_SOLREF)}" solimp="{_vec(*STIFF_SOLIMP)}"'
 
     def inertial(i):
-        return (f'<inertial pos="{_vec(rho[i, 0], rho[i, 1], 0.0)}" mass="{_f(m[i])}" '
-                f'diaginertia="{_vec(J[i], J[i], J[i])}"/>')
+        return (
+            f'<inertial pos="{_vec(rho[i, 0], rho[i, 1], 0.0)}" mass="{_f(m[i])}" '
+            f'diaginertia="{_vec(J[i], J[i], J[i])}"/>'
+        )
 
     return f"""
 <mujoco model="fourbar">
@@ -122,8 +124,7 @@ def _build_xml(lengths, masses, inertias, com, gravity, dt, integrator, stiff):
 class _Fourbar:
     """Model + data + initial state for one parameter set."""
 
-    def __init__(self, lengths, masses, inertias, com, gravity, angles0, rates0,
-                 dt, integrator, stiff):
+    def __init__(self, lengths, masses, inertias, com, gravity, angles0, rates0, dt, integrator, stiff):
         if not _HAVE_MUJOCO:
             raise RuntimeError("mujoco is not installed")
         self.lengths = np.asarray(lengths, dtype=float)
@@ -195,15 +196,28 @@ def _bare_loop(model, data, n_steps):
     return time.perf_counter() - t0
 
 
-def simulate(lengths, masses, inertias, com, gravity, angles0, rates0, t1, dt, *,
-             integrator="RK4", stiff=False, n_out=501, repeats=3) -> dict:
+def simulate(
+    lengths,
+    masses,
+    inertias,
+    com,
+    gravity,
+    angles0,
+    rates0,
+    t1,
+    dt,
+    *,
+    integrator="RK4",
+    stiff=False,
+    n_out=501,
+    repeats=3,
+) -> dict:
     """Integrate the four-bar with MuJoCo from (angles0, rates0) to t1.
 
     Returns trajectory samples at n_out (nearest-step) times plus timings;
     see module docstring for conventions.
     """
-    fb = _Fourbar(lengths, masses, inertias, com, gravity, angles0, rates0,
-                  dt, integrator, stiff)
+    fb = _Fourbar(lengths, masses, inertias, com, gravity, angles0, rates0, dt, integrator, stiff)
     model, data = fb.model, fb.data
     n_steps = int(round(t1 / dt))
     rec_idx = np.rint(np.linspace(0.0, n_steps, n_out)).astype(np.int64)
@@ -262,11 +276,11 @@ def simulate(lengths, masses, inertias, com, gravity, angles0, rates0, t1, dt, *
     }
 
 
-def throughput(lengths, masses, inertias, com, gravity, angles0, rates0, dt, *,
-               integrator="RK4", stiff=False, sim_time=1.0) -> float:
+def throughput(
+    lengths, masses, inertias, com, gravity, angles0, rates0, dt, *, integrator="RK4", stiff=False, sim_time=1.0
+) -> float:
     """Simulated seconds per wall second, single MjData, no recording (median of 3)."""
-    fb = _Fourbar(lengths, masses, inertias, com, gravity, angles0, rates0,
-                  dt, integrator, stiff)
+    fb = _Fourbar(lengths, masses, inertias, com, gravity, angles0, rates0, dt, integrator, stiff)
     n_steps = max(1, int(round(sim_time / dt)))
     walls = []
     for _ in range(3):
@@ -287,8 +301,8 @@ def _assemble(lengths, theta_a):
     B = np.array([l1 * math.cos(theta_a), l1 * math.sin(theta_a)])
     D = np.array([l4, 0.0])
     d = float(np.linalg.norm(D - B))
-    a = (l2 ** 2 - l3 ** 2 + d ** 2) / (2 * d)
-    h = math.sqrt(l2 ** 2 - a ** 2)
+    a = (l2**2 - l3**2 + d**2) / (2 * d)
+    h = math.sqrt(l2**2 - a**2)
     u = (D - B) / d
     n = np.array([-u[1], u[0]])
     cands = [B + a * u + h * n, B + a * u - h * n]
@@ -306,25 +320,31 @@ def _main():
     gravity = (0.0, -9.81)
     angles0, C = _assemble(lengths, 0.0)
     rates0 = (0.0, 0.0, 0.0)
-    print(f"mujoco {mujoco.__version__}; C(0) = ({C[0]:.6f}, {C[1]:.6f}); "
-          f"angles0 = {tuple(round(a, 6) for a in angles0)}")
+    print(
+        f"mujoco {mujoco.__version__}; C(0) = ({C[0]:.6f}, {C[1]:.6f}); angles0 = {tuple(round(a, 6) for a in angles0)}"
+    )
     print(f"reference theta_A(5 s) = {REF_THETA_A_5S:.11f}")
-    hdr = (f"{'integ':6s} {'dt':>7s} {'solref':7s} {'max_closure[m]':>14s} "
-           f"{'E_drift':>9s} {'wall_s':>8s} {'bare_s':>8s} {'sim/wall':>9s} "
-           f"{'thA(0.5s)':>10s} {'thA(5s)':>13s} {'err':>10s}")
+    hdr = (
+        f"{'integ':6s} {'dt':>7s} {'solref':7s} {'max_closure[m]':>14s} "
+        f"{'E_drift':>9s} {'wall_s':>8s} {'bare_s':>8s} {'sim/wall':>9s} "
+        f"{'thA(0.5s)':>10s} {'thA(5s)':>13s} {'err':>10s}"
+    )
     print(hdr)
     print("-" * len(hdr))
     for integ in ("Euler", "RK4"):
         for dt in (1e-3, 1e-4):
             for stiff in (False, True):
-                r = simulate(lengths, masses, inertias, com, gravity, angles0, rates0,
-                             5.0, dt, integrator=integ, stiff=stiff)
+                r = simulate(
+                    lengths, masses, inertias, com, gravity, angles0, rates0, 5.0, dt, integrator=integ, stiff=stiff
+                )
                 th5 = r["theta_A"][-1]
                 k05 = int(np.argmin(np.abs(r["ts"] - 0.5)))
-                print(f"{integ:6s} {dt:7.0e} {'stiff' if stiff else 'default':7s} "
-                      f"{r['max_closure']:14.3e} {r['energy_drift']:9.2e} "
-                      f"{r['wall_s']:8.3f} {r['wall_s_bare']:8.3f} {r['sim_per_wall']:9.1f} "
-                      f"{r['theta_A'][k05]:10.5f} {th5:13.8f} {th5 - REF_THETA_A_5S:10.2e}")
+                print(
+                    f"{integ:6s} {dt:7.0e} {'stiff' if stiff else 'default':7s} "
+                    f"{r['max_closure']:14.3e} {r['energy_drift']:9.2e} "
+                    f"{r['wall_s']:8.3f} {r['wall_s_bare']:8.3f} {r['sim_per_wall']:9.1f} "
+                    f"{r['theta_A'][k05]:10.5f} {th5:13.8f} {th5 - REF_THETA_A_5S:10.2e}"
+                )
 
 
 if __name__ == "__main__":

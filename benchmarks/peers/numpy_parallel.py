@@ -58,22 +58,20 @@ def _elem_rot(axis, th, dth, ddth):
     """Elementary rotation about coordinate axis and its first two time derivatives."""
     c, s = np.cos(th), np.sin(th)
     R = np.eye(3)
-    dR = np.zeros((3, 3))
     i, j = [(1, 2), (2, 0), (0, 1)][axis]
     R[i, i], R[i, j], R[j, i], R[j, j] = c, -s, s, c
     # dR/dth = R K, K = hat(e_axis); d2R/dth2 = R K^2
     K = _hat(np.eye(3)[axis])
     RK = R @ K
     RKK = RK @ K
-    return R, RK * dth, RKK * dth ** 2 + RK * ddth
+    return R, RK * dth, RKK * dth**2 + RK * ddth
 
 
 def _compose(*factors):
     """Product R = R1 R2 R3 ... with derivatives, factors given as (R, dR, ddR)."""
     R, dR, ddR = factors[0]
     for R2, dR2, ddR2 in factors[1:]:
-        R, dR, ddR = (R @ R2, dR @ R2 + R @ dR2,
-                      ddR @ R2 + 2.0 * dR @ dR2 + R @ ddR2)
+        R, dR, ddR = (R @ R2, dR @ R2 + R @ dR2, ddR @ R2 + 2.0 * dR @ dR2 + R @ ddR2)
     return R, dR, ddR
 
 
@@ -133,8 +131,7 @@ class _Mechanism:
                 (act if kind == "A" else passive).append((c, j))
         self.pas_c, self.pas_j = (np.array(a) for a in zip(*passive))
         self.act_c, self.act_j = (np.array(a) for a in zip(*act))
-        bodies = [(c, j, m, cc, J) for c, ch in enumerate(chains)
-                  for (j, m, cc, J) in ch["bodies"]]
+        bodies = [(c, j, m, cc, J) for c, ch in enumerate(chains) for (j, m, cc, J) in ch["bodies"]]
         self.b_c = np.array([b[0] for b in bodies])
         self.b_j = np.array([b[1] for b in bodies])
         self.b_m = np.array([b[2] for b in bodies], float)
@@ -143,12 +140,12 @@ class _Mechanism:
         self.pm = float(platform_mass)
         self.pJ = np.asarray(platform_J, float)
         self.trajectory = trajectory  # t -> (R, dR, ddR, P, dP, ddP, com)
-        self.load = load              # (t, R, P) -> external wrench on the platform
+        self.load = load  # (t, R, P) -> external wrench on the platform
         # constant part of the linear system: platform rows
         self.n_rows = 6 + len(self.pas_c)
         self.A0 = np.zeros((self.n_rows, 6 * C))
         for c in range(C):
-            self.A0[:6, 6 * c:6 * c + 6] = np.eye(6)
+            self.A0[:6, 6 * c : 6 * c + 6] = np.eye(6)
         self.rows = 6 + np.arange(len(self.pas_c))
         self.cols = 6 * self.pas_c[:, None] + np.arange(6)
 
@@ -201,14 +198,14 @@ class _Mechanism:
         Rp = st["Rp"]
         Jp = Rp @ self.pJ @ Rp.T
         Dp = _momentum_rate_minus_gravity(
-            np.array([self.pm]), st["com_p"][None], Jp[None],
-            st["VP"][None], st["AP"][None])[0]
+            np.array([self.pm]), st["com_p"][None], Jp[None], st["VP"][None], st["AP"][None]
+        )[0]
         # linear system in the w_end's
         A_sys = self.A0.copy()
         b = np.empty(self.n_rows)
         b[:6] = Dp - st["F_ext"]
-        xi_p = S[self.pas_c, :, self.pas_j]            # (np, 6)
-        Nxi = xi_p @ _N6                               # rows xi^T N
+        xi_p = S[self.pas_c, :, self.pas_j]  # (np, 6)
+        Nxi = xi_p @ _N6  # rows xi^T N
         A_sys[self.rows[:, None], self.cols] = Nxi
         b[6:] = -np.einsum("ri,ri->r", Nxi, s[self.pas_c, self.pas_j])
         x, *_ = np.linalg.lstsq(A_sys, b, rcond=None)
@@ -239,13 +236,12 @@ class _Mechanism:
             St = S.transpose(0, 2, 1)
             qd = np.linalg.solve(St @ S + eye_pad, (St @ VP)[..., None])[..., 0]  # (C, n)
             SQ = S * qd[:, None, :]
-            Vb = np.cumsum(SQ, axis=2)                               # body twists
+            Vb = np.cumsum(SQ, axis=2)  # body twists
             kin_resid[k] = np.max(np.abs(Vb[np.arange(C), :, self.n_joints - 1] - VP))
             labels[k] = self.home + q + mask
             rates[k] = qd + mask
             q = q + dt * qd
-            st = dict(S=S, R_all=R_all, p_all=p_all, Vb=Vb, Rp=R, com_p=com_p,
-                      VP=VP, AP=AP, F_ext=self.load(t, R, P))
+            st = dict(S=S, R_all=R_all, p_all=p_all, Vb=Vb, Rp=R, com_p=com_p, VP=VP, AP=AP, F_ext=self.load(t, R, P))
             if k == 0:
                 st0 = st
             else:
@@ -256,14 +252,13 @@ class _Mechanism:
             Vb_prev = Vb
         if n_steps == 1:
             forces[0], resid[0] = self.dynamics(st0, np.zeros_like(Vb_prev))
-        return dict(labels=labels, rates=rates, actuator_forces=forces,
-                    residual=resid, kinematic_residual=kin_resid)
+        return dict(labels=labels, rates=rates, actuator_forces=forces, residual=resid, kinematic_residual=kin_resid)
 
 
 # --------------------------------------------------------------------------- Stewart
 def _cylinder_inertia(m, u, rho, ell):
     uu = np.outer(u, u)
-    return m * (3 * rho ** 2 + ell ** 2) / 12.0 * (np.eye(3) - uu) + m * rho ** 2 / 2.0 * uu
+    return m * (3 * rho**2 + ell**2) / 12.0 * (np.eye(3) - uu) + m * rho**2 / 2.0 * uu
 
 
 def _stewart_model(a=0.005, c=0.0005, rot_amp=0.1, rot_amp_y=0.05):
@@ -285,12 +280,13 @@ def _stewart_model(a=0.005, c=0.0005, rot_amp=0.1, rot_amp_y=0.05):
         xl = -h
         yl = np.cross(z, xl)
         xp = np.cos(tilt) * xl + np.sin(tilt) * z
-        xi = np.array([_rev(yl, A), _rev(xp, A), _rev(u, A), _pri(u),
-                       _rev(xp, Cp), _rev(yl, Cp)])
+        xi = np.array([_rev(yl, A), _rev(xp, A), _rev(u, A), _pri(u), _rev(xp, Cp), _rev(yl, Cp)])
         home = np.array([-np.pi / 6, 0.0, 0.0, 0.05, 0.0, np.pi / 6])
         ell, rho = 0.05, 0.005
-        bodies = [(2, 3.0, A + 0.025 * u, _cylinder_inertia(3.0, u, rho, ell)),
-                  (3, 1.0, Cp - 0.025 * u, _cylinder_inertia(1.0, u, rho, ell))]
+        bodies = [
+            (2, 3.0, A + 0.025 * u, _cylinder_inertia(3.0, u, rho, ell)),
+            (3, 1.0, Cp - 0.025 * u, _cylinder_inertia(1.0, u, rho, ell)),
+        ]
         chains.append(dict(xi=xi, home=home, kinds="RRRARR", bodies=bodies))
     P0 = np.array([0.0, 0.0, h0])
 
@@ -334,22 +330,26 @@ def _ups_upu_s_model(a=0.1, c=-0.1):
         Cp = rp * rho + H * z
         u = (Cp - A) / L
         w = np.cross(tt, u)
-        F = np.column_stack([u, tt, np.cross(u, tt)])    # limb frame at home
+        F = np.column_stack([u, tt, np.cross(u, tt)])  # limb frame at home
         Jh = F @ J_limb @ F.T
         xi = [_rev(rho, A), _rev(tt, A), _pri(u), _rev(w, Cp), _rev(tt, Cp)]
         home = [0.0, -np.pi / 6, 0.3, 0.0, np.pi / 6]
         kinds = "RRARR"
-        if i > 0:                                          # UPS: spherical at C
+        if i > 0:  # UPS: spherical at C
             xi.append(_rev(u, Cp))
             home.append(0.0)
             kinds += "R"
         bodies = [(1, m_limb, A + 0.15 * u, Jh), (2, m_limb, Cp - 0.15 * u, Jh)]
-        chains.append(dict(xi=np.array(xi), home=np.array(home), kinds=kinds,
-                           bodies=bodies))
+        chains.append(dict(xi=np.array(xi), home=np.array(home), kinds=kinds, bodies=bodies))
     O = np.zeros(3)
-    chains.append(dict(xi=np.array([_rev([1, 0, 0], O), _rev([0, 1, 0], O),
-                                    _rev([0, 0, 1], O)]),
-                       home=np.zeros(3), kinds="RRR", bodies=[]))
+    chains.append(
+        dict(
+            xi=np.array([_rev([1, 0, 0], O), _rev([0, 1, 0], O), _rev([0, 0, 1], O)]),
+            home=np.zeros(3),
+            kinds="RRR",
+            bodies=[],
+        )
+    )
     E0 = H * z
 
     def trajectory(t):
@@ -385,9 +385,8 @@ if __name__ == "__main__":
         t0 = time.perf_counter()
         out = fn(n_steps=N)
         wall = time.perf_counter() - t0
-        print(f"\n=== {name}: N = {N}, {wall:.3f} s, {wall / N * 1e6:.1f} us/step "
-              f"({wall / N:.3e} s/step)")
-        print("P labels at step 0:", out["labels"][0][:, 3 if "Stewart" in name else 2][:4 if "UPU" in name else 6])
+        print(f"\n=== {name}: N = {N}, {wall:.3f} s, {wall / N * 1e6:.1f} us/step ({wall / N:.3e} s/step)")
+        print("P labels at step 0:", out["labels"][0][:, 3 if "Stewart" in name else 2][: 4 if "UPU" in name else 6])
         print(f"leg labels at step {N - 1} (rows = chains, NaN = no joint):")
         print(out["labels"][-1])
         for k in (0, 500, 999):

@@ -112,11 +112,9 @@ def _build_linkage(n_steps, l1=L1, l2=L2, l3=L3, l4=L4):
     dtheta = 2.0 * math.pi / n_steps
     a = pl.Ground(0.0, 0.0, name="A")
     d = pl.Ground(l4, 0.0, name="D")
-    crank = pl.Crank(anchor=a, radius=l1, angular_velocity=dtheta,
-                     initial_angle=-dtheta, name="B")
+    crank = pl.Crank(anchor=a, radius=l1, angular_velocity=dtheta, initial_angle=-dtheta, name="B")
     c0 = closed_form_c(-dtheta, l1, l2, l3, l4)
-    c = pl.RRRDyad(crank.output, d, distance1=l2, distance2=l3,
-                   x=float(c0[0]), y=float(c0[1]), name="C")
+    c = pl.RRRDyad(crank.output, d, distance1=l2, distance2=l3, x=float(c0[0]), y=float(c0[1]), name="C")
     return pl.Linkage([a, d, crank, c], name="fourbar")
 
 
@@ -134,9 +132,16 @@ def _pylinkage_sweep(n_steps=180, l1=L1, l2=L2, l3=L3, l4=L4) -> np.ndarray:
     link = _build_linkage(n_steps, l1, l2, l3, l4)
     link.compile()
     sd = link._solver_data
-    return simulate(sd.positions.copy(), sd.constraints, sd.joint_types,
-                    sd.parent_indices, sd.constraint_offsets, sd.solve_order,
-                    n_steps, 1.0)
+    return simulate(
+        sd.positions.copy(),
+        sd.constraints,
+        sd.joint_types,
+        sd.parent_indices,
+        sd.constraint_offsets,
+        sd.solve_order,
+        n_steps,
+        1.0,
+    )
 
 
 def single_sweep(n_steps: int = 180, repeats: int = 2000) -> dict:
@@ -147,8 +152,7 @@ def single_sweep(n_steps: int = 180, repeats: int = 2000) -> dict:
     link.compile()  # Linkage -> SolverData arrays (what step_fast uses)
     sd = link._solver_data
     pos0 = sd.positions.copy()
-    args = (sd.constraints, sd.joint_types, sd.parent_indices,
-            sd.constraint_offsets, sd.solve_order)
+    args = (sd.constraints, sd.joint_types, sd.parent_indices, sd.constraint_offsets, sd.solve_order)
 
     t0 = time.perf_counter()
     traj = simulate(pos0.copy(), *args, n_steps, 1.0)
@@ -173,7 +177,7 @@ def single_sweep(n_steps: int = 180, repeats: int = 2000) -> dict:
 
     return {
         "path": "pylinkage.solver.simulation.simulate (numba @njit kernel "
-                "behind Linkage.step_fast), SolverData from Linkage.compile()",
+        "behind Linkage.step_fast), SolverData from Linkage.compile()",
         "n_steps": n_steps,
         "repeats": repeats,
         "compile_s": compile_s,
@@ -231,14 +235,13 @@ def batched(n_designs: int = 10000, n_steps: int = 360, repeats: int = 5) -> dic
     med = statistics.median(times)
 
     theta = dtheta * np.arange(n_steps)
-    ref = closed_form_c(theta[None, :], l1[:, None], l2[:, None],
-                        l3[:, None], l4[:, None])
+    ref = closed_form_c(theta[None, :], l1[:, None], l2[:, None], l3[:, None], l4[:, None])
     err = float(np.nanmax(np.abs(traj[:, :, C_JOINT, :] - ref)))
 
     return {
         "path": "pylinkage.population.Ensemble.simulate -> "
-                "population._batch_sim.simulate_batch (Python loop over "
-                "members, numba solver.simulation.simulate per member)",
+        "population._batch_sim.simulate_batch (Python loop over "
+        "members, numba solver.simulation.simulate per member)",
         "n_designs": n_designs,
         "n_steps": n_steps,
         "repeats": repeats,
@@ -266,8 +269,7 @@ def _jsonable(obj):
     if isinstance(obj, dict):
         return {k: _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, np.ndarray):
-        return {"shape": list(obj.shape), "first": obj[0].tolist(),
-                "last": obj[-1].tolist()}
+        return {"shape": list(obj.shape), "first": obj[0].tolist(), "last": obj[-1].tolist()}
     if isinstance(obj, (np.floating, np.integer)):
         return obj.item()
     return obj

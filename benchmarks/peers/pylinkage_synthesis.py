@@ -132,10 +132,8 @@ def bounds_for(targets):
     lo, hi = np.min(targets, axis=0), np.max(targets, axis=0)
     s = float(max(hi - lo)) or 1.0
     m = 2 * s
-    lower = [lo[0] - m, lo[1] - m, lo[0] - m, lo[1] - m, 0.05 * s, 0.05 * s, 0.05 * s, 0.0,
-             -math.pi, -math.pi, -1.0]
-    upper = [hi[0] + m, hi[1] + m, hi[0] + m, hi[1] + m, 3 * s, 3 * s, 3 * s, 3 * s,
-             math.pi, math.pi, 1.0]
+    lower = [lo[0] - m, lo[1] - m, lo[0] - m, lo[1] - m, 0.05 * s, 0.05 * s, 0.05 * s, 0.0, -math.pi, -math.pi, -1.0]
+    upper = [hi[0] + m, hi[1] + m, hi[0] + m, hi[1] + m, 3 * s, 3 * s, 3 * s, 3 * s, math.pi, math.pi, 1.0]
     return np.array(lower), np.array(upper)
 
 
@@ -152,8 +150,9 @@ def _seeded_pso_rng(seed_seq):
         np.random.default_rng = orig
 
 
-def run(targets, crank_angles, budget_s: float, seed: int = 0, n_particles: int = 100,
-        iterations: int | None = None) -> dict:
+def run(
+    targets, crank_angles, budget_s: float, seed: int = 0, n_particles: int = 100, iterations: int | None = None
+) -> dict:
     """pylinkage PSO rounds (minimising the mean distance), restarted with new seeds
     while time remains, for `budget_s` seconds of wall time. The numba warm-up is done
     before the clock starts (`warmup_s`). Iterations per round: `iterations`, or sized
@@ -202,20 +201,34 @@ def run(targets, crank_angles, budget_s: float, seed: int = 0, n_particles: int 
         n_before, t_r = best["n"], time.perf_counter()
         with _seeded_pso_rng(np.random.SeedSequence([seed, rounds])):
             pl.particle_swarm_optimization(
-                fitness, template, dimensions=len(lower), n_particles=n_particles,
-                iterations=iters, bounds=(lower.tolist(), upper.tolist()),
-                order_relation=min, verbose=False)
+                fitness,
+                template,
+                dimensions=len(lower),
+                n_particles=n_particles,
+                iterations=iters,
+                bounds=(lower.tolist(), upper.tolist()),
+                order_relation=min,
+                verbose=False,
+            )
         n_pso, t_pso = n_pso + best["n"] - n_before, t_pso + time.perf_counter() - t_r
         rate = n_pso / max(t_pso, 1e-9)
         rounds += 1
         round_iters.append(iters)
         trace.append([time.perf_counter() - t0, best["f"]])
     wall = time.perf_counter() - t0
-    return {"best_mean_distance": best["f"], "best_params": best["x"], "evaluations": best["n"],
-            "wall_s": wall, "trace": trace, "rounds": rounds, "n_particles": n_particles,
-            "iterations_per_round": iters_per_round, "round_iterations": round_iters,
-            "warmup_s": warmup_s,
-            "evaluations_per_s": best["n"] / max(wall, 1e-9)}
+    return {
+        "best_mean_distance": best["f"],
+        "best_params": best["x"],
+        "evaluations": best["n"],
+        "wall_s": wall,
+        "trace": trace,
+        "rounds": rounds,
+        "n_particles": n_particles,
+        "iterations_per_round": iters_per_round,
+        "round_iterations": round_iters,
+        "warmup_s": warmup_s,
+        "evaluations_per_s": best["n"] / max(wall, 1e-9),
+    }
 
 
 def literature_params(x, problem, first_angle=0.0):
@@ -273,19 +286,35 @@ def run_literature(targets, crank_angles, problem, lower, upper, budget_s, seed=
     iters = 50
     while time.perf_counter() - t0 < budget_s:
         with _seeded_pso_rng(np.random.SeedSequence([seed, rounds])):
-            pl.particle_swarm_optimization(fitness, template, dimensions=len(lower), n_particles=n_particles,
-                                           iterations=iters, bounds=(list(lower), list(upper)), order_relation=min,
-                                           verbose=False)
+            pl.particle_swarm_optimization(
+                fitness,
+                template,
+                dimensions=len(lower),
+                n_particles=n_particles,
+                iterations=iters,
+                bounds=(list(lower), list(upper)),
+                order_relation=min,
+                verbose=False,
+            )
         rounds += 1
         trace.append([time.perf_counter() - t0, best["f"]])
-    return {"objective": best["f"], "x": best["x"], "evaluations": best["n"], "wall_s": time.perf_counter() - t0,
-            "rounds": rounds, "iterations_per_round": iters, "n_particles": n_particles, "trace": trace}
+    return {
+        "objective": best["f"],
+        "x": best["x"],
+        "evaluations": best["n"],
+        "wall_s": time.perf_counter() - t0,
+        "rounds": rounds,
+        "iterations_per_round": iters,
+        "n_particles": n_particles,
+        "trace": trace,
+    }
 
 
 def _known_design():
-    """Self-check targets, computed independently in numpy. A = (0.3, -0.2), ground line at 0.4 rad, (crank, coupler, rocker, ground) =
-    (0.12, 0.25, 0.26, 0.30), tracer (0.1, 0.05) in the coupler frame (origin B, x along
-    B->C), C on the left of B->D, crank at 2 pi k / 12 + 0.3 from the ground line.
+    """Self-check targets, computed independently in numpy. A = (0.3, -0.2), ground line
+    at 0.4 rad, (crank, coupler, rocker, ground) = (0.12, 0.25, 0.26, 0.30), tracer
+    (0.1, 0.05) in the coupler frame (origin B, x along B->C), C on the left of B->D,
+    crank at 2 pi k / 12 + 0.3 from the ground line.
     Returns (targets, relative crank angles, the design's parameter vector)."""
     A, gam, (l1, l2, l3, l4) = np.array([0.3, -0.2]), 0.4, (0.12, 0.25, 0.26, 0.30)
     px, py = 0.1, 0.05  # tracer in the coupler frame

@@ -96,7 +96,7 @@ class _FourBar:
         uA = np.array([np.cos(thA), np.sin(thA)])
         uB = np.array([np.cos(thB), np.sin(thB)])
         uD = np.array([np.cos(thD), np.sin(thD)])
-        nA, nB, nD = _perp(uA), _perp(uB), _perp(uD)
+        nA = _perp(uA)
         cBD = _cross(uB, uD)
         # velocity ratios: l2 kB nB - l3 kD nD = -l1 nA
         kB = -l1 * _cross(uA, uD) / (l2 * cBD)
@@ -111,9 +111,7 @@ class _FourBar:
         q3 = _rot(thD, self.rho[2])
         r = (q1, l1 * uA + q2, np.array([l4, 0.0]) + q3)
         Jr = (_perp(q1), l1 * nA + kB * _perp(q2), kD * _perp(q3))
-        Jrp = (-q1,
-               -l1 * uA + kBp * _perp(q2) - kB * kB * q2,
-               kDp * _perp(q3) - kD * kD * q3)
+        Jrp = (-q1, -l1 * uA + kBp * _perp(q2) - kB * kB * q2, kDp * _perp(q3) - kD * kD * q3)
         k = (1.0, kB, kD)
         kp = (0.0, kBp, kDp)
 
@@ -139,8 +137,22 @@ class _FourBar:
         return T + V, T
 
 
-def simulate(lengths, masses, inertias, com, gravity, theta0, omega0, t_eval, *,
-             branch=1, rtol=1e-10, atol=1e-12, method="DOP853", repeats=3):
+def simulate(
+    lengths,
+    masses,
+    inertias,
+    com,
+    gravity,
+    theta0,
+    omega0,
+    t_eval,
+    *,
+    branch=1,
+    rtol=1e-10,
+    atol=1e-12,
+    method="DOP853",
+    repeats=3,
+):
     """Integrate the four-bar from (theta0, omega0) with scipy's solve_ivp.
 
     ``wall_s`` is the median wall time of ``repeats`` full solve_ivp calls
@@ -154,8 +166,7 @@ def simulate(lengths, masses, inertias, com, gravity, theta0, omega0, t_eval, *,
     sol = None
     for _ in range(max(1, int(repeats))):
         t0 = time.perf_counter()
-        sol = solve_ivp(model.rhs, span, y0, method=method, t_eval=t_eval,
-                        rtol=rtol, atol=atol)
+        sol = solve_ivp(model.rhs, span, y0, method=method, t_eval=t_eval, rtol=rtol, atol=atol)
         times.append(time.perf_counter() - t0)
 
     th, w = sol.y
@@ -187,10 +198,10 @@ def _check_mass_matrix(lengths, masses, inertias, com, gravity, branch=1):
     def positions(thA):
         thB, thD = (float(v) for v in closed_form_angles(model.l, thA, branch))
         uA = np.array([np.cos(thA), np.sin(thA)])
-        return ([_rot(thA, model.rho[0]),
-                 l1 * uA + _rot(thB, model.rho[1]),
-                 np.array([l4, 0.0]) + _rot(thD, model.rho[2])],
-                [thA, thB, thD])
+        return (
+            [_rot(thA, model.rho[0]), l1 * uA + _rot(thB, model.rho[1]), np.array([l4, 0.0]) + _rot(thD, model.rho[2])],
+            [thA, thB, thD],
+        )
 
     for thA in np.linspace(-np.pi, np.pi, 37):
         rp, ap = positions(thA + eps)
@@ -199,14 +210,15 @@ def _check_mass_matrix(lengths, masses, inertias, com, gravity, branch=1):
         for i in range(3):
             v = (rp[i] - rm[i]) / (2 * eps)
             dang = np.angle(np.exp(1j * (ap[i] - am[i]))) / (2 * eps)
-            T2 += model.m[i] * v @ v + model.J[i] * dang ** 2
+            T2 += model.m[i] * v @ v + model.J[i] * dang**2
         M, Mp, dV, _ = model.kinematics(thA)
         Mpp, _, _, Vp = model.kinematics(thA + eps)
         Mmm, _, _, Vm = model.kinematics(thA - eps)
         errs[0] = max(errs[0], abs(M - T2) / abs(M))
         errs[1] = max(errs[1], abs(Mp - (Mpp - Mmm) / (2 * eps)) / abs(M))
-        errs[2] = max(errs[2], abs(dV - (Vp - Vm) / (2 * eps))
-                      / max(1e-12, np.abs(model.m[:, None] * model.g).sum() * l1))
+        errs[2] = max(
+            errs[2], abs(dV - (Vp - Vm) / (2 * eps)) / max(1e-12, np.abs(model.m[:, None] * model.g).sum() * l1)
+        )
     return errs
 
 
@@ -216,14 +228,16 @@ if __name__ == "__main__":
     inertias = (0.001, 0.016, 0.006)
     t_eval = np.linspace(0.0, 5.0, 501)
     cases = [
-        ("midpoint COM, g=(0,-9.81)",
-         dict(com=((L[0] / 2, 0.0), (L[1] / 2, 0.0), (L[2] / 2, 0.0)),
-              gravity=(0.0, -9.81), theta0=0.0, omega0=0.0),
-         -2.05364755891),
-        ("off-axis COM, g=(3,-9)",
-         dict(com=((0.05, 0.01), (0.1, -0.02), (0.13, 0.015)),
-              gravity=(3.0, -9.0), theta0=0.3, omega0=1.5),
-         0.215441332200),
+        (
+            "midpoint COM, g=(0,-9.81)",
+            dict(com=((L[0] / 2, 0.0), (L[1] / 2, 0.0), (L[2] / 2, 0.0)), gravity=(0.0, -9.81), theta0=0.0, omega0=0.0),
+            -2.05364755891,
+        ),
+        (
+            "off-axis COM, g=(3,-9)",
+            dict(com=((0.05, 0.01), (0.1, -0.02), (0.13, 0.015)), gravity=(3.0, -9.0), theta0=0.3, omega0=1.5),
+            0.215441332200,
+        ),
     ]
     thB0, thD0 = closed_form_angles(L, 0.0, 1)
     C0 = np.array([L[0], 0.0]) + L[1] * np.array([np.cos(thB0), np.sin(thB0)])
@@ -233,9 +247,9 @@ if __name__ == "__main__":
         print(f"\n{name}: FD check  M vs 2T: {e[0]:.1e}  M': {e[1]:.1e}  dV: {e[2]:.1e}")
         print(f"{'rtol':>7} {'|thA(5)-ref|':>13} {'E drift':>10} {'wall_s':>9} {'nfev':>6}")
         for rtol in (1e-6, 1e-8, 1e-10, 1e-12):
-            out = simulate(L, masses, inertias, t_eval=t_eval, rtol=rtol,
-                           atol=rtol / 100, **kw)
+            out = simulate(L, masses, inertias, t_eval=t_eval, rtol=rtol, atol=rtol / 100, **kw)
             err = abs(out["theta_A"][-1] - ref)
-            print(f"{rtol:7.0e} {err:13.3e} {out['energy_drift']:10.2e} "
-                  f"{out['wall_s']:9.4f} {out['nfev']:6d}"
-                  + ("" if out["success"] else "  FAILED"))
+            print(
+                f"{rtol:7.0e} {err:13.3e} {out['energy_drift']:10.2e} "
+                f"{out['wall_s']:9.4f} {out['nfev']:6d}" + ("" if out["success"] else "  FAILED")
+            )

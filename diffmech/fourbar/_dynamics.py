@@ -18,14 +18,13 @@ at round-off by construction, the default).
 """
 
 from collections.abc import Callable
+from typing import ClassVar
 
 import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from typing import ClassVar
-
 from jaxtyping import Array, Bool, Float
 
 from .. import _closure
@@ -91,8 +90,10 @@ def momentum(fb: FourBar, q: Float[Array, "6"], omega_A) -> Float[Array, ""]:
 
 def energy(fb: FourBar, Pi, q: Float[Array, "*n 6"]) -> Float[Array, "*n"]:
     """Total mechanical energy H = Π1²/(2Σ) + V (batched over leading axes of q)."""
+
     def one(P, qq):
         return P**2 / (2 * sigma(fb, qq)) + potential(fb, qq)
+
     Pi = jnp.asarray(Pi, dtype=q.dtype)
     if q.ndim == 1:
         return one(Pi, q)
@@ -165,8 +166,9 @@ def closure_q(fb, theta_A):
     # Newton steps of the core take it to round-off (no while_loop in the ODE's RHS),
     # and the core's custom_root gives the implicit derivatives
     guess, _ = _k.closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(th))
-    sol = _closure.root(_k.residual, guess, th, fb, min_steps=_NEWTON_STEPS, max_steps=_NEWTON_STEPS, robust=False,
-                        throw=False)
+    sol = _closure.root(
+        _k.residual, guess, th, fb, min_steps=_NEWTON_STEPS, max_steps=_NEWTON_STEPS, robust=False, throw=False
+    )
     x = jnp.where(par, jnp.concatenate([jnp.array([1.0, 0.0], dtype=qA.dtype), qA]), sol.value)
     ok = par | ((sol.result == _closure.RESULTS.successful) & jnp.all(jnp.isfinite(sol.value)))
     return jnp.concatenate([qA, x]), ok
@@ -255,11 +257,11 @@ def _save_status(solver_result, ys, closed):
     ok = jnp.cumsum(~good) == 0
     first = jnp.argmin(ok)
     solver = RESULTS.promote(solver_result)
-    solver = RESULTS.where(solver == RESULTS.successful, RESULTS.nonfinite, solver)  # a blow-up to NaN  # pyright: ignore[reportArgumentType]
+    solver = RESULTS.where(solver == RESULTS.successful, RESULTS.nonfinite, solver)  # a blow-up to NaN
     cause = RESULTS.where(reached[first], RESULTS.motion_limit, solver)
     idx = jnp.arange(ok.shape[0])
     failed = jnp.where(idx == first, _code(cause), _code(RESULTS.not_reached))
-    return ok, as_results(jnp.where(ok, _code(RESULTS.successful), failed))  # pyright: ignore[reportArgumentType]
+    return ok, as_results(jnp.where(ok, _code(RESULTS.successful), failed))
 
 
 _SOLVERS = {"tsit5": diffrax.Tsit5, "dopri5": diffrax.Dopri5, "dopri8": diffrax.Dopri8}
@@ -335,12 +337,15 @@ def simulate(
         raise ValueError(f"simulate: `mode` must be one of {_MODES}; got {mode!r}")
     if isinstance(solver, str):
         if solver not in _SOLVERS:
-            raise ValueError(f"simulate: `solver` must be a Diffrax adaptive solver or one of {sorted(_SOLVERS)}; "
-                             f"got {solver!r}")
+            raise ValueError(
+                f"simulate: `solver` must be a Diffrax adaptive solver or one of {sorted(_SOLVERS)}; got {solver!r}"
+            )
         solver = _SOLVERS[solver]()
     elif not isinstance(solver, diffrax.AbstractAdaptiveSolver):
-        raise ValueError(f"simulate: `solver` must be a Diffrax adaptive solver (its step size is controlled at "
-                         f"rtol, atol), e.g. diffrax.Dopri8(), or one of {sorted(_SOLVERS)}; got {solver!r}")
+        raise ValueError(
+            f"simulate: `solver` must be a Diffrax adaptive solver (its step size is controlled at "
+            f"rtol, atol), e.g. diffrax.Dopri8(), or one of {sorted(_SOLVERS)}; got {solver!r}"
+        )
     if np.shape(q0) != (6,):
         raise ValueError(f"simulate: `q0` must hold the 6 attitude components (qA, qB, qD); got shape {np.shape(q0)}")
     if not is_traced(t1, t0) and not float(t1) > float(t0):
@@ -351,9 +356,22 @@ def simulate(
     ts = jnp.linspace(t0, t1, 501, dtype=dt) if saveat is None else jnp.asarray(saveat, dtype=dt)
     drive = drive if drive is not None else Drive()
     adjoint = adjoint if adjoint is not None else diffrax.RecursiveCheckpointAdjoint()
-    out = _simulate(fb, jnp.asarray(q0, dtype=dt), jnp.asarray(Pi0, dtype=dt), jnp.asarray(t0, dtype=dt),
-                    jnp.asarray(t1, dtype=dt), ts, jnp.asarray(rtol, dtype=dt), jnp.asarray(atol, dtype=dt),
-                    drive, adjoint, mode, solver, linearised, max_steps)
+    out = _simulate(
+        fb,
+        jnp.asarray(q0, dtype=dt),
+        jnp.asarray(Pi0, dtype=dt),
+        jnp.asarray(t0, dtype=dt),
+        jnp.asarray(t1, dtype=dt),
+        ts,
+        jnp.asarray(rtol, dtype=dt),
+        jnp.asarray(atol, dtype=dt),
+        drive,
+        adjoint,
+        mode,
+        solver,
+        linearised,
+        max_steps,
+    )
     return finish(out, throw, "fourbar.simulate")
 
 
@@ -366,11 +384,24 @@ def _simulate(fb, q0, Pi0, t0, t1, ts, rtol, atol, drive, adjoint, mode, solver,
     elif mode == "paper":
         term, y0, args = diffrax.ODETerm(_rhs_paper), jnp.concatenate([Pi0[None], q_init]), (fb, drive, linearised)
     else:
-        term, y0, args = diffrax.ODETerm(_rhs_lie), jnp.concatenate([Pi0[None], jnp.zeros(3, q_init.dtype)]), (fb, drive, linearised, q_init)
+        term, y0, args = (
+            diffrax.ODETerm(_rhs_lie),
+            jnp.concatenate([Pi0[None], jnp.zeros(3, q_init.dtype)]),
+            (fb, drive, linearised, q_init),
+        )
     sol = diffrax.diffeqsolve(
-        term, solver, t0, t1, None, y0, args=args,  # dt0=None: first step chosen by the controller
-        saveat=diffrax.SaveAt(ts=ts), stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
-        max_steps=max_steps, adjoint=adjoint, throw=False,
+        term,
+        solver,
+        t0,
+        t1,
+        None,
+        y0,
+        args=args,  # dt0=None: first step chosen by the controller
+        saveat=diffrax.SaveAt(ts=ts),
+        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+        max_steps=max_steps,
+        adjoint=adjoint,
+        throw=False,
     )
     ys = sol.ys
     assert ys is not None  # saved at `ts`
@@ -389,7 +420,16 @@ def _simulate(fb, q0, Pi0, t0, t1, ts, rtol, atol, drive, adjoint, mode, solver,
     T = Pi**2 / (2 * s)
     converged, status = _save_status(sol.result, ys, ok)
     return Simulation(
-        ts=ts, Pi=Pi, q=q, theta_A=theta, omega_A=Pi / s, energy=H,
-        residual=_k.closure_residual(fb, q), energy_drift=jnp.max(jnp.abs(H - H[0])) / jnp.max(T),
-        converged=converged, status=status, solver_result=sol.result, num_steps=sol.stats["num_accepted_steps"],
+        ts=ts,
+        Pi=Pi,
+        q=q,
+        theta_A=theta,
+        omega_A=Pi / s,
+        energy=H,
+        residual=_k.closure_residual(fb, q),
+        energy_drift=jnp.max(jnp.abs(H - H[0])) / jnp.max(T),
+        converged=converged,
+        status=status,
+        solver_result=sol.result,
+        num_steps=sol.stats["num_accepted_steps"],
     )

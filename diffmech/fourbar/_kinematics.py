@@ -6,24 +6,21 @@ Newton (`diffmech._closure`), differentiated by the implicit function theorem.
 """
 
 import math
+from typing import ClassVar
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from typing import ClassVar
-
 from jaxtyping import Array, Bool, Float
 
 from .. import _closure, _linalg
 from .._geometry import attitude, cross, perp
-from .._validate import is_traced
+from .._result import RESULTS, AbstractResult, BranchSwitchError, MotionLimitError, finish
 from .._result import code as _result_code
+from .._validate import is_traced
 from .._xla import COMPILER_OPTIONS
 from ._model import FourBar
-
-
-from .._result import RESULTS, AbstractResult, BranchSwitchError, MotionLimitError, finish
 
 # --------------------------------------------------------------------------- closure
 
@@ -140,8 +137,9 @@ def _full_q(theta_A, x):
     return jnp.concatenate([attitude(theta_A), x], axis=-1)
 
 
-def solve(fb: FourBar, theta_A, guess: Float[Array, "4"] | None = None, *,
-          condition: bool = True, throw: bool = True) -> _closure.Solution:
+def solve(
+    fb: FourBar, theta_A, guess: Float[Array, "4"] | None = None, *, condition: bool = True, throw: bool = True
+) -> _closure.Solution:
     """Solve the closure at one crank angle with the core's Newton (functional API).
 
     Warm-started from `guess` (default: the circle-intersection configuration on
@@ -158,13 +156,16 @@ def solve(fb: FourBar, theta_A, guess: Float[Array, "4"] | None = None, *,
     sol = _closure.root(residual, guess, theta_A, fb, condition=condition, throw=False)
     # the circle intersection proves an angle unassemblable (|BD| outside [|l2 − l3|,
     # l2 + l3]): whatever stopped Newton, the cause is the motion limit
-    sol = eqx.tree_at(lambda s: s.result, sol, RESULTS.where(
-        (sol.result != RESULTS.successful) & (gap > 0), RESULTS.motion_limit, sol.result))
+    sol = eqx.tree_at(
+        lambda s: s.result,
+        sol,
+        RESULTS.where((sol.result != RESULTS.successful) & (gap > 0), RESULTS.motion_limit, sol.result),
+    )
     ok_branch = jnp.sign(cross(sol.value[:2], sol.value[2:])) == branch_sign_at(fb, theta_A)
     ok_branch = ok_branch | (jnp.abs(cross(sol.value[:2], sol.value[2:])) <= 1e-12)  # a change or dead point
     result = _closure.RESULTS.where(
         sol.result == _closure.RESULTS.successful,
-        _closure.RESULTS.where(ok_branch, _closure.RESULTS.successful, _closure.RESULTS.branch_switch),  # pyright: ignore[reportArgumentType]
+        _closure.RESULTS.where(ok_branch, _closure.RESULTS.successful, _closure.RESULTS.branch_switch),
         sol.result,
     )
     sol = eqx.tree_at(lambda s: s.result, sol, result)
@@ -177,7 +178,7 @@ def _batched(fn, fb: FourBar, *args):
     if not batch:
         return fn(fb, *args)
     n = math.prod(batch)
-    flat = jax.tree.map(lambda v: v.reshape((n,) + v.shape[len(batch):]), fb)
+    flat = jax.tree.map(lambda v: v.reshape((n,) + v.shape[len(batch) :]), fb)
     out = jax.vmap(fn, in_axes=(0,) + (None,) * len(args))(flat, *args)
     return jax.tree.map(lambda v: v.reshape(batch + v.shape[1:]), out)
 
@@ -185,10 +186,12 @@ def _batched(fn, fb: FourBar, *args):
 def _over_angles(one, fb, theta):
     """Map `one(fb, θ)` over the angles in `theta` (any shape) and the designs of `fb`."""
     flat = theta.reshape(-1)
+
     def per_design(f):
         return jax.vmap(one, in_axes=(None, 0))(f, flat)
+
     out = _batched(per_design, fb)
-    return jax.tree.map(lambda v: v.reshape(fb.batch_shape + theta.shape + v.shape[len(fb.batch_shape) + 1:]), out)
+    return jax.tree.map(lambda v: v.reshape(fb.batch_shape + theta.shape + v.shape[len(fb.batch_shape) + 1 :]), out)
 
 
 @eqx.filter_jit
@@ -197,6 +200,7 @@ def _assemble_jit(fb, theta_A):
         sol = solve(fb_, th, condition=False, throw=False)
         _, gap = closed_form(fb_, th)
         return _full_q(th, sol.value), sol.converged, sol.residual, gap, _result_code(sol.result)
+
     return _over_angles(one, fb, theta_A)
 
 
@@ -212,8 +216,10 @@ def assemble(fb: FourBar, theta_A) -> Float[Array, "*batch 6"]:
     """
     theta = jnp.asarray(theta_A, dtype=fb.lengths.dtype)
     if is_traced(fb, theta):
+
         def one(fb_, th):
             return _full_q(th, solve(fb_, th, condition=False, throw=True).value)
+
         return _over_angles(one, fb, theta)
     q, ok, res, gap, code = _assemble_jit(fb, theta)
     ok_np = np.asarray(ok)
@@ -222,17 +228,26 @@ def assemble(fb: FourBar, theta_A) -> Float[Array, "*batch 6"]:
         nb = len(fb.batch_shape)
         th = float(np.asarray(theta)[idx[nb:]])
         which = f" (design index {idx[:nb]})" if nb else ""
-        design = fb if not nb else f"FourBar(lengths={np.asarray(fb.lengths)[idx[:nb]].tolist()}, branch={fb.branch:+d})"
+        design = (
+            fb if not nb else f"FourBar(lengths={np.asarray(fb.lengths)[idx[:nb]].tolist()}, branch={fb.branch:+d})"
+        )
         g = float(np.asarray(gap)[idx])
-        reason = (f"|BD| lies {g:.3e} m outside [|l2 - l3|, l2 + l3]" if g > 0 else
-                  "Newton did not close the loop on the requested branch (near a singular configuration)")
-        error = BranchSwitchError if int(np.asarray(code)[idx]) == int(_result_code(RESULTS.branch_switch)) \
+        reason = (
+            f"|BD| lies {g:.3e} m outside [|l2 - l3|, l2 + l3]"
+            if g > 0
+            else "Newton did not close the loop on the requested branch (near a singular configuration)"
+        )
+        error = (
+            BranchSwitchError
+            if int(np.asarray(code)[idx]) == int(_result_code(RESULTS.branch_switch))
             else MotionLimitError
+        )
         raise error(
             f"{design}{which} cannot be assembled at theta_A = {th:.6g} rad ({math.degrees(th):.3f} deg): "
             f"closure residual {float(np.asarray(res)[idx]):.3e} after Newton; {reason}. "
             f"Its crank range is given by diffmech.fourbar.crank_limits.",
-            status=RESULTS._index_to_message[int(np.asarray(code)[idx])], index=idx,  # pyright: ignore
+            status=RESULTS._index_to_message[int(np.asarray(code)[idx])],
+            index=idx,  # pyright: ignore
             residual=float(np.asarray(res)[idx]),
         )
     return q
@@ -284,8 +299,9 @@ class Sweep(AbstractResult):
     _inputs: ClassVar[str] = "theta_A"
 
 
-def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: bool = True, sign=None,
-                     fallback=None, throw: bool = False) -> Sweep:
+def sweep_functional(
+    fb: FourBar, theta_A: Float[Array, " N"], *, condition: bool = True, sign=None, fallback=None, throw: bool = False
+) -> Sweep:
     """`sweep` for use inside `jit`/`vmap`/`grad` (no validation, no batching logic):
     one design, every crank angle of `theta_A` at once (`diffmech.closure.sweep` with
     the circle intersection as its predictor, certified where its closure residual is
@@ -308,12 +324,21 @@ def sweep_functional(fb: FourBar, theta_A: Float[Array, " N"], *, condition: boo
 
     x0, _ = closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A[0]), sigma)
     sol = _closure.sweep(
-        residual, x0, theta_A, fb, predictor=_closure.ClosedForm(solution), corrector=_closure.Newton(0),
-        branch=invariant, branch_sign=sigma, condition=condition, fallback=fallback,
+        residual,
+        x0,
+        theta_A,
+        fb,
+        predictor=_closure.ClosedForm(solution),
+        corrector=_closure.Newton(0),
+        branch=invariant,
+        branch_sign=sigma,
+        condition=condition,
+        fallback=fallback,
     )
     q = _full_q(theta_A, sol.value)
-    out = Sweep(theta_A=theta_A, q=q, converged=sol.converged, status=sol.status,
-                residual=sol.residual, condition=sol.condition)
+    out = Sweep(
+        theta_A=theta_A, q=q, converged=sol.converged, status=sol.status, residual=sol.residual, condition=sol.condition
+    )
     return finish(out, throw, "fourbar.sweep")
 
 
@@ -331,7 +356,8 @@ def sweep(fb: FourBar, theta_A_values, *, condition: bool = True, throw: bool = 
     """Follow the four-bar through the crank angles `theta_A_values` by continuation.
 
     Every angle solved at once by the closure core (circle intersection certified at
-    round-off, sequential continuation only where it is not), kept on `fb.branch`; past a motion limit (a design whose crank cannot turn that far)
+    round-off, sequential continuation only where it is not), kept on `fb.branch`; past a motion limit (a design
+    whose crank cannot turn that far)
     or a branch switch every angle is masked (`converged` False), never garbage. A
     batched `fb` is vmapped. The first angle is solved from the circle-intersection
     configuration, so it must be assemblable for anything to converge.
@@ -350,7 +376,9 @@ def sweep(fb: FourBar, theta_A_values, *, condition: bool = True, throw: bool = 
         if not np.all(np.isfinite(theta)):
             raise ValueError(f"sweep: `theta_A_values` must be finite; got {theta}")
     if theta.ndim != 1 or theta.shape[0] < 1:
-        raise ValueError(f"sweep: `theta_A_values` must be a non-empty 1-D array of crank angles; got shape {theta.shape}")
+        raise ValueError(
+            f"sweep: `theta_A_values` must be a non-empty 1-D array of crank angles; got shape {theta.shape}"
+        )
     if is_traced(fb, theta):
         # inside a transformation: the program itself (compiler options are a top-level jit's)
         return finish(_sweep_program(fb, jnp.asarray(theta), condition, False)[0], throw, "fourbar.sweep")
@@ -405,7 +433,7 @@ def _paper_q2(l, q):
 
 def _ratios_linearised_primal(l, q):
     Q2 = _paper_q2(l, q)
-    KA = l[0] / (l[1] * l[2] * Q2[2])                     # Eq. (80)
+    KA = l[0] / (l[1] * l[2] * Q2[2])  # Eq. (80)
     KB = -jnp.stack([l[2] * Q2[1], l[1] * Q2[0]])
     return KA * KB
 
@@ -430,7 +458,7 @@ def _ratios_linearised_jvp(primals, tangents):
     Q1, Q2 = _paper_q1(l, q), _paper_q2(l, q)
     KA = l[0] / (l[1] * l[2] * Q2[2])
     KB = -jnp.stack([l[2] * Q2[1], l[1] * Q2[0]])
-    eA, eB, eD = (cross(q[i:i + 2], dq[i:i + 2]) for i in (0, 2, 4))
+    eA, eB, eD = (cross(q[i : i + 2], dq[i : i + 2]) for i in (0, 2, 4))
     dKA = -(l[1] * l[2] / l[0]) * Q1[2] * KA**2 * (eB - eD)
     dKB = jnp.stack([l[2] * Q1[1] * (eD - eA), l[1] * Q1[0] * (eB - eA)])
     _, dK_l = jax.jvp(lambda ll: _ratios_linearised_primal(ll, q), (l,), (dl,))
@@ -476,7 +504,9 @@ def angular_accelerations(fb: FourBar, q: Float[Array, "6"], omega_A, alpha_A) -
     return jnp.where(par, jnp.stack([jnp.zeros_like(alpha_A), alpha_A]).astype(alpha.dtype), alpha)
 
 
-def rates(fb: FourBar, q: Float[Array, "6"], theta_A, omega_A, alpha_A=0.0) -> tuple[Float[Array, "6"], Float[Array, "6"]]:
+def rates(
+    fb: FourBar, q: Float[Array, "6"], theta_A, omega_A, alpha_A=0.0
+) -> tuple[Float[Array, "6"], Float[Array, "6"]]:
     """q̇ and q̈ of all attitude vectors for a crank motion (θA, ωA, αA), by the
     implicit function theorem through the closure (`diffmech.closure.rates`).
 
@@ -494,7 +524,7 @@ def rates(fb: FourBar, q: Float[Array, "6"], theta_A, omega_A, alpha_A=0.0) -> t
 
 def angular_velocities(q: Float[Array, "6"], qdot: Float[Array, "6"]) -> Float[Array, "3"]:
     """(ωA, ωB, ωD) from attitude rates: q̇ = ω S1 q (Eq. (19)) ⇒ ω = q × q̇."""
-    return jnp.stack([cross(q[i:i + 2], qdot[i:i + 2]) for i in (0, 2, 4)])
+    return jnp.stack([cross(q[i : i + 2], qdot[i : i + 2]) for i in (0, 2, 4)])
 
 
 def joint_positions(fb: FourBar, q: Float[Array, "*n 6"]) -> dict[str, Float[Array, "*n 2"]]:
@@ -519,8 +549,15 @@ def coupler_point(fb: FourBar, q: Float[Array, "*n 6"], point: Float[Array, "2"]
 # --------------------------------------------------------------------------- Grashof
 
 
-GRASHOF_CLASSES = ("crank-rocker", "rocker-crank", "double-crank", "double-rocker", "triple-rocker", "change-point",
-                   "parallelogram")
+GRASHOF_CLASSES = (
+    "crank-rocker",
+    "rocker-crank",
+    "double-crank",
+    "double-rocker",
+    "triple-rocker",
+    "change-point",
+    "parallelogram",
+)
 
 
 def grashof(fb: FourBar, rtol: float = 1e-12) -> str:

@@ -96,8 +96,9 @@ class FourBar(eqx.Module):
     def seed_crank_rocker(cls, **overrides) -> "FourBar":
         """Bai et al., Section 7: l = (0.12, 0.25, 0.26, 0.30) m, m = (0.1, 0.25, 0.18) kg,
         J = (0.001, 0.016, 0.006) kg m², COM at midpoints (not given in the paper)."""
-        kw: dict[str, Any] = dict(lengths=(0.12, 0.25, 0.26, 0.30), masses=(0.1, 0.25, 0.18),
-                                  inertias=(0.001, 0.016, 0.006))
+        kw: dict[str, Any] = dict(
+            lengths=(0.12, 0.25, 0.26, 0.30), masses=(0.1, 0.25, 0.18), inertias=(0.001, 0.016, 0.006)
+        )
         kw.update(overrides)
         return cls(**kw)
 
@@ -105,7 +106,8 @@ class FourBar(eqx.Module):
     def seed_parallelogram(cls, **overrides) -> "FourBar":
         """Bai et al., Section 7.3: l1 = l3 = 0.1 m, l2 = l4 = 0.25 m, masses and inertias
         as in Section 7."""
-        kw: dict[str, Any] = dict(lengths=(0.1, 0.25, 0.1, 0.25), masses=(0.1, 0.25, 0.18),
-                                  inertias=(0.001, 0.016, 0.006))
+        kw: dict[str, Any] = dict(
+            lengths=(0.1, 0.25, 0.1, 0.25), masses=(0.1, 0.25, 0.18), inertias=(0.001, 0.016, 0.006)
+        )
         kw.update(overrides)
         return cls(**kw)

@@ -110,8 +110,7 @@ def _line_constants(C0, idx):
     a, b, ln = idx.T
     e0 = C0[b, :2] - C0[a, :2]
     r0 = jnp.sqrt(dot(e0, e0))
-    return (dot(C0[ln, :2], e0) / r0, dot(C0[ln, :2], perp(e0)) / r0, r0,
-            dot(C0[ln, :2], C0[a, :2]) + C0[ln, 2])
+    return (dot(C0[ln, :2], e0) / r0, dot(C0[ln, :2], perp(e0)) / r0, r0, dot(C0[ln, :2], C0[a, :2]) + C0[ln, 2])
 
 
 def _line_in_frame(X, idx, k):
@@ -297,9 +296,18 @@ class Actuator(Equation):
 
 # the residual's rows, in this order
 EQUATIONS: dict[str, type[Equation]] = {
-    "dist": Distance, "pcarry": PointCarried, "lcarry": LineCarried, "lslide": LineSliding, "offset": Offset,
-    "angle": Angle, "sdot": SphereFrame, "scarry": SphereCarried, "scarry2": SphereShared, "tcarry": SpaceCarried,
-    "unit": Unit, "act": Actuator,
+    "dist": Distance,
+    "pcarry": PointCarried,
+    "lcarry": LineCarried,
+    "lslide": LineSliding,
+    "offset": Offset,
+    "angle": Angle,
+    "sdot": SphereFrame,
+    "scarry": SphereCarried,
+    "scarry2": SphereShared,
+    "tcarry": SpaceCarried,
+    "unit": Unit,
+    "act": Actuator,
 }
 
 

@@ -59,10 +59,9 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .. import _screw
-from . import _schema
 from .._geometry import dot, rotation, unit
+from . import _schema
 from ._equations import EQUATIONS, TRACERS
-
 from ._schema import LinkageError
 
 # --------------------------------------------------------------------------- topology (static)
@@ -158,7 +157,9 @@ def _compile(topo: _Topology, names: tuple, link_names: tuple) -> _Plan:
                         eq["angle"].append((l1, l2))
             else:
                 if len(lns) > 2:
-                    raise LinkageError(f"links.{lname}: a planar link of three or more lines and no point is not supported")
+                    raise LinkageError(
+                        f"links.{lname}: a planar link of three or more lines and no point is not supported"
+                    )
                 if len(lns) == 2 and not (known[lns[0]] and known[lns[1]]):
                     eq["angle"].append((lns[0], lns[1]))
         elif topo.geometry == "spherical":
@@ -210,12 +211,21 @@ def _compile(topo: _Topology, names: tuple, link_names: tuple) -> _Plan:
             continue
         (li,) = [k for k, m in enumerate(topo.links) if j in m]
         if frames[li] is None:
-            need = {"planar": "two points, or a point and a line", "spherical": "two joints",
-                    "spatial": "three non-collinear joints"}[topo.geometry]
+            need = {
+                "planar": "two points, or a point and a line",
+                "spherical": "two joints",
+                "spatial": "three non-collinear joints",
+            }[topo.geometry]
             raise LinkageError(f"joints.{names[j]}: a tracer's link ({link_names[li]}) needs a frame: {need}")
         tracers.append((j, li))
-    return _Plan(groups=groups, n_equations=n_eq, unknowns=tuple(unknowns), n_unknowns=off,
-                 frames=tuple(frames), tracers=tuple(tracers))
+    return _Plan(
+        groups=groups,
+        n_equations=n_eq,
+        unknowns=tuple(unknowns),
+        n_unknowns=off,
+        frames=tuple(frames),
+        tracers=tuple(tracers),
+    )
 
 
 # --------------------------------------------------------------------------- the module
@@ -289,9 +299,11 @@ class Linkage(eqx.Module):
         plan = lk.plan
         if plan.n_equations != plan.n_unknowns:
             raise LinkageError(
-                f"linkage {lk.name!r}: {plan.n_equations} rigidity equations for {plan.n_unknowns} unknown coordinates; "
+                f"linkage {lk.name!r}: {plan.n_equations} rigidity equations for {plan.n_unknowns} unknown "
+                "coordinates; "
                 "a one-input linkage needs them equal (too few: the constraints do not determine it; too many: "
-                "it is locked or over-constrained). Check the links' joints, the ground and the input.")
+                "it is locked or over-constrained). Check the links' joints, the ground and the input."
+            )
         return lk
 
     def _validate_frames(self):
@@ -310,8 +322,12 @@ class Linkage(eqx.Module):
                 raise LinkageError(f"links.{ln}: joints {nm[0]} and {nm[1]} are parallel (or antipodal) on the sphere")
             if kind == "ppp":
                 a, b, c = C[el[0]], C[el[1]], C[el[2]]
-                if np.linalg.norm(np.cross(b - a, c - a)) < 1e-9 * max(1.0, np.linalg.norm(b - a) * np.linalg.norm(c - a)):
-                    raise LinkageError(f"links.{ln}: joints {nm} are collinear (a spatial link needs a non-degenerate frame)")
+                if np.linalg.norm(np.cross(b - a, c - a)) < 1e-9 * max(
+                    1.0, np.linalg.norm(b - a) * np.linalg.norm(c - a)
+                ):
+                    raise LinkageError(
+                        f"links.{ln}: joints {nm} are collinear (a spatial link needs a non-degenerate frame)"
+                    )
 
     @classmethod
     def load(cls, path, **kw) -> "Linkage":
@@ -334,14 +350,24 @@ class Linkage(eqx.Module):
         if self.input_kind == "actuator":
             inp = {"type": "actuator", "joints": [self.names[j] for j in self.input_joints]}
         else:
-            inp = {"type": self.input_kind, "link": self.link_names[self.input_link],
-                   "joint": self.names[self.input_joints[0]]}
+            inp = {
+                "type": self.input_kind,
+                "link": self.link_names[self.input_link],
+                "joint": self.names[self.input_joints[0]],
+            }
         sim: dict[str, int | float] = {"steps": self.steps}
         if self.step is not None:
             sim["step"] = self.step
-        return {"name": self.name, "geometry": self.geometry, "description": self.description, "joints": joints,
-                "links": {ln: [self.names[j] for j in lk] for ln, lk in zip(self.link_names, self.links)},
-                "ground": self.link_names[self.ground], "input": inp, "simulation": sim}
+        return {
+            "name": self.name,
+            "geometry": self.geometry,
+            "description": self.description,
+            "joints": joints,
+            "links": {ln: [self.names[j] for j in lk] for ln, lk in zip(self.link_names, self.links)},
+            "ground": self.link_names[self.ground],
+            "input": inp,
+            "simulation": sim,
+        }
 
     def save(self, path) -> None:
         """Write the description as JSON (`.json`) or TOML (`.toml`)."""
@@ -353,8 +379,9 @@ class Linkage(eqx.Module):
 
     @property
     def topology(self) -> _Topology:
-        return _Topology(self.geometry, self.types, self.links, self.ground, self.input_kind, self.input_link,
-                         self.input_joints)
+        return _Topology(
+            self.geometry, self.types, self.links, self.ground, self.input_kind, self.input_link, self.input_joints
+        )
 
     @property
     def plan(self) -> _Plan:
@@ -375,8 +402,9 @@ class Linkage(eqx.Module):
         coordinates included, with their rigidity and unit-sphere equations)."""
         p = self.plan
         n_tr = sum(self.dim for t in self.types if t == "tracer")
-        return dict(unknowns=p.n_unknowns, equations=p.n_equations, tracer_coordinates=n_tr,
-                    paper_unknowns=p.n_unknowns + n_tr)
+        return dict(
+            unknowns=p.n_unknowns, equations=p.n_equations, tracer_coordinates=n_tr, paper_unknowns=p.n_unknowns + n_tr
+        )
 
     def joint(self, name: str) -> int:
         """Index of a joint by name (a clear error for an unknown name)."""
@@ -445,8 +473,7 @@ def _prepare(lk: Linkage) -> _Prepared:
     """The constants of every equation and tracer, from the initial coordinates."""
     C0 = lk.initial()
     sl = slice(0, lk.dim)
-    k = {kind: E.constants(C0, lk.plan.groups[kind], sl) for kind, E in EQUATIONS.items()
-         if lk.plan.groups[kind].size}
+    k = {kind: E.constants(C0, lk.plan.groups[kind], sl) for kind, E in EQUATIONS.items() if lk.plan.groups[kind].size}
     for kind, T in TRACERS.items():
         rows = _tracer_rows(lk.plan, kind)
         if rows.size:
@@ -472,8 +499,9 @@ def _moved(prep: _Prepared, u):
             pts = P + (M[:, :2] - P) @ R.T
             n = M[:, :2] @ R.T
             c = M[:, 2] + dot(M[:, :2] - n, P)
-            rows = jnp.where(line[:, None], jnp.concatenate([n, c[:, None]], axis=1),
-                             jnp.concatenate([pts, M[:, 2:]], axis=1))
+            rows = jnp.where(
+                line[:, None], jnp.concatenate([n, c[:, None]], axis=1), jnp.concatenate([pts, M[:, 2:]], axis=1)
+            )
         else:  # slide along the ground line, direction (b, −a): Eqs. (13)–(14)
             t = u * jnp.stack([C[s, 1], -C[s, 0]])
             rows = jnp.where(line[:, None], M.at[:, 2].add(-(M[:, :2] @ t)), M.at[:, :2].add(t))
@@ -518,8 +546,13 @@ def _residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " n"]:
     lk, k = prep.lk, prep.k
     X = _assemble(x, u, prep)
     sl = slice(0, lk.dim)
-    return jnp.concatenate([E.residual(X, lk.plan.groups[kind], k.get(kind), u, sl)
-                            for kind, E in EQUATIONS.items() if lk.plan.groups[kind].size])
+    return jnp.concatenate(
+        [
+            E.residual(X, lk.plan.groups[kind], k.get(kind), u, sl)
+            for kind, E in EQUATIONS.items()
+            if lk.plan.groups[kind].size
+        ]
+    )
 
 
 def residual(x: Float[Array, " n"], u, lk: Linkage) -> Float[Array, " n"]:

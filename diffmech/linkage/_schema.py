@@ -51,10 +51,13 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         except (TypeError, ValueError):
             raise LinkageError(f"joints.{name}.coords: need numbers; got {raw!r}") from None
         want = 2 if (geometry == "planar" and kind != "P") else 3
-        what = {"planar": "a point (x, y)" if kind != "P" else "a line (a, b, c), a x + b y + c = 0",
-                "spherical": "a point (x, y, z) on the unit sphere" if kind != "P" else
-                "a plane through the centre, its normal (a, b, c)",
-                "spatial": "a point (x, y, z)"}[geometry]
+        what = {
+            "planar": "a point (x, y)" if kind != "P" else "a line (a, b, c), a x + b y + c = 0",
+            "spherical": "a point (x, y, z) on the unit sphere"
+            if kind != "P"
+            else "a plane through the centre, its normal (a, b, c)",
+            "spatial": "a point (x, y, z)",
+        }[geometry]
         if c.shape != (want,):
             raise LinkageError(f"joints.{name}.coords: {what} needs {want} numbers; got {raw!r}")
         if not np.all(np.isfinite(c)):
@@ -72,7 +75,8 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
             elif abs(nn - 1) > sphere_tol:
                 raise LinkageError(
                     f"joints.{name}.coords: a spherical point must lie on the unit sphere (Eq. (9)); "
-                    f"{c.tolist()} has norm {nn:.6g} (tolerance {sphere_tol})")
+                    f"{c.tolist()} has norm {nn:.6g} (tolerance {sphere_tol})"
+                )
             c = c / nn
         else:
             c = np.concatenate([c, np.zeros(3 - c.size)])
@@ -91,7 +95,9 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         if len(set(idx)) != len(idx):
             raise LinkageError(f"links.{lname}: a joint is listed twice: {list(members)}")
         if sum(types[i] != "tracer" for i in idx) < 2:
-            raise LinkageError(f"links.{lname}: a link needs two or more joints (tracers not counted); got {list(members)}")
+            raise LinkageError(
+                f"links.{lname}: a link needs two or more joints (tracers not counted); got {list(members)}"
+            )
         link_names.append(str(lname))
         link_tuples.append(idx)
     ground = spec["ground"]
@@ -114,11 +120,22 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         raise LinkageError(f"simulation.steps: a positive integer; got {steps!r}")
     if step is not None and not (isinstance(step, (int, float)) and math.isfinite(step) and step != 0):
         raise LinkageError(f"simulation.step: a finite non-zero number; got {step!r}")
-    return dict(coords=jnp.asarray(np.stack(rows)), names=tuple(names), types=tuple(types),
-                links=tuple(link_tuples), link_names=tuple(link_names), ground=g, input_kind=in_kind,
-                input_link=in_link, input_joints=in_joints, geometry=geometry,
-                name=str(spec.get("name", "linkage")), steps=steps, step=None if step is None else float(step),
-                description=str(spec.get("description", "")))
+    return dict(
+        coords=jnp.asarray(np.stack(rows)),
+        names=tuple(names),
+        types=tuple(types),
+        links=tuple(link_tuples),
+        link_names=tuple(link_names),
+        ground=g,
+        input_kind=in_kind,
+        input_link=in_link,
+        input_joints=in_joints,
+        geometry=geometry,
+        name=str(spec.get("name", "linkage")),
+        steps=steps,
+        step=None if step is None else float(step),
+        description=str(spec.get("description", "")),
+    )
 
 
 def read(path: Path) -> dict:
@@ -137,7 +154,9 @@ def parse_input(inp, geometry, names, types, link_names, link_tuples, g):
     if isinstance(inp, str):
         inp = {"link": inp}
     if not isinstance(inp, dict):
-        raise LinkageError(f"input: a link name or a mapping {{type, link, joint}} / {{type: actuator, joints}}; got {inp!r}")
+        raise LinkageError(
+            f"input: a link name or a mapping {{type, link, joint}} / {{type: actuator, joints}}; got {inp!r}"
+        )
     kind = inp.get("type")
     if kind is not None and kind not in INPUTS:
         raise LinkageError(f"input.type: one of {INPUTS}; got {kind!r}")
@@ -155,7 +174,7 @@ def parse_input(inp, geometry, names, types, link_names, link_tuples, g):
             raise LinkageError(f"input.joints: {js[0]} and {js[1]} are on the same link; the actuator would be rigid")
         return "actuator", -1, (a, b)
     if geometry == "spatial":
-        raise LinkageError("input: a spatial linkage is driven by an actuator ({\"type\": \"actuator\", \"joints\": [A, B]})")
+        raise LinkageError('input: a spatial linkage is driven by an actuator ({"type": "actuator", "joints": [A, B]})')
     link = inp.get("link")
     if link not in link_names:
         raise LinkageError(f"input.link: unknown link {link!r}; links are {link_names}")
@@ -168,13 +187,16 @@ def parse_input(inp, geometry, names, types, link_names, link_tuples, g):
             raise LinkageError(f"input.joint: {inp['joint']!r} is not a joint between {link!r} and the ground")
         shared = [names.index(inp["joint"])]
     if len(shared) != 1:
-        raise LinkageError(f"input: link {link!r} must share exactly one joint with the ground; it shares "
-                           f"{[names[j] for j in shared]}")
+        raise LinkageError(
+            f"input: link {link!r} must share exactly one joint with the ground; it shares {[names[j] for j in shared]}"
+        )
     (s,) = shared
     inferred = "prismatic" if types[s] == "P" else "revolute"
     if kind is not None and kind != inferred:
-        raise LinkageError(f"input.type: {kind!r} does not match joint {names[s]} of type {types[s]} "
-                           f"(a revolute input turns about a point, a prismatic one slides along a line or plane)")
+        raise LinkageError(
+            f"input.type: {kind!r} does not match joint {names[s]} of type {types[s]} "
+            f"(a revolute input turns about a point, a prismatic one slides along a line or plane)"
+        )
     return inferred, li, (s,)
 
 

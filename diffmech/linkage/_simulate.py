@@ -95,8 +95,15 @@ def _default_inputs(lk, steps, step) -> np.ndarray:
     return np.arange(steps, dtype=dtype) * np.asarray(step, dtype)
 
 
-def simulate_functional(lk: Linkage, inputs: Float[Array, " N"], *, branch: bool = True,
-                        condition: bool = True, fallback=None, throw: bool = False) -> Motion:
+def simulate_functional(
+    lk: Linkage,
+    inputs: Float[Array, " N"],
+    *,
+    branch: bool = True,
+    condition: bool = True,
+    fallback=None,
+    throw: bool = False,
+) -> Motion:
     """Solve the linkage at every input of `inputs` (which starts at the initial
     configuration, input 0) with the closure core (`diffmech.closure.sweep`:
     continuation through every 6th input, cubic Hermite interpolation, Newton on all
@@ -113,12 +120,28 @@ def simulate_functional(lk: Linkage, inputs: Float[Array, " N"], *, branch: bool
     def det_sign(x, u, p):  # the branch invariant: it changes sign only through a singular configuration
         return _linalg.det(jax.jacfwd(_residual)(x, u, p))
 
-    sol = _closure.sweep(_residual, lk.x0(), inputs, prep, branch=det_sign if branch else None,
-                         condition=condition, max_steps=10, fallback=fallback)
+    sol = _closure.sweep(
+        _residual,
+        lk.x0(),
+        inputs,
+        prep,
+        branch=det_sign if branch else None,
+        condition=condition,
+        max_steps=10,
+        fallback=fallback,
+    )
     converged, status, cond = sol.converged, sol.status, sol.condition
     coords = jax.vmap(lambda x, u: _carry_tracers(prep, _assemble(x, u, prep)))(sol.value, inputs)
-    out = Motion(inputs=inputs, coords=coords, converged=converged, status=status,
-                 condition=cond, residual=sol.residual, names=lk.names, widths=_widths(lk))
+    out = Motion(
+        inputs=inputs,
+        coords=coords,
+        converged=converged,
+        status=status,
+        condition=cond,
+        residual=sol.residual,
+        names=lk.names,
+        widths=_widths(lk),
+    )
     return finish(out, throw, f"linkage {lk.name!r}: simulate")
 
 
@@ -129,12 +152,22 @@ def _simulate_program(lk, inputs, branch, condition, check, deferred):
     return motion, (_initial_values(lk) if check else None), _closure.has_deferred(motion.status)
 
 
-_simulate_jit = jax.jit(_simulate_program, static_argnames=("branch", "condition", "check", "deferred"),
-                        compiler_options=COMPILER_OPTIONS)  # plain jit: cheaper calls
+_simulate_jit = jax.jit(
+    _simulate_program, static_argnames=("branch", "condition", "check", "deferred"), compiler_options=COMPILER_OPTIONS
+)  # plain jit: cheaper calls
 
 
-def simulate(lk: Linkage, steps: int | None = None, step: float | None = None, *, inputs=None,
-             branch: bool = True, condition: bool = True, check: bool = True, throw: bool = False) -> Motion:
+def simulate(
+    lk: Linkage,
+    steps: int | None = None,
+    step: float | None = None,
+    *,
+    inputs=None,
+    branch: bool = True,
+    condition: bool = True,
+    check: bool = True,
+    throw: bool = False,
+) -> Motion:
     """Simulate a range of the input (Algorithm 1 of the seed, on the closure core).
 
     **Arguments:**
@@ -232,14 +265,17 @@ def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: floa
 def _raise_if_bad_initial(lk, r, Jx, Ju, tol: float = 1e-10) -> None:
     r = np.asarray(r)
     if r.size and not np.all(np.abs(r) <= tol):
-        raise LinkageError(f"linkage {lk.name!r}: the initial configuration violates its own constraints "
-                           f"(max residual {np.abs(r).max():.2e} > {tol:g})")
+        raise LinkageError(
+            f"linkage {lk.name!r}: the initial configuration violates its own constraints "
+            f"(max residual {np.abs(r).max():.2e} > {tol:g})"
+        )
     m = _rank_info(Jx, Ju, 1e-9)
     if m["rank_x"] < m["n_unknowns"] or m["mobility"] != 1:
         raise LinkageError(
             f"linkage {lk.name!r}: the constraints do not determine the linkage at its initial configuration: "
             f"closure Jacobian rank {m['rank_x']} of {m['n_unknowns']} unknowns, mobility {m['mobility']} "
-            f"(smallest singular values {np.sort(m['sv_x'])[:3]})")
+            f"(smallest singular values {np.sort(m['sv_x'])[:3]})"
+        )
 
 
 _initial_jit = eqx.filter_jit(_initial_values)
@@ -255,7 +291,9 @@ def check_initial(lk: Linkage, tol: float = 1e-10) -> None:
 # --------------------------------------------------------------------------- rates
 
 
-def rates(lk: Linkage, x: Float[Array, " n"], u, udot=1.0, uddot=0.0) -> tuple[Float[Array, "J 3"], Float[Array, "J 3"]]:
+def rates(
+    lk: Linkage, x: Float[Array, " n"], u, udot=1.0, uddot=0.0
+) -> tuple[Float[Array, "J 3"], Float[Array, "J 3"]]:
     """Velocities and accelerations of every joint and tracer (rows as in
     `Motion.coords`) at the state `x` (converged at input `u`) for an input motion
     `(u, u̇, ü)`, by the implicit function theorem through the closure (the seed uses
@@ -268,7 +306,9 @@ def rates(lk: Linkage, x: Float[Array, " n"], u, udot=1.0, uddot=0.0) -> tuple[F
 
     def pos(s):
         # the coordinates along the path (x(t), u(t)) to second order in t
-        return _carry_tracers(prep, _assemble(x + s * xdot + 0.5 * s**2 * xddot, u + s * udot + 0.5 * s**2 * uddot, prep))
+        return _carry_tracers(
+            prep, _assemble(x + s * xdot + 0.5 * s**2 * xddot, u + s * udot + 0.5 * s**2 * uddot, prep)
+        )
 
     zero, one = jnp.zeros((), dt), jnp.ones((), dt)
     vel = jax.jvp(pos, (zero,), (one,))[1]
@@ -288,4 +328,3 @@ def motion_rates(lk: Linkage, motion: Motion, udot=1.0, uddot=0.0):
     vel, acc = jax.vmap(one)(motion.inputs.astype(dt), motion.coords)
     ok = motion.converged[:, None, None]
     return jnp.where(ok, vel, jnp.nan), jnp.where(ok, acc, jnp.nan)
-

@@ -27,6 +27,8 @@ underdetermined one (redundant actuation, as the 3UPS–UPU–S) for the solutio
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -34,8 +36,6 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from .. import _linalg, _screw
-from typing import ClassVar
-
 from .._result import RESULTS, AbstractResult, SingularError
 from .._validate import check_array, is_traced
 from . import _kinematics as _kin
@@ -138,7 +138,7 @@ def _solve(mech: AbstractParallelMechanism, Ss, Hs, hP):
         for j in range(ch.n):
             if ch.actuated[j]:
                 continue
-            r = jnp.zeros(6 * C, dtype=hP.dtype).at[6 * c:6 * c + 6].set(jnp.concatenate([S[3:, j], S[:3, j]]))
+            r = jnp.zeros(6 * C, dtype=hP.dtype).at[6 * c : 6 * c + 6].set(jnp.concatenate([S[3:, j], S[:3, j]]))
             rows.append(r)
             rhs.append(-_screw.reciprocal(S[:, j], H[j]))
     A = jnp.concatenate([jnp.stack(rows), jnp.tile(jnp.eye(6, dtype=hP.dtype), (1, C))])
@@ -183,12 +183,15 @@ def _dynamics(mech: AbstractParallelMechanism, kin: Kinematics, f_ext, method: s
     theta = kin.labels - mech.home_labels()
 
     def chain_terms(th, thd):
-        return [_chain_bodies(ch, t, td) for ch, t, td in zip(mech.chains, _kin.split_joints(mech, th),
-                                                               _kin.split_joints(mech, thd))]
+        return [
+            _chain_bodies(ch, t, td)
+            for ch, t, td in zip(mech.chains, _kin.split_joints(mech, th), _kin.split_joints(mech, thd))
+        ]
 
     if kin.method == "exact":
+
         def per_step(x, xd, xdd, fe):
-            th, thd, thdd = (v[:mech.n_joints] for v in (x, xd, xdd))
+            th, thd, thdd = (v[: mech.n_joints] for v in (x, xd, xdd))
 
             def kinem(th_, thd_, x_, xd_):
                 terms = chain_terms(th_, thd_)
@@ -232,18 +235,35 @@ def _dynamics(mech: AbstractParallelMechanism, kin: Kinematics, f_ext, method: s
         out = jax.vmap(lambda S_, H_, hp: _solve(mech, S_, H_, hp))(Ss, hs, hP)
     wrenches, forces, cond, res = out
     ok = kin.converged & jnp.isfinite(res) & (res < 1e-8) & (cond < _kin._COND_LIMIT)
-    status = jax.vmap(lambda o, k, st: RESULTS.where(o, RESULTS.successful, RESULTS.where(k, RESULTS.singular_configuration, st)))(  # pyright: ignore[reportArgumentType]
-        ok, kin.converged, kin.status)
-    return Dynamics(times=kin.times, actuator_forces=forces, joint_wrenches=wrenches, converged=ok, status=status,
-                    condition=cond, residual=res, null_dim=_null_dim(mech), method=method)
+    status = jax.vmap(
+        lambda o, k, st: RESULTS.where(o, RESULTS.successful, RESULTS.where(k, RESULTS.singular_configuration, st))
+    )(ok, kin.converged, kin.status)
+    return Dynamics(
+        times=kin.times,
+        actuator_forces=forces,
+        joint_wrenches=wrenches,
+        converged=ok,
+        status=status,
+        condition=cond,
+        residual=res,
+        null_dim=_null_dim(mech),
+        method=method,
+    )
 
 
 _dynamics_jit = eqx.filter_jit(_dynamics)
 
 
-def inverse_dynamics(mechanism: AbstractParallelMechanism, trajectory, external_wrench=None, *,
-                     method: str = "newton_euler", kinematics: Kinematics | None = None,
-                     ik_method: str = "exact", throw: bool = True) -> Dynamics:
+def inverse_dynamics(
+    mechanism: AbstractParallelMechanism,
+    trajectory,
+    external_wrench=None,
+    *,
+    method: str = "newton_euler",
+    kinematics: Kinematics | None = None,
+    ik_method: str = "exact",
+    throw: bool = True,
+) -> Dynamics:
     """Actuator forces and the wrench through every joint along a trajectory.
 
     **Arguments:**
@@ -260,10 +280,17 @@ def inverse_dynamics(mechanism: AbstractParallelMechanism, trajectory, external_
     """
     if method not in METHODS:
         raise ValueError(f"inverse_dynamics: `method` must be one of {METHODS}; got {method!r}")
-    kin = kinematics if kinematics is not None else _kin.inverse_kinematics(
-        mechanism, trajectory, method=ik_method, throw=False)
+    kin = (
+        kinematics
+        if kinematics is not None
+        else _kin.inverse_kinematics(mechanism, trajectory, method=ik_method, throw=False)
+    )
     N = kin.times.shape[0]
-    fe = jnp.zeros(6, dtype=kin.times.dtype) if external_wrench is None else jnp.asarray(external_wrench, dtype=kin.times.dtype)
+    fe = (
+        jnp.zeros(6, dtype=kin.times.dtype)
+        if external_wrench is None
+        else jnp.asarray(external_wrench, dtype=kin.times.dtype)
+    )
     eager = not is_traced(mechanism, kin, fe)
     if eager:
         check_array("inverse_dynamics", "external_wrench", fe, (6,))
@@ -281,7 +308,9 @@ def inverse_dynamics(mechanism: AbstractParallelMechanism, trajectory, external_
                 f"{type(mechanism).__name__}: the wrench system is singular at sample {k} "
                 f"(t = {float(kin.times[k]):.6g} s): rank {rank[0]} of {rank[1]} equations, condition number "
                 f"{float(dyn.condition[k]):.3g}, relative residual {float(dyn.residual[k]):.3e}",
-                status="singular configuration", index=(k,), residual=float(dyn.residual[k]),
+                status="singular configuration",
+                index=(k,),
+                residual=float(dyn.residual[k]),
             )
     return dyn.error_if_failed() if throw and not eager else dyn
 
@@ -297,7 +326,7 @@ def wrench_rank(mech: AbstractParallelMechanism, labels, rtol: float = 1e-10) ->
         for j in range(ch.n):
             if not ch.actuated[j]:
                 r = np.zeros(6 * C)
-                r[6 * c:6 * c + 6] = np.concatenate([S[3:, j], S[:3, j]])
+                r[6 * c : 6 * c + 6] = np.concatenate([S[3:, j], S[:3, j]])
                 rows.append(r)
     A = np.vstack([np.array(rows), np.tile(np.eye(6), (1, C))])
     s = np.linalg.svd(A, compute_uv=False)
@@ -311,13 +340,17 @@ def body_motion(mechanism: AbstractParallelMechanism, kinematics: Kinematics) ->
     mech = mechanism
 
     def links(th, thd):
-        out = [_chain_bodies(ch, t, td)[1:4] for ch, t, td in zip(
-            mech.chains, _kin.split_joints(mech, th), _kin.split_joints(mech, thd)) if ch.body_after]
+        out = [
+            _chain_bodies(ch, t, td)[1:4]
+            for ch, t, td in zip(mech.chains, _kin.split_joints(mech, th), _kin.split_joints(mech, thd))
+            if ch.body_after
+        ]
         return [jnp.concatenate(v) for v in zip(*out)]
 
     n = mech.n_joints
     (c, _, V), (cd, _, A) = jax.vmap(lambda x, xd, xdd: jax.jvp(links, (x[:n], xd[:n]), (xd[:n], xdd[:n])))(
-        kinematics.state, kinematics.state_rate, kinematics.state_accel)
+        kinematics.state, kinematics.state_rate, kinematics.state_accel
+    )
     vc = V[..., 3:] + jnp.cross(V[..., :3], c)
     ac = A[..., 3:] + jnp.cross(A[..., :3], c) + jnp.cross(V[..., :3], vc)
     names = [f"{ch.name}.link{j + 1}" for ch in mech.chains for j in ch.body_after]

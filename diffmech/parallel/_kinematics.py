@@ -21,6 +21,8 @@ home, the platform's rotation vector and its translation (displacement from home
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -28,8 +30,6 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from .. import _closure, _linalg, _screw
-from typing import ClassVar
-
 from .._result import RESULTS, AbstractResult, MotionLimitError, SingularError
 from .._validate import is_traced
 from .._xla import COMPILER_OPTIONS
@@ -44,6 +44,7 @@ def chain_poses(chain: Chain, theta: Float[Array, " n"]):
     One `lax.scan` over the joints (R and P joints share the step, selected by a mask),
     so the compiled program does not grow with the number of joints.
     """
+
     def step(g, inp):
         g = _screw.compose(g, _joint_displacement(*inp))
         return g, g
@@ -82,7 +83,7 @@ def chain_screws(chain: Chain, theta: Float[Array, " n"], poses=None) -> Float[A
 def split(mech: AbstractParallelMechanism, x):
     """`x → ([θ_c], φ, d)`."""
     n = mech.n_joints
-    return split_joints(mech, x[..., :n]), x[..., n:n + 3], x[..., n + 3:n + 6]
+    return split_joints(mech, x[..., :n]), x[..., n : n + 3], x[..., n + 3 : n + 6]
 
 
 def groups(mech: AbstractParallelMechanism) -> tuple[tuple[int, ...], ...]:
@@ -119,7 +120,9 @@ def residual(x, u, mech: AbstractParallelMechanism):
     rows = []
     for g in groups(mech):
         th = jnp.stack([thetas[c] for c in g])
-        rows.append(jax.vmap(_closure_rows, (0, 0, None, None, None))(stacked(mech, g), th, R, d, mech.length_scale).reshape(-1))
+        rows.append(
+            jax.vmap(_closure_rows, (0, 0, None, None, None))(stacked(mech, g), th, R, d, mech.length_scale).reshape(-1)
+        )
     rows.append(mech.task(R, d, *u))
     return jnp.concatenate(rows)
 
@@ -128,6 +131,7 @@ def _end_and_screws(chain: Chain, theta):
     """The chain's end displacement `(R, p)` and its screw matrix `(6, n)` in one scan
     over the joints: each joint's twist moved by the displacement of the links before
     it (`chain_screws`)."""
+
     def step(g, inp):
         return _screw.compose(g, _joint_displacement(*inp)), _screw.transform(g[0], g[1], inp[0])
 
@@ -153,7 +157,9 @@ def _chain_block(ch: Chain, th, R, Ws, scale):
     q = _screw.matvec(Rc, ch.attach) + pc
     w, v = S[:3], S[3:]
     d_theta = jnp.concatenate([0.5 * (jnp.trace(M) * eye - M) @ w, (v - _screw.skew(q) @ w) / scale])
-    d_phi = jnp.concatenate([-0.5 * (jnp.trace(M) * eye - M.T) @ Ws, _screw.skew(_screw.matvec(R, ch.attach)) @ Ws / scale])
+    d_phi = jnp.concatenate(
+        [-0.5 * (jnp.trace(M) * eye - M.T) @ Ws, _screw.skew(_screw.matvec(R, ch.attach)) @ Ws / scale]
+    )
     d_d = jnp.concatenate([jnp.zeros((3, 3), M.dtype), -eye / scale])
     return d_theta, jnp.concatenate([d_phi, d_d], axis=1)
 
@@ -169,7 +175,9 @@ def jacobian(x, u, mech: AbstractParallelMechanism):
     offsets = np.cumsum((0,) + mech.sizes)
     R = _screw.rotation_vector(phi)
     # the platform's space angular velocity per unit rate of each rotation-vector component
-    Ws = jnp.stack([_screw.vee(_screw.matmul(dRi, R.T)) for dRi in jax.jacfwd(_screw.rotation_vector)(phi).transpose(2, 0, 1)], 1)
+    Ws = jnp.stack(
+        [_screw.vee(_screw.matmul(dRi, R.T)) for dRi in jax.jacfwd(_screw.rotation_vector)(phi).transpose(2, 0, 1)], 1
+    )
     blocks = []
     for g in groups(mech):
         th = jnp.stack([thetas[c] for c in g])
@@ -178,7 +186,7 @@ def jacobian(x, u, mech: AbstractParallelMechanism):
         # contraction instead of a concatenation per chain (less for XLA to compile)
         place = np.zeros((len(g), mech.sizes[g[0]], n))
         for k, c in enumerate(g):
-            place[k, :, offsets[c]:offsets[c + 1]] = np.eye(mech.sizes[c])
+            place[k, :, offsets[c] : offsets[c + 1]] = np.eye(mech.sizes[c])
         d_th = jnp.einsum("kij,kjm->kim", d_th, jnp.asarray(place, x.dtype))
         blocks.append(jnp.concatenate([d_th, d_pl], axis=2).reshape(6 * len(g), n + 6))
     task = jax.jacfwd(lambda z: mech.task(_screw.rotation_vector(z[:3]), z[3:], *u))(jnp.concatenate([phi, d]))
@@ -209,7 +217,7 @@ def screw_rates(mech: AbstractParallelMechanism, theta, platform_twist) -> Float
 def split_joints(mech, theta):
     out, k = [], 0
     for n in mech.sizes:
-        out.append(theta[..., k:k + n])
+        out.append(theta[..., k : k + n])
         k += n
     return out
 
@@ -258,15 +266,17 @@ class Kinematics(AbstractResult):
     def chain(self, mech: AbstractParallelMechanism, c: int, field: str = "labels") -> Float[Array, "N k"]:
         """The columns of `field` that belong to chain `c`."""
         k = sum(mech.sizes[:c])
-        return getattr(self, field)[..., k:k + mech.sizes[c]]
+        return getattr(self, field)[..., k : k + mech.sizes[c]]
 
 
 def _closure_errors(mech, theta, R, d):
     """Per-sample max-norm of the chains' closure errors (unscaled) at displacements
     `theta` against the platform displacement `(R, d)` (the one-step drift)."""
+
     def one(th, R_, d_):
         rows = [_closure_rows(ch, t, R_, d_, 1.0) for ch, t in zip(mech.chains, split_joints(mech, th))]
         return jnp.max(jnp.abs(jnp.concatenate(rows)))
+
     return jax.vmap(one)(theta, R, d)
 
 
@@ -287,13 +297,19 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
     idx = np.asarray(sorted(set(range(0, N, stride)) | {N - 1}))
     take = lambda a: a[idx]  # noqa: E731
     # (positions only, a warm start: Newton to convergence at each sample, no derivatives)
-    cont = _closure.continuation(residual, jnp.zeros(mech.n_joints + 6, dtype=t.dtype), (take(R_t), take(d_t)),
-                                 jax.lax.stop_gradient(mech), condition=False)
+    cont = _closure.continuation(
+        residual,
+        jnp.zeros(mech.n_joints + 6, dtype=t.dtype),
+        (take(R_t), take(d_t)),
+        jax.lax.stop_gradient(mech),
+        condition=False,
+    )
     xc, reached_c, status_c = cont.value, cont.converged, cont.status
     if stride > 1:
         # the closure Jacobian's condition number at the continuation samples (after the scan, batched)
         cond_c = jax.vmap(lambda x_, u: _closure.condition(residual, x_, u, jax.lax.stop_gradient(mech)))(
-            xc, (take(R_t), take(d_t)))
+            xc, (take(R_t), take(d_t))
+        )
     # 2. every sample in parallel: Newton from the continuation (stride 1) or from the
     # cubic Hermite interpolant of the continuation's positions and IFT rates
     if stride == 1:
@@ -301,8 +317,10 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
         i = j = jnp.arange(N)
     else:
         i = jnp.clip(jnp.searchsorted(jnp.asarray(idx), jnp.arange(N), side="right") - 1, 0, idx.shape[0] - 2)
+
         def velocity(x_, u, ud):
             return _closure.rates(residual, x_, u, jax.lax.stop_gradient(mech), ud)[0]
+
         xdc = jax.vmap(velocity)(xc, (take(R_t), take(d_t)), (take(Rd_t), take(dd_t)))
         tc = take(t)
         h = tc[i + 1] - tc[i]
@@ -312,8 +330,9 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
     # (stride 1: the continuation has already converged every sample, so `root` adds no
     # step, only its check and the implicit derivative; else two Newton steps)
     n_fine = 0 if stride == 1 else 2
-    fine = jax.vmap(lambda g, u: _closure.root(residual, g, u, mech, min_steps=n_fine, max_steps=n_fine,
-                                               robust=False))(guess, (R_t, d_t))
+    fine = jax.vmap(lambda g, u: _closure.root(residual, g, u, mech, min_steps=n_fine, max_steps=n_fine, robust=False))(
+        guess, (R_t, d_t)
+    )
     x, res, fine_ok = fine.value, fine.residual, fine.converged
     # one closure Jacobian per sample for the rates; with stride 1 the samples are the
     # continuation's (Newton took no step), so it also gives their condition numbers
@@ -329,23 +348,37 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
 
     z, zd, zdd = (split(mech, v)[1:] for v in (x, xd, xdd))
     (R, d_, V), (_, _, A) = jax.vmap(lambda a, b, c: jax.jvp(pstate, (a, b), (b, c)))(z, zd, zdd)
-    theta = x[:, :mech.n_joints]
+    theta = x[:, : mech.n_joints]
     labels = theta + mech.home_labels()
     # a sample is good if the continuation reached both ends of its interval and its own Newton converged
     reached = reached_c[i] & reached_c[j]
     condition = jnp.maximum(cond_c[i], cond_c[j])
     status = jax.tree.map(lambda s_: s_[jnp.where(reached_c[i], j, i)], status_c)
     ok = reached & fine_ok
-    status = jax.vmap(lambda o, st: RESULTS.where(o, RESULTS.successful, st))(  # pyright: ignore[reportArgumentType]
+    status = jax.vmap(lambda o, st: RESULTS.where(o, RESULTS.successful, st))(
         ok, jax.vmap(lambda r_, st: RESULTS.where(r_, RESULTS.motion_limit, st))(reached, status)
     )
     converged, result = _closure.mask_after(ok, status, ~_limits_ok(mech, labels), RESULTS.motion_limit)
-    converged, result = _closure.mask_after(converged, result, ~(condition < _COND_LIMIT) & converged,
-                                            RESULTS.singular_configuration)
+    converged, result = _closure.mask_after(
+        converged, result, ~(condition < _COND_LIMIT) & converged, RESULTS.singular_configuration
+    )
     return Kinematics(
-        times=traj.times, labels=labels, rates=xd[:, :mech.n_joints], accelerations=xdd[:, :mech.n_joints],
-        platform_R=R, platform_d=d_, platform_twist=V, platform_accel=A, state=x, state_rate=xd, state_accel=xdd,
-        converged=converged, status=result, residual=res, condition=condition, method="exact",
+        times=traj.times,
+        labels=labels,
+        rates=xd[:, : mech.n_joints],
+        accelerations=xdd[:, : mech.n_joints],
+        platform_R=R,
+        platform_d=d_,
+        platform_twist=V,
+        platform_accel=A,
+        state=x,
+        state_rate=xd,
+        state_accel=xdd,
+        converged=converged,
+        status=result,
+        residual=res,
+        condition=condition,
+        method="exact",
     )
 
 
@@ -365,13 +398,26 @@ def _one_step(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory) -> 
     err = _closure_errors(mech, theta, R_t, d_t)
     labels = theta + mech.home_labels()
     ok = jnp.isfinite(err) & _limits_ok(mech, labels)
-    status = jax.vmap(lambda o: RESULTS.where(o, RESULTS.successful, RESULTS.motion_limit))(ok)  # pyright: ignore[reportArgumentType]
+    status = jax.vmap(lambda o: RESULTS.where(o, RESULTS.successful, RESULTS.motion_limit))(ok)
     converged, result = _closure.mask_after(ok, status, ~ok, RESULTS.motion_limit)
     nanm = jnp.full((times.shape[0], mech.n_joints + 6), jnp.nan, dtype=times.dtype)
     return Kinematics(
-        times=times, labels=labels, rates=rates, accelerations=acc, platform_R=R_t, platform_d=d_t,
-        platform_twist=V, platform_accel=Vacc, state=nanm, state_rate=nanm, state_accel=nanm,
-        converged=converged, status=result, residual=err, condition=jnp.full_like(err, jnp.nan), method="one_step",
+        times=times,
+        labels=labels,
+        rates=rates,
+        accelerations=acc,
+        platform_R=R_t,
+        platform_d=d_t,
+        platform_twist=V,
+        platform_accel=Vacc,
+        state=nanm,
+        state_rate=nanm,
+        state_accel=nanm,
+        converged=converged,
+        status=result,
+        residual=err,
+        condition=jnp.full_like(err, jnp.nan),
+        method="one_step",
     )
 
 
@@ -379,8 +425,14 @@ _exact_jit = jax.jit(_exact, static_argnums=2, compiler_options=COMPILER_OPTIONS
 _one_step_jit = jax.jit(_one_step, compiler_options=COMPILER_OPTIONS)
 
 
-def inverse_kinematics(mechanism: AbstractParallelMechanism, trajectory: _trajectory.Trajectory, *,
-                       method: str = "exact", stride: int | None = None, throw: bool = True) -> Kinematics:
+def inverse_kinematics(
+    mechanism: AbstractParallelMechanism,
+    trajectory: _trajectory.Trajectory,
+    *,
+    method: str = "exact",
+    stride: int | None = None,
+    throw: bool = True,
+) -> Kinematics:
     """Joint positions, rates and accelerations along a platform trajectory.
 
     **Arguments:**
@@ -430,22 +482,38 @@ def raise_failure(mech: AbstractParallelMechanism, kin: Kinematics) -> None:
     lo = np.concatenate([np.asarray(c.lower) for c in mech.chains])
     hi = np.concatenate([np.asarray(c.upper) for c in mech.chains])
     names = mech.joint_names()
-    out = [f"{names[i]} = {labels[i]:.6g} outside [{lo[i]:.6g}, {hi[i]:.6g}]"
-           for i in range(len(names)) if not (lo[i] <= labels[i] <= hi[i])]
+    out = [
+        f"{names[i]} = {labels[i]:.6g} outside [{lo[i]:.6g}, {hi[i]:.6g}]"
+        for i in range(len(names))
+        if not (lo[i] <= labels[i] <= hi[i])
+    ]
     name = type(mech).__name__
     res = float(kin.residual[k])
     if out:
-        raise MotionLimitError(f"{name}: the trajectory leaves the joint limits at sample {k} (t = {t:.6g} s): "
-                               + "; ".join(out) + f"; closure residual {res:.3e}", status="joint limit", index=(k,), residual=res)
+        raise MotionLimitError(
+            f"{name}: the trajectory leaves the joint limits at sample {k} (t = {t:.6g} s): "
+            + "; ".join(out)
+            + f"; closure residual {res:.3e}",
+            status="joint limit",
+            index=(k,),
+            residual=res,
+        )
     if np.isfinite(kin.condition[k]) and kin.condition[k] >= _COND_LIMIT:
         ranks = chain_ranks(mech, kin.labels[k])
         raise SingularError(
             f"{name}: singular configuration at sample {k} (t = {t:.6g} s): closure Jacobian condition number "
             f"{float(kin.condition[k]):.3g}; chain screw-matrix ranks {ranks}; closure residual {res:.3e}",
-            status="singular configuration", index=(k,), residual=res)
+            status="singular configuration",
+            index=(k,),
+            residual=res,
+        )
     raise MotionLimitError(
         f"{name}: no closed configuration at sample {k} (t = {t:.6g} s): a leg cannot reach the platform pose "
-        f"(closure residual {res:.3e})", status="motion limit", index=(k,), residual=res)
+        f"(closure residual {res:.3e})",
+        status="motion limit",
+        index=(k,),
+        residual=res,
+    )
 
 
 def chain_ranks(mech: AbstractParallelMechanism, labels, rtol: float = 1e-9) -> dict[str, int]:
@@ -502,7 +570,7 @@ def _pose_screws(mechanism, R, pos):
     """Close the chains at the pose (R, pos) from home by Newton, one compiled program;
     returns (converged, residual, screw matrix of every chain)."""
     sol = _closure.root(residual, jnp.zeros(mechanism.n_joints + 6), (R, pos - R @ mechanism.reference), mechanism)
-    th = split_joints(mechanism, sol.value[:mechanism.n_joints])
+    th = split_joints(mechanism, sol.value[: mechanism.n_joints])
     return sol.converged, sol.residual, [chain_screws(ch, t) for ch, t in zip(mechanism.chains, th)]
 
 
@@ -520,8 +588,10 @@ def mobility(mechanism: AbstractParallelMechanism, pose=None, *, rtol: float = 1
         R, pos = (jnp.asarray(v, dtype=float) for v in pose)
     converged, res, screws = _pose_screws(mechanism, R, pos)
     if not bool(converged):
-        raise ValueError(f"mobility: the chains of {type(mechanism).__name__} cannot reach this pose "
-                         f"(closure residual {float(res):.3g})")
+        raise ValueError(
+            f"mobility: the chains of {type(mechanism).__name__} cannot reach this pose "
+            f"(closure residual {float(res):.3g})"
+        )
     cons, act, ranks = [], [], {}
     for ch, S in zip(mechanism.chains, screws):
         S = np.asarray(S)
@@ -534,5 +604,12 @@ def mobility(mechanism: AbstractParallelMechanism, pose=None, *, rtol: float = 1
     free, rc = _null(W @ N6, rtol)
     _, ra = _null(np.vstack(cons + act), rtol)
     n_act = len(mechanism.actuated)
-    return Mobility(dof=6 - rc, free_twists=free, constraint_wrenches=W, constraint_rank=rc, chain_ranks=ranks,
-                    actuated_rank=ra, redundancy=n_act - (ra - rc))
+    return Mobility(
+        dof=6 - rc,
+        free_twists=free,
+        constraint_wrenches=W,
+        constraint_rank=rc,
+        chain_ranks=ranks,
+        actuated_rank=ra,
+        redundancy=n_act - (ra - rc),
+    )

@@ -73,7 +73,9 @@ class Chain(eqx.Module):
         if len(self.actuated) != n:
             raise ValueError(f"Chain {self.name}: `actuated` has {len(self.actuated)} entries for {n} joints")
         if any(not (0 <= j < n - 1) for j in self.body_after) or len(set(self.body_after)) != len(self.body_after):
-            raise ValueError(f"Chain {self.name}: `body_after` must list distinct joint indices in 0..{n - 2}; got {self.body_after}")
+            raise ValueError(
+                f"Chain {self.name}: `body_after` must list distinct joint indices in 0..{n - 2}; got {self.body_after}"
+            )
         owner = f"Chain {self.name}"
         check_array(owner, "axes", self.axes, (n, 3))
         check_array(owner, "points", self.points, (n, 3))
@@ -89,7 +91,9 @@ class Chain(eqx.Module):
         if not is_traced(self.inertias) and len(self.body_after):
             J = np.asarray(self.inertias)
             if not np.allclose(J, np.swapaxes(J, -1, -2)) or np.any(np.linalg.eigvalsh(J) < -1e-12):
-                raise ValueError(f"Chain {self.name}: inertias must be symmetric positive semi-definite; got {J.tolist()}")
+                raise ValueError(
+                    f"Chain {self.name}: inertias must be symmetric positive semi-definite; got {J.tolist()}"
+                )
 
     @property
     def n(self) -> int:
@@ -97,10 +101,12 @@ class Chain(eqx.Module):
 
     def screws(self) -> Float[Array, "n 6"]:
         """The unit joint twists at home."""
-        return jnp.stack([
-            _screw.prismatic(self.axes[j]) if k == "P" else _screw.revolute(self.axes[j], self.points[j])
-            for j, k in enumerate(self.kinds)
-        ])
+        return jnp.stack(
+            [
+                _screw.prismatic(self.axes[j]) if k == "P" else _screw.revolute(self.axes[j], self.points[j])
+                for j, k in enumerate(self.kinds)
+            ]
+        )
 
 
 def chain(kinds: str, axes, points, home, *, actuated=None, bodies=(), attach, name, lower=None, upper=None) -> Chain:
@@ -113,12 +119,19 @@ def chain(kinds: str, axes, points, home, *, actuated=None, bodies=(), attach, n
     inertias = jnp.asarray([b[3] for b in bodies], dtype=float).reshape(len(bodies), 3, 3)
     inf = jnp.full((n,), jnp.inf)
     return Chain(
-        kinds=tuple(kinds), axes=jnp.asarray(axes, dtype=float), points=jnp.asarray(points, dtype=float),
-        home=jnp.asarray(home, dtype=float), actuated=actuated,
+        kinds=tuple(kinds),
+        axes=jnp.asarray(axes, dtype=float),
+        points=jnp.asarray(points, dtype=float),
+        home=jnp.asarray(home, dtype=float),
+        actuated=actuated,
         lower=-inf if lower is None else jnp.asarray(lower, dtype=float),
         upper=inf if upper is None else jnp.asarray(upper, dtype=float),
-        body_after=tuple(int(b[0]) for b in bodies), masses=masses, coms=coms, inertias=inertias,
-        attach=jnp.asarray(attach, dtype=float), name=name,
+        body_after=tuple(int(b[0]) for b in bodies),
+        masses=masses,
+        coms=coms,
+        inertias=inertias,
+        attach=jnp.asarray(attach, dtype=float),
+        name=name,
     )
 
 
@@ -218,14 +231,33 @@ class StewartPlatform(AbstractParallelMechanism):
     length_scale: ClassVar[float] = 0.1
     task_dim: ClassVar[int] = 6
 
-    def __init__(self, base_radius=0.05, platform_radius=0.02, leg_length=0.1, fixed_leg=0.05, moving_leg=0.05,
-                 tilt=math.pi / 6, fixed_mass=3.0, moving_mass=1.0, platform_mass=10.0, leg_radius=0.005,
-                 stroke=(0.0, 0.1), gravity=(0.0, 0.0, -9.81)):
+    def __init__(
+        self,
+        base_radius=0.05,
+        platform_radius=0.02,
+        leg_length=0.1,
+        fixed_leg=0.05,
+        moving_leg=0.05,
+        tilt=math.pi / 6,
+        fixed_mass=3.0,
+        moving_mass=1.0,
+        platform_mass=10.0,
+        leg_radius=0.005,
+        stroke=(0.0, 0.1),
+        gravity=(0.0, 0.0, -9.81),
+    ):
         owner = "StewartPlatform"
-        for name, v in [("base_radius", base_radius), ("platform_radius", platform_radius),
-                        ("leg_length", leg_length), ("fixed_leg", fixed_leg), ("moving_leg", moving_leg),
-                        ("fixed_mass", fixed_mass), ("moving_mass", moving_mass),
-                        ("platform_mass", platform_mass), ("leg_radius", leg_radius)]:
+        for name, v in [
+            ("base_radius", base_radius),
+            ("platform_radius", platform_radius),
+            ("leg_length", leg_length),
+            ("fixed_leg", fixed_leg),
+            ("moving_leg", moving_leg),
+            ("fixed_mass", fixed_mass),
+            ("moving_mass", moving_mass),
+            ("platform_mass", platform_mass),
+            ("leg_radius", leg_radius),
+        ]:
             check_array(owner, name, v, (), positive=True)
         Rb, rp, L = (jnp.asarray(v, dtype=float) for v in (base_radius, platform_radius, leg_length))
         tilt = jnp.asarray(tilt, dtype=float)
@@ -251,17 +283,22 @@ class StewartPlatform(AbstractParallelMechanism):
             y_l = jnp.cross(z, x_l)
             x_t = jnp.cos(tilt) * x_l + jnp.sin(tilt) * z
             J_leg = lambda m, ell: cylinder_inertia(m, ell, leg_radius, u)  # noqa: E731
-            chains.append(chain(
-                "RRRPRR",
-                axes=[y_l, x_t, u, u, x_t, y_l],
-                points=[A, A, A, A, C, C],
-                home=[-tilt, 0.0, 0.0, L - fixed_leg, 0.0, tilt],
-                bodies=[(2, fixed_mass, A + 0.5 * fixed_leg * u, J_leg(fixed_mass, fixed_leg)),
-                        (3, moving_mass, C - 0.5 * moving_leg * u, J_leg(moving_mass, moving_leg))],
-                attach=C, name=f"leg{p + 1}",
-                lower=jnp.array([-jnp.inf] * 3 + [stroke[0]] + [-jnp.inf] * 2),
-                upper=jnp.array([jnp.inf] * 3 + [stroke[1]] + [jnp.inf] * 2),
-            ))
+            chains.append(
+                chain(
+                    "RRRPRR",
+                    axes=[y_l, x_t, u, u, x_t, y_l],
+                    points=[A, A, A, A, C, C],
+                    home=[-tilt, 0.0, 0.0, L - fixed_leg, 0.0, tilt],
+                    bodies=[
+                        (2, fixed_mass, A + 0.5 * fixed_leg * u, J_leg(fixed_mass, fixed_leg)),
+                        (3, moving_mass, C - 0.5 * moving_leg * u, J_leg(moving_mass, moving_leg)),
+                    ],
+                    attach=C,
+                    name=f"leg{p + 1}",
+                    lower=jnp.array([-jnp.inf] * 3 + [stroke[0]] + [-jnp.inf] * 2),
+                    upper=jnp.array([jnp.inf] * 3 + [stroke[1]] + [jnp.inf] * 2),
+                )
+            )
         self.chains = tuple(chains)
         self.mass = jnp.asarray(platform_mass, dtype=float)
         self.com = jnp.array([0.0, 0.0, 1.0]) * h0
@@ -298,12 +335,25 @@ class ThreeUPSUPUS(AbstractParallelMechanism):
     length_scale: ClassVar[float] = 0.6
     task_dim: ClassVar[int] = 2
 
-    def __init__(self, height=3 * math.sqrt(3) / 10, base_radius=0.8, platform_radius=0.5, limb_mass=1.42,
-                 limb_inertia=(0.0556, 1.14, 1.16), platform_mass=2.87, platform_inertia=(68.7, 68.7, 92.1),
-                 gravity=(0.0, 0.0, -9.81)):
+    def __init__(
+        self,
+        height=3 * math.sqrt(3) / 10,
+        base_radius=0.8,
+        platform_radius=0.5,
+        limb_mass=1.42,
+        limb_inertia=(0.0556, 1.14, 1.16),
+        platform_mass=2.87,
+        platform_inertia=(68.7, 68.7, 92.1),
+        gravity=(0.0, 0.0, -9.81),
+    ):
         owner = "ThreeUPSUPUS"
-        for name, v in [("height", height), ("base_radius", base_radius), ("platform_radius", platform_radius),
-                        ("limb_mass", limb_mass), ("platform_mass", platform_mass)]:
+        for name, v in [
+            ("height", height),
+            ("base_radius", base_radius),
+            ("platform_radius", platform_radius),
+            ("limb_mass", limb_mass),
+            ("platform_mass", platform_mass),
+        ]:
             check_array(owner, name, v, (), positive=True)
         check_array(owner, "limb_inertia", limb_inertia, (3,))
         check_array(owner, "platform_inertia", platform_inertia, (3,))
@@ -323,12 +373,29 @@ class ThreeUPSUPUS(AbstractParallelMechanism):
             J = frame_inertia(limb_inertia, jnp.stack([u, t, jnp.cross(u, t)], axis=1))
             bodies = [(1, limb_mass, A + 0.25 * L * u, J), (2, limb_mass, C - 0.25 * L * u, J)]
             if i == 0:
-                chains.append(chain("RRPRR", axes=[rho, t, u, w, t], points=[A, A, A, C, C],
-                                    home=[0.0, -tilt, 0.5 * L, 0.0, tilt], bodies=bodies, attach=C, name="UPU1"))
+                chains.append(
+                    chain(
+                        "RRPRR",
+                        axes=[rho, t, u, w, t],
+                        points=[A, A, A, C, C],
+                        home=[0.0, -tilt, 0.5 * L, 0.0, tilt],
+                        bodies=bodies,
+                        attach=C,
+                        name="UPU1",
+                    )
+                )
             else:
-                chains.append(chain("RRPRRR", axes=[rho, t, u, w, t, u], points=[A, A, A, C, C, C],
-                                    home=[0.0, -tilt, 0.5 * L, 0.0, tilt, 0.0], bodies=bodies, attach=C,
-                                    name=f"UPS{i + 1}"))
+                chains.append(
+                    chain(
+                        "RRPRRR",
+                        axes=[rho, t, u, w, t, u],
+                        points=[A, A, A, C, C, C],
+                        home=[0.0, -tilt, 0.5 * L, 0.0, tilt, 0.0],
+                        bodies=bodies,
+                        attach=C,
+                        name=f"UPS{i + 1}",
+                    )
+                )
         chains.append(chain("RRR", axes=jnp.eye(3), points=[O, O, O], home=[0.0, 0.0, 0.0], attach=O, name="S5"))
         self.chains = tuple(chains)
         self.mass = jnp.asarray(platform_mass, dtype=float)
@@ -340,4 +407,4 @@ class ThreeUPSUPUS(AbstractParallelMechanism):
 
     def task(self, R, d, R_target, d_target):
         # the direction of the platform normal (two coordinates; valid below 90° of tilt)
-        return (R[:2, 2] - R_target[:2, 2])
+        return R[:2, 2] - R_target[:2, 2]

@@ -3,7 +3,7 @@ times, with its first and second time derivatives taken exactly by `jax.jvp`."""
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import equinox as eqx
 import jax
@@ -136,12 +136,13 @@ def check(traj: Trajectory, *, uniform: bool = False) -> None:
         k = int(np.argmax(steps <= 0))
         raise ValueError(f"Trajectory: times must increase; t[{k}] = {times[k]} ≥ t[{k + 1}] = {times[k + 1]}")
     if uniform and not np.allclose(steps, steps[0], rtol=max(1e-9, 1e3 * float(np.finfo(steps.dtype).eps)), atol=0):
-        raise ValueError(f"Trajectory: the one-step scheme needs a uniform time step; steps range over [{steps.min()}, {steps.max()}]")
+        raise ValueError(
+            f"Trajectory: the one-step scheme needs a uniform time step; steps range over [{steps.min()}, "
+            f"{steps.max()}]"
+        )
     R = np.asarray(traj.R)
     err = np.abs(np.einsum("nij,nkj->nik", R, R) - np.eye(3)).max(axis=(1, 2))
     tol = max(1e-9, 1e3 * float(np.finfo(R.dtype).eps))  # float32: 1.2e-4 (round-off of a product of rotations)
     if np.any(err > tol):
         k = int(np.argmax(err > tol))
         raise ValueError(f"Trajectory: `R` is not a rotation at sample {k} (t = {times[k]}): |RRᵀ − I| = {err[k]:.3g}")
-
-

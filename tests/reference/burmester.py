@@ -41,7 +41,8 @@ two quadratics; ``c`` follows by linear least squares; every candidate is then
 polished by Newton's method on the full square 4x4 system ``E_i(m, c) = 0``
 (unknowns ``m``, ``c``), kept only if it converges to round-off, and duplicates are
 merged (within 1e-7 relative, or within ten times the round-off uncertainty
-``eps * |E| / sigma_min(J)`` when the pair is ill-conditioned).  For robustness the whole elimination is run for two different base poles
+``eps * |E| / sigma_min(J)`` when the pair is ill-conditioned).  For robustness the whole elimination is run for
+two different base poles
 (the two pose pairs with the largest relative rotation, each with its own ``u0``),
 and the union is taken.  All the work is done in normalised coordinates (world
 translated to the mean position and scaled by the RMS spread of the positions).
@@ -315,10 +316,14 @@ def _burmester_candidates(nrm, r, a, others, theta0):
     a1, a2, a3 = _quadratic_coeffs(z, xk, yk, xl, yl)
     b1, b2, b3 = _quadratic_coeffs(z, xk, yk, xl2, yl2)
     res = npoly.polysub(
-        npoly.polymul(npoly.polysub(npoly.polymul(a3, b1), npoly.polymul(a1, b3)),
-                      npoly.polysub(npoly.polymul(a3, b1), npoly.polymul(a1, b3))),
-        npoly.polymul(npoly.polysub(npoly.polymul(a3, b2), npoly.polymul(a2, b3)),
-                      npoly.polysub(npoly.polymul(a2, b1), npoly.polymul(a1, b2))),
+        npoly.polymul(
+            npoly.polysub(npoly.polymul(a3, b1), npoly.polymul(a1, b3)),
+            npoly.polysub(npoly.polymul(a3, b1), npoly.polymul(a1, b3)),
+        ),
+        npoly.polymul(
+            npoly.polysub(npoly.polymul(a3, b2), npoly.polymul(a2, b3)),
+            npoly.polysub(npoly.polymul(a2, b1), npoly.polymul(a1, b2)),
+        ),
     )
     res = np.asarray(res, dtype=np.float64)
     mx = np.max(np.abs(res))
@@ -372,8 +377,9 @@ def _dedupe(pairs, tol=1e-7):
     out = []
     for m, c, unc in pairs:
         sc = 1.0 + np.linalg.norm(m) + np.linalg.norm(c)
-        if any(np.linalg.norm(m - m2) + np.linalg.norm(c - c2) <= max(tol * sc, 10.0 * (unc + u2))
-               for m2, c2, u2 in out):
+        if any(
+            np.linalg.norm(m - m2) + np.linalg.norm(c - c2) <= max(tol * sc, 10.0 * (unc + u2)) for m2, c2, u2 in out
+        ):
             continue
         out.append((m, c, unc))
     return [(m, c) for m, c, _ in out]
@@ -542,12 +548,39 @@ def _selfcheck(verbose=True):
 
     # 1. hand-built four-bar linkages -> both dyads must be recovered
     configs = [
-        dict(A=(0.0, 0.0), D=(4.0, 0.5), crank=1.2, coupler=3.5, rocker=2.8,
-             thetas=[0.3, 0.7, 1.2, 1.9, 2.6], branch=1, mB=(0.7, -0.3), phi_off=0.4),
-        dict(A=(1.0, -2.0), D=(3.5, 1.0), crank=1.0, coupler=3.0, rocker=2.5,
-             thetas=[-0.5, 0.4, 1.5, 2.7, 3.9], branch=-1, mB=(-1.1, 0.6), phi_off=-1.3),
-        dict(A=(10.0, 20.0), D=(13.0, 19.0), crank=0.8, coupler=2.9, rocker=2.2,
-             thetas=[0.0, 0.5, 1.0, 1.5, 2.0], branch=1, mB=(0.2, 1.5), phi_off=2.0),
+        dict(
+            A=(0.0, 0.0),
+            D=(4.0, 0.5),
+            crank=1.2,
+            coupler=3.5,
+            rocker=2.8,
+            thetas=[0.3, 0.7, 1.2, 1.9, 2.6],
+            branch=1,
+            mB=(0.7, -0.3),
+            phi_off=0.4,
+        ),
+        dict(
+            A=(1.0, -2.0),
+            D=(3.5, 1.0),
+            crank=1.0,
+            coupler=3.0,
+            rocker=2.5,
+            thetas=[-0.5, 0.4, 1.5, 2.7, 3.9],
+            branch=-1,
+            mB=(-1.1, 0.6),
+            phi_off=-1.3,
+        ),
+        dict(
+            A=(10.0, 20.0),
+            D=(13.0, 19.0),
+            crank=0.8,
+            coupler=2.9,
+            rocker=2.2,
+            thetas=[0.0, 0.5, 1.0, 1.5, 2.0],
+            branch=1,
+            mB=(0.2, 1.5),
+            phi_off=2.0,
+        ),
     ]
     for ci, cfg in enumerate(configs):
         poses, mC = _fourbar_poses(**cfg)
@@ -556,8 +589,7 @@ def _selfcheck(verbose=True):
         pairs = burmester_pairs(poses)
         eA, eD = _match(pairs, mB, A), _match(pairs, mC, D)
         res = [dyad_residual(poses, m, c) for m, c in pairs]
-        out(f"four-bar {ci}: {len(pairs)} pairs; match(A,B)={eA:.2e} match(D,C)={eD:.2e}; "
-            f"max residual={max(res):.2e}")
+        out(f"four-bar {ci}: {len(pairs)} pairs; match(A,B)={eA:.2e} match(D,C)={eD:.2e}; max residual={max(res):.2e}")
         assert eA < 1e-8 and eD < 1e-8, (eA, eD)
         assert max(res) < 1e-10 * (1 + max(np.linalg.norm(c) for _, c in pairs)), res
         assert len(pairs) % 2 == 0
@@ -622,8 +654,10 @@ def _selfcheck(verbose=True):
                 mw, cw = nrm.to_world(x[:2], x[2:])
                 err = _match(pairs, mw, cw) / (1 + np.linalg.norm(mw) + np.linalg.norm(cw))
                 assert err < 1e-7, f"multistart found a dyad missed by burmester_pairs (trial {trial})"
-    out(f"random 5-pose sets: pair-count histogram {dict(sorted(counts.items()))}, "
-        f"max relative residual={worst_res:.2e}; multistart Newton found nothing missed")
+    out(
+        f"random 5-pose sets: pair-count histogram {dict(sorted(counts.items()))}, "
+        f"max relative residual={worst_res:.2e}; multistart Newton found nothing missed"
+    )
     assert worst_res < 1e-10
     out("burmester reference self-check passed")
     return True

@@ -69,7 +69,7 @@ def assemble(lengths, theta_A, branch=1):
     a = (l2 * l2 - l3 * l3 + d * d) / (2.0 * d)
     h2 = l2 * l2 - a * a
     if h2 < -1e-12 * max(l2 * l2, 1.0):
-        raise ValueError("linkage cannot be assembled at theta_A=%r" % theta_A)
+        raise ValueError(f"linkage cannot be assembled at theta_A={theta_A!r}")
     h = np.sqrt(max(h2, 0.0))
     u = BD / d
     P = B + a * u
@@ -103,14 +103,14 @@ class _Model:
         # joints: (body_i, s_i, body_j, s_j, ground_point); body index -1 = ground.
         # s = local vector from the body's COM to the joint (in the link frame).
         self.joints = [
-            (0, np.array([0.0, 0.0]) - c[0], -1, None, np.array([0.0, 0.0])),   # A
+            (0, np.array([0.0, 0.0]) - c[0], -1, None, np.array([0.0, 0.0])),  # A
             (0, np.array([l1, 0.0]) - c[0], 1, np.array([0.0, 0.0]) - c[1], None),  # B
             (1, np.array([l2, 0.0]) - c[1], 2, np.array([l3, 0.0]) - c[2], None),  # C
-            (2, np.array([0.0, 0.0]) - c[2], -1, None, np.array([l4, 0.0])),   # D
+            (2, np.array([0.0, 0.0]) - c[2], -1, None, np.array([l4, 0.0])),  # D
         ]
-        self.Mdiag = np.array([self.m[0], self.m[0], self.J[0],
-                               self.m[1], self.m[1], self.J[1],
-                               self.m[2], self.m[2], self.J[2]])
+        self.Mdiag = np.array(
+            [self.m[0], self.m[0], self.J[0], self.m[1], self.m[1], self.J[1], self.m[2], self.m[2], self.J[2]]
+        )
         self.M = np.diag(self.Mdiag)
 
     # ---- constraints -------------------------------------------------------
@@ -123,12 +123,12 @@ class _Model:
         if self.mode_phi2 is not None:
             out[8] = q[5] - self.mode_phi2
         for k, (i, si, j, sj, gp) in enumerate(self.joints):
-            ri = q[3 * i:3 * i + 2] + _rot(q[3 * i + 2]) @ si
+            ri = q[3 * i : 3 * i + 2] + _rot(q[3 * i + 2]) @ si
             if j >= 0:
-                rj = q[3 * j:3 * j + 2] + _rot(q[3 * j + 2]) @ sj
+                rj = q[3 * j : 3 * j + 2] + _rot(q[3 * j + 2]) @ sj
             else:
                 rj = gp
-            out[2 * k:2 * k + 2] = ri - rj
+            out[2 * k : 2 * k + 2] = ri - rj
         return out
 
     def jac_gamma(self, q, qd):
@@ -140,12 +140,12 @@ class _Model:
         for k, (i, si, j, sj, gp) in enumerate(self.joints):
             rows = slice(2 * k, 2 * k + 2)
             Rs = _rot(q[3 * i + 2]) @ si
-            Jm[rows, 3 * i:3 * i + 2] = np.eye(2)
+            Jm[rows, 3 * i : 3 * i + 2] = np.eye(2)
             Jm[rows, 3 * i + 2] = _perp(Rs)
             gam[rows] += qd[3 * i + 2] ** 2 * Rs
             if j >= 0:
                 Rs = _rot(q[3 * j + 2]) @ sj
-                Jm[rows, 3 * j:3 * j + 2] = -np.eye(2)
+                Jm[rows, 3 * j : 3 * j + 2] = -np.eye(2)
                 Jm[rows, 3 * j + 2] = -_perp(Rs)
                 gam[rows] -= qd[3 * j + 2] ** 2 * Rs
         return Jm, gam
@@ -155,7 +155,7 @@ class _Model:
         """Generalised forces Q (9,) and power of torque+dampers."""
         Q = np.zeros(9)
         for b in range(3):
-            Q[3 * b:3 * b + 2] = self.m[b] * self.g
+            Q[3 * b : 3 * b + 2] = self.m[b] * self.g
         w1, w2, w3 = qd[2], qd[5], qd[8]
         tau = 0.0 if self.torque is None else float(self.torque(t, q[2], w1))
         cA, cB, cC, cD = self.c
@@ -164,14 +164,14 @@ class _Model:
         Q[2] += tau - cA * w1 + cB * rB
         Q[5] += -cB * rB + cC * rC
         Q[8] += -cC * rC - cD * w3
-        power = tau * w1 - cA * w1 ** 2 - cB * rB ** 2 - cC * rC ** 2 - cD * w3 ** 2
+        power = tau * w1 - cA * w1**2 - cB * rB**2 - cC * rC**2 - cD * w3**2
         return Q, power
 
     def energy(self, q, qd):
         T = 0.5 * float(np.sum(self.Mdiag * qd * qd))
         V = 0.0
         for b in range(3):
-            V -= self.m[b] * float(self.g @ q[3 * b:3 * b + 2])
+            V -= self.m[b] * float(self.g @ q[3 * b : 3 * b + 2])
         return T + V
 
     # ---- DAE right-hand side ------------------------------------------------
@@ -241,7 +241,7 @@ class _Model:
         origins = [np.zeros(2), l1 * qA, np.array([l4, 0.0])]
         q = np.zeros(9)
         for b in range(3):
-            q[3 * b:3 * b + 2] = origins[b] + _rot(phis[b]) @ self.com[b]
+            q[3 * b : 3 * b + 2] = origins[b] + _rot(phis[b]) @ self.com[b]
             q[3 * b + 2] = phis[b]
         y = np.zeros(19)
         y[:9] = q
@@ -257,9 +257,24 @@ class _Model:
         return y
 
 
-def simulate(lengths, masses, inertias, com, gravity, theta0, omega0, t_eval, *, branch=1,
-             torque=None, damping=(0, 0, 0, 0), rtol=1e-12, atol=None, max_segment=0.02,
-             mode="auto"):
+def simulate(
+    lengths,
+    masses,
+    inertias,
+    com,
+    gravity,
+    theta0,
+    omega0,
+    t_eval,
+    *,
+    branch=1,
+    torque=None,
+    damping=(0, 0, 0, 0),
+    rtol=1e-12,
+    atol=None,
+    max_segment=0.02,
+    mode="auto",
+):
     """Simulate the four-bar from t = 0 and report at the (increasing, >= 0) times t_eval.
 
     mode: "auto" (default) adds, for a parallelogram linkage (l1 == l3, l2 == l4)
@@ -299,7 +314,7 @@ def simulate(lengths, masses, inertias, com, gravity, theta0, omega0, t_eval, *,
             while solver.status == "running":
                 msg = solver.step()
                 if solver.status == "failed":
-                    raise RuntimeError("integration failed at t=%g: %s" % (solver.t, msg))
+                    raise RuntimeError(f"integration failed at t={solver.t:g}: {msg}")
                 if solver.step_size is not None and solver.t < t1:
                     step = solver.step_size
             y_new = solver.y

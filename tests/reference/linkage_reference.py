@@ -105,8 +105,7 @@ def _solve(fun, x0):
     r0 = fun(x0)
     if np.max(np.abs(r0)) <= 1e-15:
         return x0, float(np.max(np.abs(r0)))
-    sol = least_squares(fun, x0, method="lm", jac="3-point",
-                        xtol=1e-14, ftol=1e-14, gtol=1e-14, max_nfev=20000)
+    sol = least_squares(fun, x0, method="lm", jac="3-point", xtol=1e-14, ftol=1e-14, gtol=1e-14, max_nfev=20000)
     x = sol.x
     # Gauss-Newton polish (central-difference Jacobian) to get down to round-off
     for _ in range(6):
@@ -178,7 +177,7 @@ class _Planar:
     def poses(self, x, fixed):
         P = dict(fixed)
         for b, k in self.idx.items():
-            P[b] = (x[3 * k:3 * k + 2], x[3 * k + 2])
+            P[b] = (x[3 * k : 3 * k + 2], x[3 * k + 2])
         return P
 
     @staticmethod
@@ -220,8 +219,12 @@ def stephenson2(thetas, return_info=False):
     """Planar Stephenson-II six-bar (Table 1). Input: L1 turns anticlockwise by theta
     about J1. Returns J2, J4, J5, J6, J8 as (N,2) and the line J3 as (N,3), scaled so
     that a^2 + b^2 = 1 with the sign carried on from the initial line."""
-    J1 = np.array([0.0, -1.0]); J2 = np.array([1.0, 0.5]); J4 = np.array([3.25, 1.4])
-    J5 = np.array([7.72, 1.44]); J6 = np.array([11.66, 4.17]); J8 = np.array([6.0, -2.0])
+    J1 = np.array([0.0, -1.0])
+    J2 = np.array([1.0, 0.5])
+    J4 = np.array([3.25, 1.4])
+    J5 = np.array([7.72, 1.44])
+    J6 = np.array([11.66, 4.17])
+    J8 = np.array([6.0, -2.0])
     n3, c3 = _line([-0.17, 0.98, -4.28])
     n7, c7 = _line([0.0, 1.0, 1.24])
     M = _Planar(["L2", "L3", "L4", "L5"])
@@ -231,21 +234,26 @@ def stephenson2(thetas, return_info=False):
 
     def residual(x, u, _s):
         P = M.poses(x, fixed(u))
-        return np.concatenate([
-            M.revolute(P, "L1", "L2", J2),
-            M.prismatic(P, "L2", "L3", n3, c3, J6),  # J3: L3 slides on L2's line
-            M.revolute(P, "L2", "L4", J4),
-            M.revolute(P, "L4", "L5", J5),
-            M.revolute(P, "L3", "L5", J6),
-            M.prismatic(P, "L6", "L5", n7, c7, J5),  # J7: L5 slides on the ground line
-        ])
+        return np.concatenate(
+            [
+                M.revolute(P, "L1", "L2", J2),
+                M.prismatic(P, "L2", "L3", n3, c3, J6),  # J3: L3 slides on L2's line
+                M.revolute(P, "L2", "L4", J4),
+                M.revolute(P, "L4", "L5", J5),
+                M.revolute(P, "L3", "L5", J6),
+                M.prismatic(P, "L6", "L5", n7, c7, J5),  # J7: L5 slides on the ground line
+            ]
+        )
 
     def post(x, u, _s):
         P = M.poses(x, fixed(u))
         n, c = M.line_world(P, "L2", n3, c3)
         return {
-            "J2": M.pt(P, "L1", J2), "J4": M.pt(P, "L2", J4), "J5": M.pt(P, "L4", J5),
-            "J6": M.pt(P, "L3", J6), "J8": M.pt(P, "L4", J8),
+            "J2": M.pt(P, "L1", J2),
+            "J4": M.pt(P, "L2", J4),
+            "J5": M.pt(P, "L4", J5),
+            "J6": M.pt(P, "L3", J6),
+            "J8": M.pt(P, "L4", J8),
             "J3": np.array([n[0], n[1], c]),
         }
 
@@ -256,8 +264,12 @@ def stephenson2(thetas, return_info=False):
 def theo_jansen(thetas, return_info=False):
     """Modified Theo Jansen linkage. Input: L1 turns anticlockwise by theta about J1.
     Returns J2, J4, J6, J7, J8 as (N,2)."""
-    J1 = np.array([2.77, 2.31]); J2 = np.array([2.17, 3.33]); J4 = np.array([0.66, -1.3])
-    J5 = np.array([-0.22, 1.72]); J6 = np.array([-3.17, 0.66]); J7 = np.array([-2.08, -2.24])
+    J1 = np.array([2.77, 2.31])
+    J2 = np.array([2.17, 3.33])
+    J4 = np.array([0.66, -1.3])
+    J5 = np.array([-0.22, 1.72])
+    J6 = np.array([-3.17, 0.66])
+    J7 = np.array([-2.08, -2.24])
     J8 = np.array([2.54, -4.64])
     n3, c3 = _line([-0.50, 0.87, -4.80])
     M = _Planar(["L2", "L3", "L4", "L5", "L6", "L7"])
@@ -267,23 +279,28 @@ def theo_jansen(thetas, return_info=False):
 
     def residual(x, u, _s):
         P = M.poses(x, fixed(u))
-        return np.concatenate([
-            M.revolute(P, "L1", "L2", J2),
-            M.revolute(P, "L1", "L3", J2),
-            M.prismatic(P, "L4", "L2", n3, c3, J2),  # J3: L2 slides on L4's line
-            M.revolute(P, "L3", "L5", J4),
-            M.revolute(P, "L3", "L7", J4),
-            M.revolute(P, "L4", "L8", J5),
-            M.revolute(P, "L5", "L8", J5),
-            M.revolute(P, "L4", "L6", J6),
-            M.revolute(P, "L6", "L7", J7),
-        ])
+        return np.concatenate(
+            [
+                M.revolute(P, "L1", "L2", J2),
+                M.revolute(P, "L1", "L3", J2),
+                M.prismatic(P, "L4", "L2", n3, c3, J2),  # J3: L2 slides on L4's line
+                M.revolute(P, "L3", "L5", J4),
+                M.revolute(P, "L3", "L7", J4),
+                M.revolute(P, "L4", "L8", J5),
+                M.revolute(P, "L5", "L8", J5),
+                M.revolute(P, "L4", "L6", J6),
+                M.revolute(P, "L6", "L7", J7),
+            ]
+        )
 
     def post(x, u, _s):
         P = M.poses(x, fixed(u))
         return {
-            "J2": M.pt(P, "L1", J2), "J4": M.pt(P, "L3", J4), "J6": M.pt(P, "L4", J6),
-            "J7": M.pt(P, "L6", J7), "J8": M.pt(P, "L7", J8),
+            "J2": M.pt(P, "L1", J2),
+            "J4": M.pt(P, "L3", J4),
+            "J6": M.pt(P, "L4", J6),
+            "J7": M.pt(P, "L6", J7),
+            "J8": M.pt(P, "L7", J8),
         }
 
     return _march(thetas, np.zeros(18), residual, post, return_info)
@@ -297,15 +314,15 @@ def _rot_state_update(nbodies, extra=0):
     def update(xs, state):
         if xs is None:
             return None, [np.eye(3) for _ in range(nbodies)]
-        newR = [_expmap(xs[3 * k:3 * k + 3]) @ state[k] for k in range(nbodies)]
-        x_next = np.concatenate([np.zeros(3 * nbodies), xs[3 * nbodies:3 * nbodies + extra]])
+        newR = [_expmap(xs[3 * k : 3 * k + 3]) @ state[k] for k in range(nbodies)]
+        x_next = np.concatenate([np.zeros(3 * nbodies), xs[3 * nbodies : 3 * nbodies + extra]])
         return x_next, newR
 
     return update
 
 
 def _rots(x, state, n):
-    return [_expmap(x[3 * k:3 * k + 3]) @ state[k] for k in range(n)]
+    return [_expmap(x[3 * k : 3 * k + 3]) @ state[k] for k in range(n)]
 
 
 # ------------------------------------------------------------- 3. spherical RRPR
@@ -313,18 +330,22 @@ def spherical_rrpr(thetas, return_info=False):
     """Spherical RRPR four-bar on the unit sphere (Table 2; vectors normalised here).
     Input: L1 turns right-handedly by theta about the axis through J1. Returns J2, J5
     and the unit normal of the prismatic plane J3 (carried by L2), all (N,3)."""
-    J1 = _unit([0.94, 0.24, 0.24]); J2 = _unit([0.80, 0.27, 0.53])
-    J4 = _unit([-0.38, 0.76, 0.53]); J5 = _unit([0.50, -0.21, 0.84])
+    J1 = _unit([0.94, 0.24, 0.24])
+    J2 = _unit([0.80, 0.27, 0.53])
+    J4 = _unit([-0.38, 0.76, 0.53])
+    J5 = _unit([0.50, -0.21, 0.84])
     n0 = _unit([0.68, -0.68, 0.26])
 
     def residual(x, u, state):
         R2, R3 = _rots(x, state, 2)
         R1 = rotation_about(J1, u)
-        return np.concatenate([
-            R1 @ J2 - R2 @ J2,  # revolute J2 (L1-L2)
-            R2 @ n0 - R3 @ n0,  # prismatic plane J3 (L2-L3)
-            R3 @ J4 - J4,       # revolute J4 (L3-ground)
-        ])
+        return np.concatenate(
+            [
+                R1 @ J2 - R2 @ J2,  # revolute J2 (L1-L2)
+                R2 @ n0 - R3 @ n0,  # prismatic plane J3 (L2-L3)
+                R3 @ J4 - J4,  # revolute J4 (L3-ground)
+            ]
+        )
 
     def post(x, u, state):
         R2, R3 = _rots(x, state, 2)
@@ -339,27 +360,32 @@ def spherical_watt1(phis, return_info=False):
     prismatic plane z = 0 between ground and L1, so L1 turns right-handedly about +z by
     phi. Returns J2, J3, J4, J5, J7, J8 as (N,3)."""
     ez = np.array([0.0, 0.0, 1.0])
-    J2 = _unit([0.93, 0, 0.37]); J3 = _unit([0.85, -0.17, 0.51]); J4 = _unit([0.70, 0.70, 0.14])
-    J5 = _unit([0.73, 0.49, 0.49]); J6 = _unit([0.81, 0.41, -0.41]); J7 = _unit([0.48, -0.10, 0.87])
+    J2 = _unit([0.93, 0, 0.37])
+    J3 = _unit([0.85, -0.17, 0.51])
+    J4 = _unit([0.70, 0.70, 0.14])
+    J5 = _unit([0.73, 0.49, 0.49])
+    J6 = _unit([0.81, 0.41, -0.41])
+    J7 = _unit([0.48, -0.10, 0.87])
     J8 = _unit([0.49, 0.49, 0.73])
 
     def residual(x, u, state):
         R2, R3, R4, R5 = _rots(x, state, 4)  # bodies L2, L3, L4, L5
         R1 = rotation_about(ez, u)
-        return np.concatenate([
-            R1 @ J2 - R2 @ J2,  # J2: L1-L2
-            R1 @ J3 - R4 @ J3,  # J3: L1-L4
-            R2 @ J4 - R3 @ J4,  # J4: L2-L3
-            R2 @ J5 - R5 @ J5,  # J5: L2-L5
-            R3 @ J6 - J6,       # J6: L3-ground
-            R4 @ J7 - R5 @ J7,  # J7: L4-L5
-        ])
+        return np.concatenate(
+            [
+                R1 @ J2 - R2 @ J2,  # J2: L1-L2
+                R1 @ J3 - R4 @ J3,  # J3: L1-L4
+                R2 @ J4 - R3 @ J4,  # J4: L2-L3
+                R2 @ J5 - R5 @ J5,  # J5: L2-L5
+                R3 @ J6 - J6,  # J6: L3-ground
+                R4 @ J7 - R5 @ J7,  # J7: L4-L5
+            ]
+        )
 
     def post(x, u, state):
         R2, R3, R4, R5 = _rots(x, state, 4)
         R1 = rotation_about(ez, u)
-        return {"J2": R1 @ J2, "J3": R1 @ J3, "J4": R2 @ J4, "J5": R2 @ J5,
-                "J7": R4 @ J7, "J8": R5 @ J8}
+        return {"J2": R1 @ J2, "J3": R1 @ J3, "J4": R2 @ J4, "J5": R2 @ J5, "J7": R4 @ J7, "J8": R5 @ J8}
 
     return _march(phis, np.zeros(12), residual, post, return_info, _rot_state_update(4))
 
@@ -370,10 +396,19 @@ def ss5(ss, return_info=False):
     J11), legs Jk-J(k+5) of fixed length. Input: linear actuator ground J1 to coupler J7,
     |J7 - J1| = |J7_0 - J1_0| + s. Unknowns: coupler pose (rotation vector composed on
     the previous orientation, translation). Returns J6..J11 as (N,3)."""
-    G = np.array([[-7.2, -5.29, 7.87], [5.72, -0.71, -8.26], [-8.75, -4.60, 5.49],
-                  [-10.00, -8.72, 6.09], [-3.88, 6.61, 8.91]])
-    C = np.array([[-6.61, -9.99, 3.93], [8.19, -9.05, 6.07], [7.84, -5.73, -0.62],
-                  [4.15, -0.48, -2.04], [-0.97, -9.04, 1.92], [2.20, -7.17, 5.36]])
+    G = np.array(
+        [[-7.2, -5.29, 7.87], [5.72, -0.71, -8.26], [-8.75, -4.60, 5.49], [-10.00, -8.72, 6.09], [-3.88, 6.61, 8.91]]
+    )
+    C = np.array(
+        [
+            [-6.61, -9.99, 3.93],
+            [8.19, -9.05, 6.07],
+            [7.84, -5.73, -0.62],
+            [4.15, -0.48, -2.04],
+            [-0.97, -9.04, 1.92],
+            [2.20, -7.17, 5.36],
+        ]
+    )
     Lg = np.linalg.norm(C[:5] - G, axis=1)
     d0 = np.linalg.norm(C[1] - G[0])
 
@@ -391,8 +426,7 @@ def ss5(ss, return_info=False):
         P = points(x, state)
         return {f"J{6 + k}": P[k] for k in range(6)}
 
-    return _march(ss, np.zeros(6), residual, post, return_info,
-                  _rot_state_update(1, extra=3))
+    return _march(ss, np.zeros(6), residual, post, return_info, _rot_state_update(1, extra=3))
 
 
 # ------------------------------------------------------------------------- demo
@@ -409,14 +443,18 @@ if __name__ == "__main__":
     for name, fn, tracer, _var, step in _CASES:
         u = np.arange(20) * step
         out, info = fn(u, return_info=True)
-        print(f"{name:16s} 20 steps: max residual = {np.nanmax(info['residual']):.3e}, "
-              f"failed_at = {info['failed_at']}, last {tracer} = {out[tracer][-1]}")
+        print(
+            f"{name:16s} 20 steps: max residual = {np.nanmax(info['residual']):.3e}, "
+            f"failed_at = {info['failed_at']}, last {tracer} = {out[tracer][-1]}"
+        )
     print()
     for name, fn, tracer, _var, step in _CASES:
         u = np.arange(181) * step  # 180 steps beyond the initial configuration
         out, info = fn(u, return_info=True)
         fa = info["failed_at"]
         jumps = max(np.nanmax(np.linalg.norm(np.diff(v, axis=0), axis=1)) for v in out.values())
-        print(f"{name:16s} 180 steps: failed_at = {fa}"
-              + (f" (input {u[fa]:.6g}; last good {tracer} = {out[tracer][fa - 1]})" if fa else "")
-              + f", max residual = {np.nanmax(info['residual']):.3e}, max per-step move = {jumps:.3g}")
+        print(
+            f"{name:16s} 180 steps: failed_at = {fa}"
+            + (f" (input {u[fa]:.6g}; last good {tracer} = {out[tracer][fa - 1]})" if fa else "")
+            + f", max residual = {np.nanmax(info['residual']):.3e}, max per-step move = {jumps:.3g}"
+        )

@@ -25,9 +25,9 @@ no loop-closure solver, no finite differences).
 
 from __future__ import annotations
 
-import numpy as np
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 jax.config.update("jax_enable_x64", True)
 
@@ -38,15 +38,15 @@ RB, RP, L_AB, L_AC = 0.05, 0.02, 0.05, 0.1
 H0 = L_AC * np.cos(np.pi / 6)
 P0 = np.array([0.0, 0.0, H0])
 G = np.array([0.0, 0.0, -9.81])
-M1, M2, MP = 3.0, 1.0, 10.0                 # fixed leg, moving leg, platform
-RHO, LL = 0.005, 0.05                        # leg cylinder radius, length
-J_PLAT = np.diag([0.001, 0.001, 0.002])      # about the COM, home orientation = I
+M1, M2, MP = 3.0, 1.0, 10.0  # fixed leg, moving leg, platform
+RHO, LL = 0.005, 0.05  # leg cylinder radius, length
+J_PLAT = np.diag([0.001, 0.001, 0.002])  # about the COM, home orientation = I
 AMP = dict(a=0.005, c=0.0005, alpha=0.1, beta=0.05, gamma=0.1)
 
 
 def _geometry():
     phi = np.arange(6) * np.pi / 3
-    s = np.where(np.arange(6) % 2 == 0, 1.0, -1.0)        # p odd -> +1
+    s = np.where(np.arange(6) % 2 == 0, 1.0, -1.0)  # p odd -> +1
     dlt = np.arccos(RP / (2 * RB))
     A = RB * np.stack([np.cos(phi), np.sin(phi), np.zeros(6)], 1)
     psi = phi + s * dlt
@@ -57,7 +57,7 @@ def _geometry():
     xl = -h
     yl = np.cross(np.array([0.0, 0.0, 1.0]), xl)
     xp = np.cos(np.pi / 6) * xl + np.sin(np.pi / 6) * np.array([0.0, 0.0, 1.0])
-    frame0 = np.stack([xp, np.cross(u0, xp), u0], 2)    # columns x', u0 x x', u0
+    frame0 = np.stack([xp, np.cross(u0, xp), u0], 2)  # columns x', u0 x x', u0
     return A, C, u0, yl, xp, frame0
 
 
@@ -134,8 +134,7 @@ def _d2(t):
 
 
 def _vee(S):
-    return 0.5 * jnp.stack([S[..., 2, 1] - S[..., 1, 2], S[..., 0, 2] - S[..., 2, 0],
-                            S[..., 1, 0] - S[..., 0, 1]], -1)
+    return 0.5 * jnp.stack([S[..., 2, 1] - S[..., 1, 2], S[..., 0, 2] - S[..., 2, 0], S[..., 1, 0] - S[..., 0, 1]], -1)
 
 
 def _mt(X):
@@ -149,10 +148,29 @@ def _state(t):
     R, P, RL, c1, c2, C, ell, n = q
     dR, dP, dRL, dc1, dc2, _, dell, _ = dq
     ddR, ddP, ddRL, ddc1, ddc2, _, _, _ = ddq
-    w, b = _vee(dR @ R.T), _vee(ddR @ R.T)            # (dR dR^T is symmetric)
+    w, b = _vee(dR @ R.T), _vee(ddR @ R.T)  # (dR dR^T is symmetric)
     wl, bl = _vee(dRL @ _mt(RL)), _vee(ddRL @ _mt(RL))
-    return dict(R=R, P=P, RL=RL, c1=c1, c2=c2, C=C, ell=ell, n=n, dell=dell,
-                w=w, b=b, wl=wl, bl=bl, vP=dP, aP=ddP, v1=dc1, a1=ddc1, v2=dc2, a2=ddc2)
+    return dict(
+        R=R,
+        P=P,
+        RL=RL,
+        c1=c1,
+        c2=c2,
+        C=C,
+        ell=ell,
+        n=n,
+        dell=dell,
+        w=w,
+        b=b,
+        wl=wl,
+        bl=bl,
+        vP=dP,
+        aP=ddP,
+        v1=dc1,
+        a1=ddc1,
+        v2=dc2,
+        a2=ddc2,
+    )
 
 
 def _ke(t):
@@ -185,15 +203,18 @@ def _solve(st, F_ext, M_ext):
         Ap, Cp, n = A_J[p], st["C"][p], st["n"][p]
         J1 = RL[p] @ J1_HOME[p] @ RL[p].T
         J2 = RL[p] @ J2_HOME[p] @ RL[p].T
-        h = (M1 * np.cross(st["c1"][p] - Ap, st["a1"][p] - G)
-             + M2 * np.cross(st["c2"][p] - Ap, st["a2"][p] - G)
-             + (J1 + J2) @ bl[p] + np.cross(wl[p], (J1 + J2) @ wl[p]))
-        A[3 * p:3 * p + 3, 3 * p:3 * p + 3] = _skew(Cp - Ap)
-        A[3 * p:3 * p + 3, 18 + p] = n
-        rhs[3 * p:3 * p + 3] = h
+        h = (
+            M1 * np.cross(st["c1"][p] - Ap, st["a1"][p] - G)
+            + M2 * np.cross(st["c2"][p] - Ap, st["a2"][p] - G)
+            + (J1 + J2) @ bl[p]
+            + np.cross(wl[p], (J1 + J2) @ wl[p])
+        )
+        A[3 * p : 3 * p + 3, 3 * p : 3 * p + 3] = _skew(Cp - Ap)
+        A[3 * p : 3 * p + 3, 18 + p] = n
+        rhs[3 * p : 3 * p + 3] = h
         # platform: -sum f_C = m (a_P - g) - F_ext ; -sum[(C-P) x f_C + mu n] = J b + w x J w - M_ext
-        A[18:21, 3 * p:3 * p + 3] = -np.eye(3)
-        A[21:24, 3 * p:3 * p + 3] = -_skew(Cp - st["P"])
+        A[18:21, 3 * p : 3 * p + 3] = -np.eye(3)
+        A[21:24, 3 * p : 3 * p + 3] = -_skew(Cp - st["P"])
         A[21:24, 18 + p] = -n
     Jp = R @ J_PLAT @ R.T
     rhs[18:21] = MP * (st["aP"] - G) - F_ext
@@ -219,14 +240,12 @@ def actuator_forces(times, F_ext=(0, 0, 10.0), M_ext=(10.0, 0, 0)):
 
 def leg_lengths(times):
     """Leg lengths |C_p - A_p| (m), shape (N, 6); the actuator extension is this - 0.05."""
-    return np.array([np.asarray(_config(jnp.float64(t))[6])
-                     for t in np.atleast_1d(np.asarray(times, float))])
+    return np.array([np.asarray(_config(jnp.float64(t))[6]) for t in np.atleast_1d(np.asarray(times, float))])
 
 
 def kinetic_energy(times):
     """Total kinetic energy of the 12 leg parts and the platform, shape (N,)."""
-    return np.array([float(_ke_jit(jnp.float64(t)))
-                     for t in np.atleast_1d(np.asarray(times, float))])
+    return np.array([float(_ke_jit(jnp.float64(t))) for t in np.atleast_1d(np.asarray(times, float))])
 
 
 if __name__ == "__main__":

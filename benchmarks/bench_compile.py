@@ -39,9 +39,7 @@ def _setup(case):
     import numpy as np
 
     import diffmech as dm
-    from diffmech import fourbar
-    from diffmech import linkage as L
-    from diffmech import parallel as par
+    from diffmech import fourbar, linkage as L, parallel as par
     from diffmech.fourbar import _kinematics as fbk
     from diffmech.linkage import _simulate as lks
     from diffmech.parallel import _kinematics as pk

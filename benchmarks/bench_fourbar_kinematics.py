@@ -23,8 +23,10 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import diffmech as dm  # noqa: E402
-from diffmech import _closure  # noqa: E402
-from diffmech import fourbar as fbk
+from diffmech import (
+    _closure,  # noqa: E402
+    fourbar as fbk,
+)
 from diffmech._xla import COMPILER_OPTIONS  # noqa: E402
 
 # every diffmech program here is compiled as the library compiles its eager programs

@@ -38,8 +38,11 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 from test_identify import NOMINAL, SIX_INPUTS, TRUE, _measurement, _six_case  # noqa: E402
 
 from benchmarks._timing import timed  # noqa: E402
-from diffmech import _identify, identify  # noqa: E402
-from diffmech import linkage as lks  # noqa: E402
+from diffmech import (  # noqa: E402
+    _identify,
+    identify,
+    linkage as lks,  # noqa: E402
+)
 
 
 def _time(run, repeats):

@@ -24,8 +24,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import diffmech as dm  # noqa: E402
-from diffmech import _closure, _linalg  # noqa: E402
-from diffmech import linkage as L
+from diffmech import _closure, _linalg, linkage as L  # noqa: E402
 from diffmech.linkage import _model  # noqa: E402
 
 # seed 003, Sec. 4 (MATLAB, Core i5-7300, 180 steps; the 5-SS's step count is not given)

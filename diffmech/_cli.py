@@ -18,8 +18,7 @@ def _demo(args) -> int:
     import numpy as np
 
     import diffmech as dm
-    from diffmech import fourbar as fbk
-    from diffmech import plot
+    from diffmech import fourbar as fbk, plot
 
     os.makedirs(args.out, exist_ok=True)
     fb = dm.FourBar.seed_crank_rocker()
@@ -81,8 +80,7 @@ def _demo_dynamics(args, crank_rocker):
     import numpy as np
 
     import diffmech as dm
-    from diffmech import fourbar as fbk
-    from diffmech import plot
+    from diffmech import fourbar as fbk, plot
 
     print(
         "  Sections 7.2-7.3 dynamics: released from rest, gravity "

@@ -38,9 +38,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PyTree
 
 from . import _linalg, _result
-from ._result import RESULTS, AbstractResult, finish
-from ._result import as_results as _as_results
-from ._result import code as _code
+from ._result import RESULTS, AbstractResult, as_results as _as_results, code as _code, finish
 from ._validate import is_traced
 
 Residual = Callable[[Float[Array, " n"], Any, PyTree], Float[Array, " n"]]

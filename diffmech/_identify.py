@@ -10,13 +10,11 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from . import _fit
-from .fourbar import _dynamics as fbd
-from .fourbar import _kinematics as fbk
+from .fourbar import _dynamics as fbd, _kinematics as fbk
 from .fourbar._model import FourBar
 from .linkage import _simulate as lks
 from .linkage._model import Linkage
-from .parallel import _dynamics as pd
-from .parallel import _kinematics as pk
+from .parallel import _dynamics as pd, _kinematics as pk
 
 __all__ = [
     "BASE_NAMES",

@@ -227,6 +227,21 @@ def finish(result, throw: bool, owner: str):
     return result
 
 
+def save_status(solver_result, ys, closed):
+    """Per save: converged until the first save the integrator did not reach or
+    whose loop the closure core did not close; the status names the cause."""
+    reached = jnp.all(jnp.isfinite(ys), axis=-1)  # Diffrax fills the saves it did not reach with inf
+    good = reached & closed
+    ok = jnp.cumsum(~good) == 0
+    first = jnp.argmin(ok)
+    solver = RESULTS.promote(solver_result)
+    solver = RESULTS.where(solver == RESULTS.successful, RESULTS.nonfinite, solver)  # a blow-up to NaN
+    cause = RESULTS.where(reached[first], RESULTS.motion_limit, solver)
+    idx = jnp.arange(ok.shape[0])
+    failed = jnp.where(idx == first, code(cause), code(RESULTS.not_reached))
+    return ok, as_results(jnp.where(ok, code(RESULTS.successful), failed))
+
+
 def first_failure(converged: Bool[Array, "*batch N"], status: RESULTS) -> RESULTS:
     """The status at the first unconverged input along the last axis (`successful`
     where every input converged); leading batch axes are kept."""

@@ -22,55 +22,21 @@ exact regressor of the Newton–Euler wrench solve).
 
 from ._identify import (
     BASE_NAMES as BASE_NAMES,
-)
-from ._identify import (
     PAYLOAD_NAMES as PAYLOAD_NAMES,
-)
-from ._identify import (
     DynamicFit as DynamicFit,
-)
-from ._identify import (
     LinkageFit as LinkageFit,
-)
-from ._identify import (
     PayloadFit as PayloadFit,
-)
-from ._identify import (
     TracerFit as TracerFit,
-)
-from ._identify import (
     fourbar_base_parameters as fourbar_base_parameters,
-)
-from ._identify import (
     fourbar_dynamics as fourbar_dynamics,
-)
-from ._identify import (
     fourbar_from_base as fourbar_from_base,
-)
-from ._identify import (
     fourbar_regressor as fourbar_regressor,
-)
-from ._identify import (
     fourbar_tracer as fourbar_tracer,
-)
-from ._identify import (
     linkage_from_params as linkage_from_params,
-)
-from ._identify import (
     linkage_params as linkage_params,
-)
-from ._identify import (
     linkage_tracer as linkage_tracer,
-)
-from ._identify import (
     payload as payload,
-)
-from ._identify import (
     payload_parameters as payload_parameters,
-)
-from ._identify import (
     payload_regressor as payload_regressor,
-)
-from ._identify import (
     with_payload as with_payload,
 )

@@ -9,25 +9,11 @@ processes (`jax.distributed`). Details: the module `diffmech._shard`.
 
 from ._shard import (
     AXIS as AXIS,
-)
-from ._shard import (
     batch_size as batch_size,
-)
-from ._shard import (
     devices as devices,
-)
-from ._shard import (
     initialize as initialize,
-)
-from ._shard import (
     mesh as mesh,
-)
-from ._shard import (
     pad as pad,
-)
-from ._shard import (
     run as run,
-)
-from ._shard import (
     strip as strip,
 )

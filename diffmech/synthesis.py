@@ -5,22 +5,10 @@ branches; and path generation of linkages, by gradient descent from many starts.
 
 from ._synthesis import (
     InfeasibleError as InfeasibleError,
-)
-from ._synthesis import (
     PlacedFourBar as PlacedFourBar,
-)
-from ._synthesis import (
     Synthesis as Synthesis,
-)
-from ._synthesis import (
     function_generation as function_generation,
-)
-from ._synthesis import (
     motion_generation as motion_generation,
-)
-from ._synthesis import (
     path_generation as path_generation,
-)
-from ._synthesis import (
     save_design as save_design,
 )

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 import diffmech as dm
-from diffmech import fit as F
-from diffmech import fourbar as fbk
+from diffmech import fit as F, fourbar as fbk
 
 
 class Decay(eqx.Module):

@@ -5,8 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from helpers import central_diff, rel_err
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import diffmech as dm
 from diffmech import fourbar as fbk

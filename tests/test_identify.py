@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 import diffmech as dm
-from diffmech import _identify, identify
-from diffmech import fourbar as fbk
+from diffmech import _identify, fourbar as fbk, identify
 
 # one xdist group with tests/test_fit.py and notebook 06 (shared programs; see conftest)
 pytestmark = pytest.mark.xdist_group("fit")

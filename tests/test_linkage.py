@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from helpers import central_diff
-from reference import linkage_reference as ref
+from reference import linkage_absolute as absolute, linkage_reference as ref
 
 import diffmech as dm
 from diffmech import linkage as L
@@ -455,3 +455,108 @@ def test_undetermined_configuration_is_an_error_with_its_rank():
     lk = L.Linkage.from_dict(spec)
     with pytest.raises(L.LinkageError, match="closure Jacobian rank 1 of 2"):
         L.simulate(lk)
+
+
+# ------------------------------------------------------------------ dynamics (issue 23)
+#
+# The bundled four-bar carries Bai et al.'s masses and inertias with the centres of mass
+# at the links' midpoints: exactly `dm.FourBar.seed_crank_rocker()`, whose reduced
+# Hamiltonian model (`fourbar.simulate`, tested against an absolute-coordinate model)
+# is the independent reference here.
+
+FB_SEED = dm.FourBar.seed_crank_rocker()
+T5 = jnp.linspace(0.0, 5.0, 51)
+
+
+def test_generic_generalised_inertia_equals_the_fourbar_closed_form():
+    lk = dm.examples.fourbar()
+    for th in (0.3, 1.7, 4.0):
+        M, dM = L.generalised_inertia(lk, L.solve(lk, th).value, th)
+        sig = dm.fourbar.sigma(FB_SEED, dm.fourbar.assemble(FB_SEED, th))
+        assert float(M) == pytest.approx(float(sig), rel=1e-13)
+        h = 1e-5
+        fd = (
+            float(dm.fourbar.sigma(FB_SEED, dm.fourbar.assemble(FB_SEED, th + h)))
+            - float(dm.fourbar.sigma(FB_SEED, dm.fourbar.assemble(FB_SEED, th - h)))
+        ) / (2 * h)
+        assert float(dM) == pytest.approx(fd, rel=1e-8)
+
+
+@pytest.mark.parametrize("driven", [False, True])
+def test_generic_dynamics_equals_the_fourbar_model_over_five_seconds(driven):
+    lk = dm.examples.fourbar()
+
+    def torque(t, u, w):
+        return 0.05 * jnp.sin(3.0 * t) + 0.02
+
+    drive = L.Drive(torque=torque, damping=0.002) if driven else None
+    fdrive = dm.fourbar.Drive(torque=torque, damping=jnp.array([0.002, 0.0, 0.0, 0.0])) if driven else None
+    sim = L.simulate_dynamics(lk, 0.0, 5.0, saveat=T5, drive=drive, rtol=1e-12, atol=1e-14)
+    q0 = dm.fourbar.assemble(FB_SEED, 0.0)
+    ref_ = dm.fourbar.simulate(FB_SEED, q0, 0.0, 5.0, saveat=T5, drive=fdrive, rtol=1e-12, atol=1e-14)
+    assert bool(jnp.all(sim.converged)) and sim.result == RESULTS.successful
+    assert float(jnp.max(jnp.abs(sim.u - ref_.theta_A))) <= 1e-9
+    # every saved configuration closed to round-off; the joints where the four-bar puts them
+    assert float(jnp.max(sim.residual)) <= 1e-14
+    P = dm.fourbar.joint_positions(FB_SEED, ref_.q)
+    assert float(jnp.max(jnp.abs(sim["C"] - P["C"]))) <= 1e-9
+    # the work balance E(t) − E(0) = work − dissipated
+    assert float(sim.energy_error) <= 1e-9
+    if driven:
+        assert float(sim.dissipated[-1]) > 0 and float(jnp.max(jnp.abs(sim.work))) > 1e-3
+
+
+def test_dynamics_gradients_match_central_differences():
+    lk = dm.examples.fourbar()
+    ts = jnp.array([0.0, 0.5])
+
+    def loss(masses, inertias):
+        m = eqx.tree_at(lambda k: (k.masses, k.inertias), lk, (masses, inertias))
+        return L.simulate_dynamics(m, 0.0, 0.5, saveat=ts, rtol=1e-11, atol=1e-13).u[-1]
+
+    gm, gi = jax.jit(jax.grad(loss, argnums=(0, 1)))(lk.masses, lk.inertias)
+    for i in range(3):
+        e = jnp.zeros(4).at[i].set(1e-6)
+        fd_m = (float(loss(lk.masses + e, lk.inertias)) - float(loss(lk.masses - e, lk.inertias))) / 2e-6
+        e = jnp.zeros(4).at[i].set(1e-8)
+        fd_i = (float(loss(lk.masses, lk.inertias + e)) - float(loss(lk.masses, lk.inertias - e))) / 2e-8
+        assert float(gm[i]) == pytest.approx(fd_m, rel=1e-6)
+        assert float(gi[i]) == pytest.approx(fd_i, rel=1e-6)
+    assert float(gm[3]) == 0.0  # the ground's mass moves nothing
+
+
+def test_dynamics_needs_mass_properties_and_old_files_still_load():
+    lk = dm.examples.ss5()  # spatial, no mass properties in its file
+    assert float(jnp.sum(lk.masses)) == 0.0
+    with pytest.raises(ValueError, match="planar only"):
+        L.simulate_dynamics(lk, 0.0, 1.0)
+    spec = dm.examples.fourbar().to_dict()
+    spec["links"]["crank"] = {"joints": ["A", "B"], "mass": 1.0}
+    with pytest.raises(L.LinkageError, match=r"links.crank.com: a link with mass needs its centre of mass"):
+        L.Linkage.from_dict(spec)
+    spec["links"]["crank"] = ["A", "B"]  # the old form, no mass: loads
+    assert float(L.Linkage.from_dict(spec).masses[0]) == 0.0
+
+
+@pytest.mark.parametrize("name", ["stephenson2", "theo_jansen"])
+def test_dynamics_agree_with_an_absolute_coordinate_multiplier_model(name):
+    """The Stephenson-II and the Theo Jansen leg with their bundled mass properties
+    (rods of 1 kg/m, slider blocks), released under gravity and driven by a damped
+    motor, against an independent model (`tests/reference/linkage_absolute.py`:
+    every link's pose as unknowns, joint constraints, Lagrange multipliers, DOP853
+    with projection; written without diffmech's code): u(t) to 1e-8 over 5 s."""
+    lk = getattr(dm.examples, name)()
+    model = absolute.load(absolute._data_path(name))
+
+    def torque(t, u, w):
+        return 50.0 - 5.0 * w
+
+    for drive, tq in ((None, None), (L.Drive(torque=torque), torque)):
+        sim = L.simulate_dynamics(lk, 0.0, 5.0, saveat=T5, drive=drive, rtol=1e-12, atol=1e-14)
+        ref_ = absolute.forward(model, np.asarray(T5), torque=tq)
+        assert bool(jnp.all(sim.converged))
+        assert np.max(np.abs(np.asarray(sim.u) - ref_["u"])) <= 1e-8
+        assert np.max(np.abs(np.asarray(sim.udot) - ref_["udot"])) <= 1e-7
+        assert float(sim.energy_error) <= 1e-9 and float(jnp.max(sim.residual)) <= 1e-13
+        if tq is not None:  # the work of the motor, integrated by both
+            np.testing.assert_allclose(np.asarray(sim.work), ref_["work"], rtol=1e-9, atol=1e-9)

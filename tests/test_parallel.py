@@ -11,8 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from diffmech import parallel as par
-from diffmech import screw
+from diffmech import parallel as par, screw
 from diffmech.parallel import _dynamics
 
 # the sizes used here are also those of the notebooks under DIFFMECH_SMALL (shared compiled programs)

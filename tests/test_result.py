@@ -16,8 +16,7 @@ import numpy as np
 import pytest
 
 import diffmech as dm
-from diffmech import closure, fourbar, linkage
-from diffmech import parallel as par
+from diffmech import closure, fourbar, linkage, parallel as par
 from diffmech._result import AbstractResult
 
 # the circle x² + y² = r² cut by the line y = a x + u: no intersection beyond

@@ -10,9 +10,7 @@ import pytest
 from reference import burmester as bm
 
 import diffmech as dm
-from diffmech import _synthesis as S_
-from diffmech import fourbar as fbk
-from diffmech import synthesis as S
+from diffmech import _synthesis as S_, fourbar as fbk, synthesis as S
 
 # a crank-rocker placed off the origin, its coupler point off the coupler line
 TRUE = S.PlacedFourBar(

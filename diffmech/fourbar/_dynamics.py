@@ -29,8 +29,7 @@ from jaxtyping import Array, Bool, Float
 
 from .. import _closure
 from .._geometry import attitude, perp
-from .._result import RESULTS, AbstractResult, as_results, finish
-from .._result import code as _code
+from .._result import RESULTS, AbstractResult, finish, save_status
 from .._validate import is_traced
 from . import _kinematics as _k
 from ._model import FourBar
@@ -249,21 +248,6 @@ class Simulation(AbstractResult):
         return jnp.all(self.converged, axis=-1)
 
 
-def _save_status(solver_result, ys, closed):
-    """Per save: converged until the first save the integrator did not reach or
-    whose loop the closure core did not close; the status names the cause."""
-    reached = jnp.all(jnp.isfinite(ys), axis=-1)  # Diffrax fills the saves it did not reach with inf
-    good = reached & closed
-    ok = jnp.cumsum(~good) == 0
-    first = jnp.argmin(ok)
-    solver = RESULTS.promote(solver_result)
-    solver = RESULTS.where(solver == RESULTS.successful, RESULTS.nonfinite, solver)  # a blow-up to NaN
-    cause = RESULTS.where(reached[first], RESULTS.motion_limit, solver)
-    idx = jnp.arange(ok.shape[0])
-    failed = jnp.where(idx == first, _code(cause), _code(RESULTS.not_reached))
-    return ok, as_results(jnp.where(ok, _code(RESULTS.successful), failed))
-
-
 _SOLVERS = {"tsit5": diffrax.Tsit5, "dopri5": diffrax.Dopri5, "dopri8": diffrax.Dopri8}
 
 
@@ -418,7 +402,7 @@ def _simulate(fb, q0, Pi0, t0, t1, ts, rtol, atol, drive, adjoint, mode, solver,
     s = jax.vmap(lambda qq: sigma(fb, qq, linearised))(q)
     H = energy(fb, Pi, q)
     T = Pi**2 / (2 * s)
-    converged, status = _save_status(sol.result, ys, ok)
+    converged, status = save_status(sol.result, ys, ok)
     return Simulation(
         ts=ts,
         Pi=Pi,

@@ -16,8 +16,7 @@ from jaxtyping import Array, Bool, Float
 
 from .. import _closure, _linalg
 from .._geometry import attitude, cross, perp
-from .._result import RESULTS, AbstractResult, BranchSwitchError, MotionLimitError, finish
-from .._result import code as _result_code
+from .._result import RESULTS, AbstractResult, BranchSwitchError, MotionLimitError, code as _result_code, finish
 from .._validate import is_traced
 from .._xla import COMPILER_OPTIONS
 from ._model import FourBar

@@ -271,6 +271,10 @@ class Linkage(eqx.Module):
     steps: int = eqx.field(static=True, default=180)
     step: float | None = eqx.field(static=True, default=None)
     description: str = eqx.field(static=True, default="")
+    masses: Float[Array, " L"] | None = None
+    coms: Float[Array, "L 3"] | None = None
+    inertias: Float[Array, " L"] | None = None
+    gravity: Float[Array, "3"] | None = None
 
     # ------------------------------------------------------------------ building
 
@@ -363,11 +367,26 @@ class Linkage(eqx.Module):
             "geometry": self.geometry,
             "description": self.description,
             "joints": joints,
-            "links": {ln: [self.names[j] for j in lk] for ln, lk in zip(self.link_names, self.links)},
+            "links": self._links_dict(),
             "ground": self.link_names[self.ground],
             "input": inp,
             "simulation": sim,
+            **({} if self.gravity is None else {"gravity": [float(v) for v in np.asarray(self.gravity)[: self.dim]]}),
         }
+
+    def _links_dict(self) -> dict:
+        out = {}
+        for li, (ln, members) in enumerate(zip(self.link_names, self.links)):
+            joints = [self.names[j] for j in members]
+            m = 0.0 if self.masses is None else float(self.masses[li])
+            inertia = 0.0 if self.inertias is None else float(self.inertias[li])
+            if m == 0.0 and inertia == 0.0:
+                out[ln] = joints
+            else:
+                out[ln] = {"joints": joints, "mass": m, "inertia": inertia}
+                if self.coms is not None:
+                    out[ln]["com"] = [float(v) for v in np.asarray(self.coms)[li, : self.dim]]
+        return out
 
     def save(self, path) -> None:
         """Write the description as JSON (`.json`) or TOML (`.toml`)."""

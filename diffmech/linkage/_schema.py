@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 
 GEOMETRIES = ("planar", "spherical", "spatial")
-KEYS = ("name", "geometry", "description", "joints", "links", "ground", "input", "simulation")
+KEYS = ("name", "geometry", "description", "joints", "links", "ground", "input", "simulation", "gravity")
+LINK_KEYS = ("joints", "mass", "com", "inertia")
 INPUTS = ("revolute", "prismatic", "actuator")
 JOINT_TYPES = {"planar": ("R", "P", "tracer"), "spherical": ("R", "P", "tracer"), "spatial": ("S", "tracer")}
 
@@ -84,8 +85,17 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         types.append(kind)
         rows.append(c)
     index = {n: i for i, n in enumerate(names)}
-    link_names, link_tuples = [], []
+    link_names, link_tuples, inertial = [], [], []
     for lname, members in links.items():
+        mass_props = None
+        if isinstance(members, dict):  # {joints, mass, com, inertia}
+            mass_props = members
+            extra = sorted(set(members) - set(LINK_KEYS))
+            if extra:
+                raise LinkageError(f"links.{lname}: unknown key {extra[0]!r} (allowed: {LINK_KEYS})")
+            if "joints" not in members:
+                raise LinkageError(f"links.{lname}: a link given as a mapping needs 'joints'")
+            members = members["joints"]
         if not isinstance(members, (list, tuple)):
             raise LinkageError(f"links.{lname}: a list of joint names; got {members!r}")
         unknown = [m for m in members if m not in index]
@@ -100,6 +110,7 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
             )
         link_names.append(str(lname))
         link_tuples.append(idx)
+        inertial.append(_mass_properties(lname, mass_props, geometry, index, rows, idx))
     ground = spec["ground"]
     if ground not in link_names:
         raise LinkageError(f"ground: unknown link {ground!r}; links are {link_names}")
@@ -135,7 +146,60 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         steps=steps,
         step=None if step is None else float(step),
         description=str(spec.get("description", "")),
+        masses=jnp.asarray([m for m, _, _ in inertial], dtype=float),
+        coms=jnp.asarray(np.stack([c for _, c, _ in inertial]), dtype=float),
+        inertias=jnp.asarray([i for _, _, i in inertial], dtype=float),
+        gravity=jnp.asarray(_gravity(spec.get("gravity"), geometry), dtype=float),
     )
+
+
+def _number(path, v, *, positive_or_zero=True) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        raise LinkageError(f"{path}: a finite number; got {v!r}")
+    if positive_or_zero and v < 0:
+        raise LinkageError(f"{path}: must be ≥ 0; got {v!r}")
+    return float(v)
+
+
+def _mass_properties(lname, props, geometry, index, rows, idx):
+    """(mass, centre of mass (3,), inertia about it) of a link: zeros where not given.
+    The centre of mass is a point of the link at the initial configuration, in the
+    description's coordinates (`[x, y]` in the plane), or the name of one of its joints."""
+    if props is None or not any(k in props for k in ("mass", "com", "inertia")):
+        return 0.0, np.zeros(3), 0.0
+    if geometry != "planar":
+        raise LinkageError(f"links.{lname}: mass properties are supported for planar linkages only (so far)")
+    mass = _number(f"links.{lname}.mass", props.get("mass", 0.0))
+    inertia = _number(f"links.{lname}.inertia", props.get("inertia", 0.0))
+    com = props.get("com")
+    if com is None:
+        if mass > 0:
+            raise LinkageError(f"links.{lname}.com: a link with mass needs its centre of mass ([x, y] or a joint name)")
+        return mass, np.zeros(3), inertia
+    if isinstance(com, str):
+        if com not in index or index[com] not in idx:
+            raise LinkageError(f"links.{lname}.com: {com!r} is not a joint of this link")
+        return mass, np.asarray(rows[index[com]], dtype=float), inertia
+    try:
+        c = np.asarray(com, dtype=float)
+    except (TypeError, ValueError):
+        raise LinkageError(f"links.{lname}.com: need [x, y] or a joint name; got {com!r}") from None
+    if c.shape != (2,) or not np.all(np.isfinite(c)):
+        raise LinkageError(f"links.{lname}.com: need two finite numbers [x, y]; got {com!r}")
+    return mass, np.concatenate([c, [0.0]]), inertia
+
+
+def _gravity(g, geometry):
+    if g is None:
+        return np.array([0.0, -9.81, 0.0]) if geometry == "planar" else np.array([0.0, 0.0, -9.81])
+    want = 2 if geometry == "planar" else 3
+    try:
+        a = np.asarray(g, dtype=float)
+    except (TypeError, ValueError):
+        raise LinkageError(f"gravity: {want} numbers; got {g!r}") from None
+    if a.shape != (want,) or not np.all(np.isfinite(a)):
+        raise LinkageError(f"gravity: {want} finite numbers; got {g!r}")
+    return np.concatenate([a, np.zeros(3 - want)])
 
 
 def read(path: Path) -> dict:

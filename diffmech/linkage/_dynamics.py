@@ -1,0 +1,379 @@
+"""Dynamics of a one-input planar linkage on the closure core (issue 23).
+
+The linkage has one degree of freedom, its input `u`. Every joint's position is an
+exact function of `u` (the closure, solved by Newton), and so are the pose of every
+link and its derivatives (the implicit function theorem). With `c_k(u)` the centre of
+mass and `φ_k(u)` the angle of link `k`, the kinetic energy is `½ M(u) u̇²` with the
+generalised inertia
+
+    M(u) = Σ_k m_k |c_k′(u)|² + I_k φ_k′(u)²,
+
+the potential `V(u) = −Σ_k m_k g · c_k(u)`, and Lagrange's equation for the one
+coordinate is the reduced equation
+
+    M(u) ü + ½ M′(u) u̇² + V′(u) = Q(t, u, u̇),
+
+`Q` the generalised force of the drive (a torque on a revolute input, a force on a
+prismatic one or an actuator). `c′`, `φ′` come from one `jax.jvp` of the link poses
+along the closure's tangent `(x′(u), 1)` (`closure.rates`), `M′` from a `jvp` of `M`
+along the same tangent. No multiplier, no constraint drift: the loop is closed by
+Newton wherever a configuration is needed.
+"""
+
+from collections.abc import Callable
+from typing import ClassVar
+
+import diffrax
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, Bool, Float
+
+from .. import _closure
+from .._geometry import cross, dot, perp
+from .._result import RESULTS, AbstractResult, finish, save_status
+from .._validate import is_traced
+from ._model import Linkage, _assemble, _carry_tracers, _prepare, _residual
+from ._simulate import _widths
+
+
+def rod_mass_properties(
+    lk: Linkage, density: float = 1.0, block_mass: float = 0.05, block_inertia: float = 1e-5
+) -> Linkage:
+    """`lk` with the mass properties of uniform slender rods of `density` (kg/m)
+    along the edges of every moving link's polygon of points (its revolute joints, in
+    the order listed; one rod for a binary link, a closed polygon of rods for a link of
+    three or more points), at the initial configuration. A link with a single point
+    (a slider block on a line) is a block of `block_mass` (kg) and `block_inertia`
+    (kg m²) centred on that point. The ground carries none. Planar linkages only."""
+    if lk.geometry != "planar":
+        raise ValueError(f"rod_mass_properties: planar linkages only; {lk.name!r} is {lk.geometry}")
+    C = np.asarray(lk.coords)
+    masses, coms, inertias = [], [], []
+    for li, members in enumerate(lk.links):
+        pts = [C[j, :2] for j in members if lk.types[j] == "R"]
+        if li == lk.ground or not pts:
+            masses.append(0.0)
+            coms.append(np.zeros(3))
+            inertias.append(0.0)
+            continue
+        if len(pts) == 1:
+            masses.append(block_mass)
+            coms.append(np.r_[pts[0], 0.0])
+            inertias.append(block_inertia)
+            continue
+        edges = list(zip(pts, pts[1:])) + ([(pts[-1], pts[0])] if len(pts) > 2 else [])
+        m_e = [density * np.linalg.norm(b - a) for a, b in edges]
+        c_e = [(a + b) / 2 for a, b in edges]
+        m = float(sum(m_e))
+        c = sum(mi * ci for mi, ci in zip(m_e, c_e)) / m
+        inertia = sum(
+            mi * (np.linalg.norm(b - a) ** 2 / 12 + np.sum((ci - c) ** 2)) for mi, ci, (a, b) in zip(m_e, c_e, edges)
+        )
+        masses.append(m)
+        coms.append(np.r_[c, 0.0])
+        inertias.append(float(inertia))
+    return eqx.tree_at(
+        lambda k: (k.masses, k.coms, k.inertias),
+        lk,
+        (jnp.asarray(masses), jnp.asarray(np.stack(coms)), jnp.asarray(inertias)),
+        is_leaf=lambda x: x is None,
+    )
+
+
+# --------------------------------------------------------------------------- link poses
+
+
+def _bodies(lk: Linkage) -> tuple[np.ndarray, tuple]:
+    """The moving links (indices, static) and their frames."""
+    if lk.masses is None or lk.inertias is None or lk.coms is None or lk.gravity is None:
+        raise ValueError(f"linkage {lk.name!r}: no mass properties (give links mass, com, inertia in the description)")
+    if lk.geometry != "planar":
+        raise ValueError(f"linkage {lk.name!r}: dynamics are planar only (so far); this one is {lk.geometry}")
+    rows = []
+    for k, frame in enumerate(lk.plan.frames):
+        if k == lk.ground:
+            continue
+        if frame is None:
+            if not is_traced(lk.masses, lk.inertias) and (float(lk.masses[k]) or float(lk.inertias[k])):
+                raise ValueError(
+                    f"links.{lk.link_names[k]}: a link with mass needs a frame (two points, or a point and a line)"
+                )
+            continue
+        rows.append(k)
+    return np.asarray(rows, dtype=int), tuple(lk.plan.frames[k] for k in rows)
+
+
+def _frame_vectors(X, frames):
+    """Per body: its frame's origin and direction at coordinates `X` (`pp`: point a,
+    b − a; `pl`: the point, the line's normal)."""
+    o, e = [], []
+    for kind, a, b in frames:
+        if kind == "pp":
+            o.append(X[a, :2])
+            e.append(X[b, :2] - X[a, :2])
+        else:  # "pl": a point and a line (a x + b y + c = 0, normal (a, b))
+            o.append(X[a, :2])
+            e.append(X[b, :2])
+    return jnp.stack(o), jnp.stack(e)
+
+
+class _Inertial(eqx.Module):
+    """The bodies' constants: masses, inertias, and the centres of mass in their
+    frames (`c = o + α e + β S e`), read from the initial configuration."""
+
+    idx: tuple[int, ...] = eqx.field(static=True)
+    frames: tuple = eqx.field(static=True)
+    mass: Array
+    inertia: Array
+    alpha: Array
+    beta: Array
+    gravity: Array
+
+
+def _inertial(lk: Linkage) -> _Inertial:
+    rows, frames = _bodies(lk)
+    assert lk.masses is not None and lk.inertias is not None and lk.coms is not None  # checked by _bodies
+    idx = np.asarray(rows, dtype=int)
+    o, e = _frame_vectors(lk.initial(), frames)
+    d = lk.coms[idx, :2] - o
+    r2 = dot(e, e)
+    assert lk.gravity is not None
+    return _Inertial(
+        idx=tuple(int(i) for i in rows),
+        frames=frames,
+        mass=lk.masses[idx],
+        inertia=lk.inertias[idx],
+        alpha=dot(d, e) / r2,
+        beta=dot(d, perp(e)) / r2,
+        gravity=lk.gravity[:2],
+    )
+
+
+def _poses(X, body: _Inertial):
+    """Centres of mass `(K, 2)` and frame directions `(K, 2)` at coordinates `X`."""
+    o, e = _frame_vectors(X, body.frames)
+    return o + body.alpha[:, None] * e + body.beta[:, None] * perp(e), e
+
+
+# --------------------------------------------------------------------------- the reduced equation
+
+
+class Drive(eqx.Module):
+    """What acts on the input besides gravity: `torque(t, u, udot)` (N m on a
+    revolute input, N on a prismatic input or an actuator), or None; `damping`, a
+    viscous coefficient `c` on the input (a generalised force `−c u̇`)."""
+
+    torque: Callable | None = eqx.field(static=True, default=None)
+    damping: Float[Array, ""] | float = 0.0
+
+    def force(self, t, u, udot):
+        q = -self.damping * udot
+        return q if self.torque is None else q + self.torque(t, u, udot)
+
+
+def _tangent(x, u, prep):
+    """`x′(u)`: the closure's tangent (implicit function theorem)."""
+    return _closure._velocity(_residual, x, u, prep, jnp.ones_like(u))
+
+
+def _terms(x, u, prep, body: _Inertial):
+    """`M(u)`, `V(u)`, `V′(u)` and the tangent, for `x` on the closure at `u`."""
+    tan = _tangent(x, u, prep)
+
+    def pose(x_, u_):
+        return _poses(_assemble(x_, u_, prep), body)
+
+    (c, e), (dc, de) = jax.jvp(pose, (x, u), (tan, jnp.ones_like(u)))
+    dphi = cross(e, de) / dot(e, e)
+    M = jnp.sum(body.mass * dot(dc, dc)) + jnp.sum(body.inertia * dphi**2)
+    g = body.gravity[None, :]
+    V = -jnp.sum(body.mass * dot(c, g))
+    dV = -jnp.sum(body.mass * dot(dc, g))
+    return M, V, dV, tan
+
+
+def generalised_inertia(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, Array]:
+    """`M(u)` and `M′(u)` of the reduced equation at a converged state `x` (at input
+    `u`): the kinetic energy is `½ M u̇²`. Jittable, differentiable."""
+    prep, body = _prepare(lk), _inertial(lk)
+    u = jnp.asarray(u, lk.coords.dtype)
+    M, _, _, tan = _terms(x, u, prep, body)
+    _, dM = jax.jvp(lambda x_, u_: _terms(x_, u_, prep, body)[0], (x, u), (tan, jnp.ones_like(u)))
+    return M, dM
+
+
+def _acceleration(t, x, u, udot, prep, body, drive):
+    M, _, dV, tan = _terms(x, u, prep, body)
+    _, dM = jax.jvp(lambda x_, u_: _terms(x_, u_, prep, body)[0], (x, u), (tan, jnp.ones_like(u)))
+    Q = drive.force(t, u, udot)
+    return (Q - 0.5 * dM * udot**2 - dV) / M, tan, Q
+
+
+# fixed Newton steps in the right-hand side: the state carries the closure's solution
+# (integrated along its tangent), so two quadratic steps take it to round-off
+_NEWTON_STEPS = 2
+
+
+def _rhs(t, y, args):
+    prep, body, drive = args
+    u, udot, x = y[0], y[1], y[4:]
+    sol = _closure.root(
+        _residual, x, u, prep, min_steps=_NEWTON_STEPS, max_steps=_NEWTON_STEPS, robust=False, throw=False
+    )
+    a, tan, Q = _acceleration(t, sol.value, u, udot, prep, body, drive)
+    damping = drive.force(t, u, udot) - (0.0 if drive.torque is None else drive.torque(t, u, udot))
+    power_in = Q * udot - damping * udot  # the drive's torque (or force) times the input rate
+    return jnp.concatenate([jnp.stack([udot, a, power_in, -damping * udot]), tan * udot])
+
+
+class Simulation(AbstractResult):
+    """A linkage's motion under its drive and gravity, saved at `ts` (the contract of
+    every result: `diffmech._result.AbstractResult`, one sample per save; `masked()`
+    masks `coords`).
+
+    - `ts`; `u`, `udot`: the input and its rate;
+    - `coords` `(T, J, 3)`: every joint and tracer, closed by Newton to round-off at
+      every save (`residual`: the closure's max-norm there);
+    - `energy`: kinetic + potential `½ M(u) u̇² + V(u)`; `work`: the drive's work
+      `∫ τ u̇ dt`; `dissipated`: `∫ c u̇² dt`; `energy_error`: max over the saves of
+      `|E(t) − E(0) − work + dissipated|` relative to the largest kinetic energy (the
+      integration error of the balance; 0 for an exact solution);
+    - `converged`, `status` per save (`motion_limit` where the loop cannot close,
+      an integrator's cause from the first save it did not reach), `result`;
+      `solver_result` (Diffrax's), `num_steps`; `names`, `widths` (static) as
+      `Motion`'s.
+    """
+
+    ts: Float[Array, " T"]
+    u: Float[Array, " T"]
+    udot: Float[Array, " T"]
+    coords: Float[Array, "T J 3"]
+    energy: Float[Array, " T"]
+    work: Float[Array, " T"]
+    dissipated: Float[Array, " T"]
+    energy_error: Float[Array, ""]
+    residual: Float[Array, " T"]
+    converged: Bool[Array, " T"]
+    status: RESULTS
+    solver_result: diffrax.RESULTS
+    num_steps: Array
+    names: tuple[str, ...] = eqx.field(static=True)
+    widths: tuple[int, ...] = eqx.field(static=True)
+
+    _values: ClassVar[str] = "coords"
+    _inputs: ClassVar[str] = "ts"
+
+    def __getitem__(self, name: str) -> Array:
+        if name not in self.names:
+            raise KeyError(f"no joint {name!r}; joints are {list(self.names)}")
+        j = self.names.index(name)
+        return self.coords[..., j, : self.widths[j]]
+
+
+def simulate_dynamics(
+    lk: Linkage,
+    udot0=0.0,
+    t1: float = 1.0,
+    *,
+    saveat=None,
+    drive: Drive | None = None,
+    solver: diffrax.AbstractAdaptiveSolver | None = None,
+    rtol: float = 1e-10,
+    atol: float = 1e-12,
+    max_steps: int = 100_000,
+    adjoint: diffrax.AbstractAdjoint | None = None,
+    throw: bool = False,
+) -> Simulation:
+    """The motion of a planar one-input linkage from its initial configuration
+    (input 0) with input rate `udot0`, under gravity (`lk.gravity`) and `drive`,
+    from t = 0 to `t1` (saved at `saveat`, default 201 times): the reduced equation
+    `M(u) ü + ½ M′(u) u̇² + V′(u) = Q(t, u, u̇)` (see the module) integrated with
+    Diffrax (`solver`, default `Dopri8()`, with a PID controller at `rtol`, `atol`).
+
+    The state is `(u, u̇)`, plus the closure's solution `x` carried along its tangent
+    as a warm start: two Newton steps close the loop at every evaluation, so the
+    equation integrated is the exact reduced one. Every saved configuration is
+    closed to round-off. Works under `jax.jit`, `jax.vmap` (designs, initial rates)
+    and `jax.grad` (with respect to coordinates, masses, inertias, centres of mass,
+    gravity; `adjoint`, default recursive checkpointing). `throw`: raise at the
+    first save not reached or not closed (default False: read `converged`).
+
+    **Returns:** a `Simulation`.
+    """
+    drive = Drive() if drive is None else drive
+    solver = diffrax.Dopri8() if solver is None else solver
+    adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
+    if not is_traced(t1) and not float(t1) > 0:
+        raise ValueError(f"simulate_dynamics: need t1 > 0; got {t1}")
+    dt = lk.coords.dtype
+    ts = jnp.linspace(0.0, t1, 201, dtype=dt) if saveat is None else jnp.asarray(saveat, dtype=dt)
+    out = _simulate_dynamics(
+        lk,
+        jnp.asarray(udot0, dt),
+        jnp.asarray(t1, dt),
+        ts,
+        drive,
+        solver,
+        jnp.asarray(rtol, dt),
+        jnp.asarray(atol, dt),
+        max_steps,
+        adjoint,
+    )
+    return finish(out, throw, f"linkage {lk.name!r}: simulate_dynamics")
+
+
+@eqx.filter_jit
+def _simulate_dynamics(lk, udot0, t1, ts, drive, solver, rtol, atol, max_steps, adjoint):
+    prep, body = _prepare(lk), _inertial(lk)
+    x0 = lk.x0()
+    zero = jnp.zeros((), x0.dtype)
+    y0 = jnp.concatenate([jnp.stack([zero, udot0, zero, zero]), x0])
+    sol = diffrax.diffeqsolve(
+        diffrax.ODETerm(_rhs),
+        solver,
+        zero,
+        t1,
+        None,
+        y0,
+        args=(prep, body, drive),
+        saveat=diffrax.SaveAt(ts=ts),
+        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
+        max_steps=max_steps,
+        adjoint=adjoint,
+        throw=False,
+    )
+    ys = sol.ys
+    assert ys is not None
+    u, udot, work, dissipated, xs = ys[:, 0], ys[:, 1], ys[:, 2], ys[:, 3], ys[:, 4:]
+
+    def close(x, u_):
+        s = _closure.root(_residual, x, u_, prep, throw=False)
+        return s.value, s.converged, s.residual
+
+    x, closed, residual = jax.vmap(close)(xs, u)
+    coords = jax.vmap(lambda x_, u_: _carry_tracers(prep, _assemble(x_, u_, prep)))(x, u)
+    M, V, _, _ = jax.vmap(lambda x_, u_: _terms(x_, u_, prep, body))(x, u)
+    kinetic = 0.5 * M * udot**2
+    energy = kinetic + V
+    balance = energy - energy[0] - work + dissipated
+    ok, status = save_status(sol.result, ys, closed)
+    finite = jnp.where(ok, balance, 0.0)
+    return Simulation(
+        ts=ts,
+        u=u,
+        udot=udot,
+        coords=coords,
+        energy=energy,
+        work=work,
+        dissipated=dissipated,
+        energy_error=jnp.max(jnp.abs(finite)) / jnp.max(jnp.where(ok, kinetic, 0.0)),
+        residual=residual,
+        converged=ok,
+        status=status,
+        solver_result=sol.result,
+        num_steps=sol.stats["num_accepted_steps"],
+        names=lk.names,
+        widths=_widths(lk),
+    )

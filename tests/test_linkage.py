@@ -17,6 +17,7 @@ from reference import linkage_absolute as absolute, linkage_reference as ref
 import diffmech as dm
 from diffmech import linkage as L
 from diffmech.closure import RESULTS
+from diffmech.linkage import _dynamics, _model
 
 EXAMPLES = dm.examples.NAMES
 
@@ -560,3 +561,53 @@ def test_dynamics_agree_with_an_absolute_coordinate_multiplier_model(name):
         assert float(sim.energy_error) <= 1e-9 and float(jnp.max(sim.residual)) <= 1e-13
         if tq is not None:  # the work of the motor, integrated by both
             np.testing.assert_allclose(np.asarray(sim.work), ref_["work"], rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["theo_jansen", "stephenson2"])
+def test_joint_forces_agree_with_the_multiplier_model_and_the_reduced_equation(name):
+    """The motor torque and every joint's wrench along one turn at constant speed
+    (50 samples) against the absolute-coordinate model's multipliers; the torque
+    against the reduced equation τ = M ü + ½ M′ u̇² + V′ (Lagrange's, from the
+    generalised inertia: another formulation than the Newton–Euler balances)."""
+    lk = getattr(dm.examples, name)()
+    t = np.arange(50) / 50.0
+    u, ud, udd = 2 * np.pi * t, np.full(50, 2 * np.pi), 3.0 * np.sin(2 * np.pi * t)
+    jf = L.joint_forces(lk, u, ud, udd)
+    assert bool(jnp.all(jf.converged))
+    ref_ = absolute.inverse(absolute.load(absolute._data_path(name)), t, u, ud, udd)
+    scale = float(np.abs(ref_["torque"]).max())
+    assert np.max(np.abs(np.asarray(jf.torque) - ref_["torque"])) <= 1e-9 * scale
+    assert set(jf.pairs) == set(ref_["reactions"])
+    for j, link in jf.pairs:
+        r = ref_["reactions"][j, link]
+        assert np.max(np.abs(np.asarray(jf.reaction(j, link)) - r)) <= 1e-9 * max(1.0, float(np.abs(r).max()))
+    np.testing.assert_allclose(np.asarray(jf.shaking_force), ref_["shaking_force"], atol=1e-9 * scale)
+    np.testing.assert_allclose(np.asarray(jf.shaking_moment), ref_["shaking_moment"], atol=1e-9 * scale)
+    # Lagrange's reduced equation at the same configurations
+    for k in (0, 17, 33):
+        x = L.solve(lk, u[k]).value if k == 0 else lk.state(L.simulate(lk, inputs=u[: k + 1]).coords[k])
+        M, dM = L.generalised_inertia(lk, x, u[k])
+        _, V, dV, _ = _dynamics._terms(x, jnp.asarray(u[k]), _model._prepare(lk), _dynamics._inertial(lk))
+        tau = float(M * udd[k] + 0.5 * dM * ud[k] ** 2 + dV)
+        assert float(jf.torque[k]) == pytest.approx(tau, rel=1e-10, abs=1e-10 * scale)
+
+
+def test_joint_force_gradients_match_central_differences():
+    lk = dm.examples.fourbar()
+    u = jnp.linspace(0.0, 2 * np.pi, 24, endpoint=False)
+
+    def peak(coords, masses):  # a smooth stand-in for the peak bearing load at B on the coupler
+        m = eqx.tree_at(lambda k: (k.coords, k.masses), lk, (coords, masses))
+        f = L.joint_forces(m, u, 2 * np.pi, 0.0).reaction("B", "coupler")[:, :2]
+        return jnp.log(jnp.sum(jnp.exp(10.0 * jnp.sum(f**2, axis=1)))) / 10.0
+
+    gc, gm = jax.jit(jax.grad(peak, argnums=(0, 1)))(lk.coords, lk.masses)
+    h = 1e-6
+    for idx in ((1, 0), (2, 1), (3, 0)):  # B.x, C.y, D.x
+        e = jnp.zeros_like(lk.coords).at[idx].set(h)
+        fd = (float(peak(lk.coords + e, lk.masses)) - float(peak(lk.coords - e, lk.masses))) / (2 * h)
+        assert float(gc[idx]) == pytest.approx(fd, rel=1e-6)
+    for i in range(3):
+        e = jnp.zeros(4).at[i].set(h)
+        fd = (float(peak(lk.coords, lk.masses + e)) - float(peak(lk.coords, lk.masses - e))) / (2 * h)
+        assert float(gm[i]) == pytest.approx(fd, rel=1e-6)

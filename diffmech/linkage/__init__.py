@@ -4,8 +4,10 @@ spherical and spatial n-bars with revolute, prismatic and spherical joints, one 
 
 from ._dynamics import (
     Drive as Drive,
+    JointForces as JointForces,
     Simulation as Simulation,
     generalised_inertia as generalised_inertia,
+    joint_forces as joint_forces,
     rod_mass_properties as rod_mass_properties,
     simulate_dynamics as simulate_dynamics,
 )

@@ -30,12 +30,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from .. import _closure
+from .. import _closure, _linalg
 from .._geometry import cross, dot, perp
-from .._result import RESULTS, AbstractResult, finish, save_status
+from .._result import RESULTS, AbstractResult, as_results, code, finish, save_status
 from .._validate import is_traced
 from ._model import Linkage, _assemble, _carry_tracers, _prepare, _residual
-from ._simulate import _widths
+from ._simulate import _widths, simulate_functional
 
 
 def rod_mass_properties(
@@ -376,4 +376,224 @@ def _simulate_dynamics(lk, udot0, t1, ts, drive, solver, rtol, atol, max_steps, 
         num_steps=sol.stats["num_accepted_steps"],
         names=lk.names,
         widths=_widths(lk),
+    )
+
+
+# --------------------------------------------------------------------------- joint forces
+
+
+class _Reactions(eqx.Module):
+    """The static plan of a linkage's kinetostatic system: the unknowns and where
+    each acts.
+
+    - `pins`: per revolute joint, `(joint, (l0, l1, …))` (the links that hold it, in
+      description order): the pin's force on each of `l1, …` is an unknown (2 each),
+      its force on `l0` minus their sum (a pin carries no mass);
+    - `slides`: per prismatic joint, `(joint, carrier, slider)`: the force along
+      the line's normal on `slider` and the couple on it are unknowns, the carrier
+      gets the opposite wrench (the carrier is the ground when the ground holds the
+      line, else the first link that lists it);
+    - `pairs`: every `(joint, link)` the output reports, ground included."""
+
+    bodies: tuple[int, ...] = eqx.field(static=True)
+    pins: tuple = eqx.field(static=True)
+    slides: tuple = eqx.field(static=True)
+    pairs: tuple = eqx.field(static=True)
+    n_unknowns: int = eqx.field(static=True)
+
+
+def _reaction_plan(lk: Linkage, bodies: tuple[int, ...]) -> _Reactions:
+    if lk.input_kind != "revolute":
+        raise ValueError(f"joint_forces: a revolute input only (so far); {lk.name!r} is driven by a {lk.input_kind}")
+    pins, slides, pairs = [], [], []
+    for j, t in enumerate(lk.types):
+        holders = tuple(k for k, members in enumerate(lk.links) if j in members)
+        if t == "R":
+            pins.append((j, holders))
+            pairs += [(j, k) for k in holders]
+        elif t == "P":
+            carrier = lk.ground if lk.ground in holders else holders[0]
+            (slider,) = [k for k in holders if k != carrier]
+            slides.append((j, carrier, slider))
+            pairs += [(j, carrier), (j, slider)]
+    n = sum(2 * (len(h) - 1) for _, h in pins) + 2 * len(slides) + 1
+    return _Reactions(bodies=bodies, pins=tuple(pins), slides=tuple(slides), pairs=tuple(pairs), n_unknowns=n)
+
+
+def _wrench(point, force):
+    """(Fx, Fy, Mz about the origin) of `force` through `point`."""
+    return jnp.stack([force[0], force[1], cross(point, force)])
+
+
+def _kinetostatics(X, accel, alpha, c, body: _Inertial, plan: _Reactions, input_link: int, ground: int):
+    """The Newton–Euler balances of every moving link as one linear system
+    `A z = b` in the reaction unknowns `z` (and the motor torque, last), and the
+    map back to every `(joint, link)` wrench."""
+    row = {k: 3 * i for i, k in enumerate(plan.bodies)}
+    n_rows = 3 * len(plan.bodies)
+    cols = []  # per unknown, its column of A
+
+    def column(entries):
+        col = jnp.zeros(n_rows, X.dtype)
+        for k, w in entries:
+            if k in row:
+                col = col.at[row[k] : row[k] + 3].add(w)
+        return col
+
+    one = jnp.ones((), X.dtype)
+    zero = jnp.zeros((), X.dtype)
+    for j, holders in plan.pins:
+        p = X[j, :2]
+        for k in holders[1:]:
+            for f in (jnp.stack([one, zero]), jnp.stack([zero, one])):
+                cols.append(column([(k, _wrench(p, f)), (holders[0], -_wrench(p, f))]))
+    for j, carrier, slider in plan.slides:
+        # the normal force through the foot of the perpendicular from the origin, −c n
+        # (on the line), has no moment about the origin; the couple unknown carries
+        # where along the line it really acts
+        n = X[j, :2]
+        normal = jnp.stack([n[0], n[1], zero])
+        cols.append(column([(slider, normal), (carrier, -normal)]))
+        couple = jnp.stack([zero, zero, one])
+        cols.append(column([(slider, couple), (carrier, -couple)]))
+    cols.append(column([(input_link, jnp.stack([zero, zero, one]))]))  # the motor torque
+    A = jnp.stack(cols, axis=1)
+    # the right-hand side: m a − m g, I α + c × m (a − g)
+    g = body.gravity
+    f = body.mass[:, None] * (accel - g[None, :])
+    m = body.inertia * alpha + cross(c, f)
+    b = jnp.stack([f[:, 0], f[:, 1], m], axis=1).reshape(-1)
+    return A, b
+
+
+def _reactions_from(z, X, plan: _Reactions):
+    """Every `(joint, link)` wrench (Fx, Fy, Mz about the origin) from the unknowns."""
+    out = {}
+    i = 0
+    for j, holders in plan.pins:
+        p = X[j, :2]
+        total = jnp.zeros(2, X.dtype)
+        for k in holders[1:]:
+            f = z[i : i + 2]
+            out[j, k] = _wrench(p, f)
+            total = total + f
+            i += 2
+        out[j, holders[0]] = _wrench(p, -total)
+    for j, carrier, slider in plan.slides:
+        n = X[j, :2]
+        w = jnp.stack([z[i] * n[0], z[i] * n[1], z[i + 1]])
+        out[j, slider], out[j, carrier] = w, -w
+        i += 2
+    return jnp.stack([out[pair] for pair in plan.pairs]), z[i]
+
+
+class JointForces(AbstractResult):
+    """Kinetostatics along a prescribed input motion (leading axis `N`; the contract
+    of every result: `diffmech._result.AbstractResult`, `masked()` masks `torque`).
+
+    - `u`, `udot`, `uddot`: the motion;
+    - `torque` `(N,)`: the motor torque on the input link (N m; the ground takes −τ);
+    - `reactions` `(N, P, 3)`: for every `(joint, link)` of `pairs` (static, names),
+      the wrench `(Fx, Fy, Mz)` the joint applies to that link, `Mz` about the origin
+      (a prismatic joint's includes its couple); the ground's included;
+    - `shaking_force` `(N, 2)`, `shaking_moment` `(N,)`: the total wrench on the
+      ground (its joints' reactions and the motor's −τ), moment about the origin;
+    - `condition` `(N,)`: of the Newton–Euler system; `converged`, `status`
+      (`motion_limit` where the loop cannot close, `singular_configuration` where the
+      system is singular), `residual` (the closure's).
+    """
+
+    u: Float[Array, " N"]
+    udot: Float[Array, " N"]
+    uddot: Float[Array, " N"]
+    torque: Float[Array, " N"]
+    reactions: Float[Array, "N P 3"]
+    shaking_force: Float[Array, "N 2"]
+    shaking_moment: Float[Array, " N"]
+    condition: Float[Array, " N"]
+    residual: Float[Array, " N"]
+    converged: Bool[Array, " N"]
+    status: RESULTS
+    pairs: tuple[tuple[str, str], ...] = eqx.field(static=True)
+
+    _values: ClassVar[str] = "torque"
+    _inputs: ClassVar[str] = "u"
+
+    def reaction(self, joint: str, link: str) -> Array:
+        """The `(N, 3)` wrench of `joint` on `link`."""
+        if (joint, link) not in self.pairs:
+            raise KeyError(f"no reaction of joint {joint!r} on link {link!r}; pairs are {list(self.pairs)}")
+        return self.reactions[:, self.pairs.index((joint, link))]
+
+
+def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> JointForces:
+    """Inverse dynamics of a planar linkage with a revolute input: the motor torque
+    and the force (and couple) in every joint along a prescribed input motion
+    `u(t)`, `u̇`, `ü` (arrays `(N,)`, broadcast), from every moving link's
+    Newton–Euler balance (gravity and inertia) solved as one linear system per
+    configuration. The configurations come from the closure core (a sweep through
+    `u` from the initial configuration), the links' accelerations from its
+    implicit-function-theorem rates. Jittable, vmappable over designs,
+    differentiable (lengths, masses, inertias). `throw` as every solve's
+    (default True: a prescribed motion the linkage cannot follow raises).
+
+    **Returns:** a `JointForces`.
+    """
+    dt = lk.coords.dtype
+    u = jnp.asarray(u, dt)
+    udot, uddot = (jnp.broadcast_to(jnp.asarray(v, dt), u.shape) for v in (udot, uddot))
+    body = _inertial(lk)
+    plan = _reaction_plan(lk, body.idx)
+    if plan.n_unknowns != 3 * len(plan.bodies):
+        raise ValueError(
+            f"joint_forces: {plan.n_unknowns} unknowns for {3 * len(plan.bodies)} equations: a planar one-input "
+            "linkage whose joints all carry load has as many (over-constrained linkages are not supported)"
+        )
+    out = _joint_forces(lk, u, udot, uddot, body, plan)
+    return finish(out, throw, f"linkage {lk.name!r}: joint_forces")
+
+
+@eqx.filter_jit
+def _joint_forces(lk, u, udot, uddot, body, plan):
+    prep = _prepare(lk)
+    # the configurations by a sweep from the initial one (input 0), prepended
+    sweep = simulate_functional(lk, jnp.concatenate([jnp.zeros(1, u.dtype), u]), condition=False)
+    motion = jax.tree.map(lambda a: a[1:], sweep)
+
+    def one(C, u_, ud, udd):
+        x = lk.state(C)
+        xd, xdd = _closure.rates(_residual, x, u_, prep, ud, udd)
+
+        def path(s):
+            X = _assemble(x + s * xd + 0.5 * s**2 * xdd, u_ + s * ud + 0.5 * s**2 * udd, prep)
+            return X, _poses(X, body)
+
+        zero, unit_ = jnp.zeros((), x.dtype), jnp.ones((), x.dtype)
+        (X, (c, e)), (_, (dc, de)) = jax.jvp(path, (zero,), (unit_,))
+        _, (_, (ddc, dde)) = jax.jvp(lambda s: jax.jvp(path, (s,), (unit_,))[1], (zero,), (unit_,))
+        r2 = dot(e, e)
+        alpha = cross(e, dde) / r2 - 2 * dot(e, de) * cross(e, de) / r2**2
+        A, b = _kinetostatics(X, ddc, alpha, c, body, plan, lk.input_link, lk.ground)
+        z = _linalg.solve(A, b)
+        reactions, tau = _reactions_from(z, X, plan)
+        ground = jnp.asarray([k == lk.ground for _, k in plan.pairs])
+        total = jnp.sum(jnp.where(ground[:, None], reactions, 0.0), axis=0) - jnp.stack([0.0, 0.0, tau]).astype(x.dtype)
+        return tau, reactions, total[:2], total[2], _linalg.condition_1(A)
+
+    tau, reactions, F, Mz, cond = jax.vmap(one)(motion.coords, u, udot, uddot)
+    ok = motion.converged & (cond < 1e12)
+    codes = jnp.where(motion.converged & ~(cond < 1e12), code(RESULTS.singular_configuration), code(motion.status))
+    return JointForces(
+        u=u,
+        udot=udot,
+        uddot=uddot,
+        torque=tau,
+        reactions=reactions,
+        shaking_force=F,
+        shaking_moment=Mz,
+        condition=cond,
+        residual=motion.residual,
+        converged=ok,
+        status=as_results(codes),
+        pairs=tuple((lk.names[j], lk.link_names[k]) for j, k in plan.pairs),
     )

@@ -6,6 +6,7 @@ forms, and central finite differences."""
 import json
 import math
 
+import diffrax
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -17,7 +18,6 @@ from reference import linkage_absolute as absolute, linkage_reference as ref
 import diffmech as dm
 from diffmech import linkage as L
 from diffmech.closure import RESULTS
-from diffmech.linkage import _dynamics, _model
 
 EXAMPLES = dm.examples.NAMES
 
@@ -390,6 +390,8 @@ def test_file_round_trip(tmp_path, suffix):
         assert back.input_kind == lk.input_kind and back.input_joints == lk.input_joints
         assert back.geometry == lk.geometry and back.steps == lk.steps and back.step == lk.step
         np.testing.assert_allclose(np.asarray(back.coords), np.asarray(lk.coords), rtol=0, atol=1e-15)
+        for field in ("masses", "coms", "inertias", "gravity"):  # mass properties survive the file too
+            np.testing.assert_array_equal(np.asarray(getattr(back, field)), np.asarray(getattr(lk, field)))
 
 
 def base_spec():
@@ -399,7 +401,12 @@ def base_spec():
 @pytest.mark.parametrize(
     "edit,match",
     [
-        (lambda s: s["links"]["L2"].append("J99"), "links.L2: unknown joint 'J99'"),
+        (lambda s: s["links"]["L2"]["joints"].append("J99"), "links.L2: unknown joint 'J99'"),
+        (lambda s: s["links"]["L2"].update(mass=-1.0), r"links.L2.mass: must be ≥ 0"),
+        (lambda s: s["links"]["L2"].update(com="J6"), "links.L2.com: 'J6' is not a joint of this link"),
+        (lambda s: s["links"]["L2"].update(inertia="big"), "links.L2.inertia: a finite number"),
+        (lambda s: s["links"]["L2"].update(colour="red"), "links.L2: unknown key 'colour'"),
+        (lambda s: s.update(gravity=[0.0, -9.81, 0.0]), r"gravity: 2 finite numbers"),
         (lambda s: s["links"].update(L9=["J4"]), "links.L9: a link needs two or more joints"),
         (lambda s: s["joints"]["J4"].update(coords=[1, 2, 3]), "joints.J4.coords: a point"),
         (lambda s: s["joints"]["J3"].update(coords=[0, 0, 1]), "joints.J3.coords: the line .* cannot be normalised"),
@@ -425,7 +432,7 @@ def test_bad_file_names_the_file(tmp_path):
     with pytest.raises(L.LinkageError, match="broken.json: not valid JSON"):
         L.load(p)
     spec = base_spec()
-    spec["links"]["L2"][0] = "J42"
+    spec["links"]["L2"]["joints"][0] = "J42"
     p.write_text(json.dumps(spec))
     with pytest.raises(L.LinkageError, match="broken.json: links.L2: unknown joint 'J42'"):
         L.load(p)
@@ -507,23 +514,37 @@ def test_generic_dynamics_equals_the_fourbar_model_over_five_seconds(driven):
         assert float(sim.dissipated[-1]) > 0 and float(jnp.max(jnp.abs(sim.work))) > 1e-3
 
 
-def test_dynamics_gradients_match_central_differences():
+def _dynamics_loss(adjoint):
     lk = dm.examples.fourbar()
-    ts = jnp.array([0.0, 0.5])
 
-    def loss(masses, inertias):
-        m = eqx.tree_at(lambda k: (k.masses, k.inertias), lk, (masses, inertias))
-        return L.simulate_dynamics(m, 0.0, 0.5, saveat=ts, rtol=1e-11, atol=1e-13).u[-1]
+    def loss(p):  # the crank angle after 0.5 s of free motion, against masses and inertias
+        m = eqx.tree_at(lambda k: (k.masses, k.inertias), lk, (p[:4], p[4:]))
+        sim = L.simulate_dynamics(m, 0.0, 0.5, saveat=jnp.array([0.0, 0.5]), rtol=1e-11, atol=1e-13, adjoint=adjoint)
+        return sim.u[-1]
 
-    gm, gi = jax.jit(jax.grad(loss, argnums=(0, 1)))(lk.masses, lk.inertias)
+    return loss, jnp.concatenate([lk.masses, lk.inertias])
+
+
+def _check_against_central_differences(loss, p, g):
     for i in range(3):
-        e = jnp.zeros(4).at[i].set(1e-6)
-        fd_m = (float(loss(lk.masses + e, lk.inertias)) - float(loss(lk.masses - e, lk.inertias))) / 2e-6
-        e = jnp.zeros(4).at[i].set(1e-8)
-        fd_i = (float(loss(lk.masses, lk.inertias + e)) - float(loss(lk.masses, lk.inertias - e))) / 2e-8
-        assert float(gm[i]) == pytest.approx(fd_m, rel=1e-6)
-        assert float(gi[i]) == pytest.approx(fd_i, rel=1e-6)
-    assert float(gm[3]) == 0.0  # the ground's mass moves nothing
+        for k, h in ((i, 1e-6), (4 + i, 1e-8)):  # a mass, an inertia
+            e = jnp.zeros(8).at[k].set(h)
+            fd = (float(loss(p + e)) - float(loss(p - e))) / (2 * h)
+            assert float(g[k]) == pytest.approx(fd, rel=1e-6), (k, float(g[k]), fd)
+    assert float(g[3]) == 0.0 and float(g[7]) == 0.0  # the ground's mass and inertia move nothing
+
+
+def test_dynamics_gradients_match_central_differences():
+    # forward mode through the solve (Diffrax's ForwardMode): all eight at once
+    loss, p = _dynamics_loss(diffrax.ForwardMode())
+    _check_against_central_differences(loss, p, jax.jit(jax.jacfwd(loss))(p))
+
+
+@pytest.mark.slow
+def test_dynamics_reverse_mode_gradients_match_central_differences():
+    # reverse mode (the default adjoint, recursive checkpointing): 15 s of compilation
+    loss, p = _dynamics_loss(None)
+    _check_against_central_differences(loss, p, jax.jit(jax.grad(loss))(p))
 
 
 def test_dynamics_needs_mass_properties_and_old_files_still_load():
@@ -587,7 +608,7 @@ def test_joint_forces_agree_with_the_multiplier_model_and_the_reduced_equation(n
     for k in (0, 17, 33):
         x = L.solve(lk, u[k]).value if k == 0 else lk.state(L.simulate(lk, inputs=u[: k + 1]).coords[k])
         M, dM = L.generalised_inertia(lk, x, u[k])
-        _, V, dV, _ = _dynamics._terms(x, jnp.asarray(u[k]), _model._prepare(lk), _dynamics._inertial(lk))
+        _, dV = L.potential(lk, x, u[k])
         tau = float(M * udd[k] + 0.5 * dM * ud[k] ** 2 + dV)
         assert float(jf.torque[k]) == pytest.approx(tau, rel=1e-10, abs=1e-10 * scale)
 
@@ -611,3 +632,60 @@ def test_joint_force_gradients_match_central_differences():
         e = jnp.zeros(4).at[i].set(h)
         fd = (float(peak(lk.coords, lk.masses + e)) - float(peak(lk.coords, lk.masses - e))) / (2 * h)
         assert float(gm[i]) == pytest.approx(fd, rel=1e-6)
+
+
+def _loaded_fourbar(damper=False):
+    spec = dm.examples.fourbar().to_dict()
+    spec["loads"] = [
+        {"type": "force", "joint": "C", "link": "rocker", "force": [3.0, -5.0]},
+        {"type": "torque", "link": "coupler", "torque": 0.7},
+        {"type": "spring", "joints": ["B", "D"], "links": ["coupler", "rocker"], "stiffness": 40.0, "length": 0.2},
+    ]
+    if damper:
+        spec["loads"].append({"type": "damper", "joints": ["A", "C"], "links": ["crank", "rocker"], "damping": 0.3})
+    return L.Linkage.from_dict(spec)
+
+
+def test_static_loads_on_a_massless_linkage_equal_virtual_work():
+    """A massless four-bar held by its motor against a force at C, a couple on the
+    coupler and a spring B–D: the motor torque from the joint-force solve equals the
+    virtual work τ = −(F · dC/du + T dφ/du − dE_spring/du), the derivatives taken by
+    central differences of the configurations (no implicit function theorem)."""
+    lk = _loaded_fourbar()
+    massless = eqx.tree_at(lambda k: (k.masses, k.inertias), lk, (0 * lk.masses, 0 * lk.inertias))
+    u = np.linspace(0.2, 5.5, 9)
+    jf = L.joint_forces(massless, u, 0.0, 0.0)
+
+    def conf(v):
+        return np.asarray(L.simulate(lk, inputs=np.concatenate([[0.0], v]), condition=False).coords[1:])
+
+    h = 1e-6
+    Xp, Xm = conf(u + h), conf(u - h)
+    iB, iC, iD = (lk.names.index(n) for n in "BCD")
+    dC = (Xp[:, iC, :2] - Xm[:, iC, :2]) / (2 * h)
+
+    def angle(X):
+        return np.unwrap(np.arctan2(X[:, iC, 1] - X[:, iB, 1], X[:, iC, 0] - X[:, iB, 0]))
+
+    def spring(X):
+        return 0.5 * 40.0 * (np.linalg.norm(X[:, iD, :2] - X[:, iB, :2], axis=1) - 0.2) ** 2
+
+    tau = -(dC @ np.array([3.0, -5.0]) + 0.7 * (angle(Xp) - angle(Xm)) / (2 * h) - (spring(Xp) - spring(Xm)) / (2 * h))
+    np.testing.assert_allclose(np.asarray(jf.torque), tau, rtol=0, atol=1e-8)
+
+
+def test_springs_dampers_and_forces_keep_the_work_balance():
+    lk = _loaded_fourbar(damper=True)
+    sim = L.simulate_dynamics(lk, 1.0, 3.0, saveat=jnp.linspace(0.0, 3.0, 31), rtol=1e-12, atol=1e-14)
+    assert bool(jnp.all(sim.converged))
+    assert float(sim.dissipated[-1]) > 0.1 and float(jnp.max(jnp.abs(sim.work))) > 0.1
+    assert float(sim.energy_error) <= 1e-9  # E(t) − E(0) = work − dissipated
+    back = L.Linkage.from_dict(lk.to_dict())  # the loads survive the description
+    assert back.load_kinds == lk.load_kinds and bool(jnp.all(back.load_params == lk.load_params))
+    bad = lk.to_dict()
+    bad["loads"][0]["joint"] = "A"
+    with pytest.raises(L.LinkageError, match=r"loads\[0\]: joint 'A' is not on link 'rocker'"):
+        L.Linkage.from_dict(bad)
+    bad["loads"][0] = {"type": "gravity"}
+    with pytest.raises(L.LinkageError, match=r"loads\[0\].type: one of"):
+        L.Linkage.from_dict(bad)

@@ -29,6 +29,7 @@ GROUP = {
     "06": "fit",
     "07": "synthesis",
     "08": "synthesis",
+    "09": "linkage",
 }
 
 
@@ -91,6 +92,11 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
     if path.name.startswith("07_"):
         assert c["five_point_objective"] < 1.28e-6  # below the best published value
         assert c["freudenstein_diff"] <= 1e-8  # Freudenstein's three-point solution
+    if path.name.startswith("09_"):
+        assert c["torque_vs_lagrange"] <= 1e-9  # Newton–Euler against Lagrange's reduced equation
+        assert c["energy_error"] <= 1e-8 and c["closure"] <= 1e-13
+        assert c["gradient_vs_fd"] <= 1e-5
+        assert c["peak_after"] < c["peak_before"]  # the design step lowered the peak load
     if path.name.startswith("08_"):
         assert c["same_mask_sweep"] is True and c["same_mask_shard"] is True
         assert c["q_vs_ref"] <= 1e-13 and c["shard_dq"] <= 1e-13

@@ -8,6 +8,7 @@ from ._dynamics import (
     Simulation as Simulation,
     generalised_inertia as generalised_inertia,
     joint_forces as joint_forces,
+    potential as potential,
     rod_mass_properties as rod_mass_properties,
     simulate_dynamics as simulate_dynamics,
 )

@@ -178,20 +178,51 @@ def _tangent(x, u, prep):
     return _closure._velocity(_residual, x, u, prep, jnp.ones_like(u))
 
 
+def _loads(X, dX, lk: Linkage):
+    """The applied loads at coordinates `X` moving at `dX` per unit input: spring
+    energy and its slope, the generalised force of the constant forces and couples,
+    the dampers' coefficient `Σ c d′²` (their generalised force is `−` it `· u̇`)."""
+    zero = jnp.zeros((), X.dtype)
+    Vs, dVs, Qa, Cd = zero, zero, zero, zero
+    if not lk.load_kinds:
+        return Vs, dVs, Qa, Cd
+    assert lk.load_params is not None
+    for kind, (ja, la, jb, lb), p in zip(lk.load_kinds, lk.load_index, lk.load_params):
+        if kind in ("spring", "damper"):
+            r, dr = X[jb, :2] - X[ja, :2], dX[jb, :2] - dX[ja, :2]
+            d = jnp.sqrt(dot(r, r))
+            dd = dot(r, dr) / d
+            if kind == "spring":
+                Vs, dVs = Vs + 0.5 * p[0] * (d - p[1]) ** 2, dVs + p[0] * (d - p[1]) * dd
+            else:
+                Cd = Cd + p[0] * dd**2
+        elif kind == "force":
+            Qa = Qa + p[0] * dX[ja, 0] + p[1] * dX[ja, 1]
+        elif la != lk.ground:  # a couple on a moving link: its angle's rate
+            frame = (lk.plan.frames[la],)
+            _, e = _frame_vectors(X, frame)
+            _, de = _frame_vectors(dX, frame)
+            Qa = Qa + p[0] * cross(e[0], de[0]) / dot(e[0], e[0])
+    return Vs, dVs, Qa, Cd
+
+
 def _terms(x, u, prep, body: _Inertial):
-    """`M(u)`, `V(u)`, `V′(u)` and the tangent, for `x` on the closure at `u`."""
+    """`M(u)`, `V(u)`, `V′(u)` (gravity and springs), the applied loads' generalised
+    force, the dampers' coefficient, and the tangent, for `x` on the closure at `u`."""
     tan = _tangent(x, u, prep)
 
     def pose(x_, u_):
-        return _poses(_assemble(x_, u_, prep), body)
+        X = _assemble(x_, u_, prep)
+        return X, _poses(X, body)
 
-    (c, e), (dc, de) = jax.jvp(pose, (x, u), (tan, jnp.ones_like(u)))
+    (X, (c, e)), (dX, (dc, de)) = jax.jvp(pose, (x, u), (tan, jnp.ones_like(u)))
     dphi = cross(e, de) / dot(e, e)
     M = jnp.sum(body.mass * dot(dc, dc)) + jnp.sum(body.inertia * dphi**2)
     g = body.gravity[None, :]
-    V = -jnp.sum(body.mass * dot(c, g))
-    dV = -jnp.sum(body.mass * dot(dc, g))
-    return M, V, dV, tan
+    Vs, dVs, Qa, Cd = _loads(X, dX, prep.lk)
+    V = -jnp.sum(body.mass * dot(c, g)) + Vs
+    dV = -jnp.sum(body.mass * dot(dc, g)) + dVs
+    return M, V, dV, tan, Qa, Cd
 
 
 def generalised_inertia(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, Array]:
@@ -199,16 +230,28 @@ def generalised_inertia(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, A
     `u`): the kinetic energy is `½ M u̇²`. Jittable, differentiable."""
     prep, body = _prepare(lk), _inertial(lk)
     u = jnp.asarray(u, lk.coords.dtype)
-    M, _, _, tan = _terms(x, u, prep, body)
+    M, _, _, tan, _, _ = _terms(x, u, prep, body)
     _, dM = jax.jvp(lambda x_, u_: _terms(x_, u_, prep, body)[0], (x, u), (tan, jnp.ones_like(u)))
     return M, dM
 
 
+def potential(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, Array]:
+    """The potential energy `V(u) = −Σ m g · c` and `V′(u)` at a converged state `x`
+    (at input `u`). Jittable, differentiable."""
+    prep, body = _prepare(lk), _inertial(lk)
+    _, V, dV, _, _, _ = _terms(x, jnp.asarray(u, lk.coords.dtype), prep, body)
+    return V, dV
+
+
 def _acceleration(t, x, u, udot, prep, body, drive):
-    M, _, dV, tan = _terms(x, u, prep, body)
+    """`ü` from the reduced equation, the tangent, the power of the drive's torque
+    and of the applied loads, and the power dissipated by the dampers."""
+    M, _, dV, tan, Qa, Cd = _terms(x, u, prep, body)
     _, dM = jax.jvp(lambda x_, u_: _terms(x_, u_, prep, body)[0], (x, u), (tan, jnp.ones_like(u)))
-    Q = drive.force(t, u, udot)
-    return (Q - 0.5 * dM * udot**2 - dV) / M, tan, Q
+    tau = jnp.zeros_like(u) if drive.torque is None else drive.torque(t, u, udot)
+    c = drive.damping + Cd
+    a = (tau + Qa - c * udot - 0.5 * dM * udot**2 - dV) / M
+    return a, tan, (tau + Qa) * udot, c * udot**2
 
 
 # fixed Newton steps in the right-hand side: the state carries the closure's solution
@@ -222,10 +265,8 @@ def _rhs(t, y, args):
     sol = _closure.root(
         _residual, x, u, prep, min_steps=_NEWTON_STEPS, max_steps=_NEWTON_STEPS, robust=False, throw=False
     )
-    a, tan, Q = _acceleration(t, sol.value, u, udot, prep, body, drive)
-    damping = drive.force(t, u, udot) - (0.0 if drive.torque is None else drive.torque(t, u, udot))
-    power_in = Q * udot - damping * udot  # the drive's torque (or force) times the input rate
-    return jnp.concatenate([jnp.stack([udot, a, power_in, -damping * udot]), tan * udot])
+    a, tan, power_in, power_lost = _acceleration(t, sol.value, u, udot, prep, body, drive)
+    return jnp.concatenate([jnp.stack([udot, a, power_in, power_lost]), tan * udot])
 
 
 class Simulation(AbstractResult):
@@ -354,7 +395,7 @@ def _simulate_dynamics(lk, udot0, t1, ts, drive, solver, rtol, atol, max_steps, 
 
     x, closed, residual = jax.vmap(close)(xs, u)
     coords = jax.vmap(lambda x_, u_: _carry_tracers(prep, _assemble(x_, u_, prep)))(x, u)
-    M, V, _, _ = jax.vmap(lambda x_, u_: _terms(x_, u_, prep, body))(x, u)
+    M, V, _, _, _, _ = jax.vmap(lambda x_, u_: _terms(x_, u_, prep, body))(x, u)
     kinetic = 0.5 * M * udot**2
     energy = kinetic + V
     balance = energy - energy[0] - work + dissipated
@@ -425,13 +466,36 @@ def _wrench(point, force):
     return jnp.stack([force[0], force[1], cross(point, force)])
 
 
-def _kinetostatics(X, accel, alpha, c, body: _Inertial, plan: _Reactions, input_link: int, ground: int):
+def _applied(X, V, lk: Linkage):
+    """The applied loads as `(link, wrench about the origin)` entries, at coordinates
+    `X` moving at velocities `V` (a spring's or a damper's tension pulls its two
+    points together: `k (d − L0)`, `c ḋ`)."""
+    out = []
+    if not lk.load_kinds:
+        return out
+    assert lk.load_params is not None
+    for kind, (ja, la, jb, lb), p in zip(lk.load_kinds, lk.load_index, lk.load_params):
+        if kind in ("spring", "damper"):
+            pa, pb = X[ja, :2], X[jb, :2]
+            d = jnp.sqrt(dot(pb - pa, pb - pa))
+            e = (pb - pa) / d
+            tension = p[0] * (d - p[1]) if kind == "spring" else p[0] * dot(e, V[jb, :2] - V[ja, :2])
+            out += [(la, _wrench(pa, tension * e)), (lb, _wrench(pb, -tension * e))]
+        elif kind == "force":
+            out.append((la, _wrench(X[ja, :2], p[:2])))
+        else:
+            out.append((la, jnp.stack([jnp.zeros_like(p[0]), jnp.zeros_like(p[0]), p[0]])))
+    return out
+
+
+def _kinetostatics(X, V, accel, alpha, c, body: _Inertial, plan: _Reactions, lk: Linkage):
     """The Newton–Euler balances of every moving link as one linear system
     `A z = b` in the reaction unknowns `z` (and the motor torque, last), and the
     map back to every `(joint, link)` wrench."""
     row = {k: 3 * i for i, k in enumerate(plan.bodies)}
     n_rows = 3 * len(plan.bodies)
     cols = []  # per unknown, its column of A
+    applied = _applied(X, V, lk)
 
     def column(entries):
         col = jnp.zeros(n_rows, X.dtype)
@@ -456,13 +520,13 @@ def _kinetostatics(X, accel, alpha, c, body: _Inertial, plan: _Reactions, input_
         cols.append(column([(slider, normal), (carrier, -normal)]))
         couple = jnp.stack([zero, zero, one])
         cols.append(column([(slider, couple), (carrier, -couple)]))
-    cols.append(column([(input_link, jnp.stack([zero, zero, one]))]))  # the motor torque
+    cols.append(column([(lk.input_link, jnp.stack([zero, zero, one]))]))  # the motor torque
     A = jnp.stack(cols, axis=1)
-    # the right-hand side: m a − m g, I α + c × m (a − g)
+    # the right-hand side: m a − m g − F, I α + c × m (a − g) − M (F, M: the applied loads)
     g = body.gravity
     f = body.mass[:, None] * (accel - g[None, :])
     m = body.inertia * alpha + cross(c, f)
-    b = jnp.stack([f[:, 0], f[:, 1], m], axis=1).reshape(-1)
+    b = jnp.stack([f[:, 0], f[:, 1], m], axis=1).reshape(-1) - column(applied)
     return A, b
 
 
@@ -569,11 +633,11 @@ def _joint_forces(lk, u, udot, uddot, body, plan):
             return X, _poses(X, body)
 
         zero, unit_ = jnp.zeros((), x.dtype), jnp.ones((), x.dtype)
-        (X, (c, e)), (_, (dc, de)) = jax.jvp(path, (zero,), (unit_,))
+        (X, (c, e)), (V, (dc, de)) = jax.jvp(path, (zero,), (unit_,))
         _, (_, (ddc, dde)) = jax.jvp(lambda s: jax.jvp(path, (s,), (unit_,))[1], (zero,), (unit_,))
         r2 = dot(e, e)
         alpha = cross(e, dde) / r2 - 2 * dot(e, de) * cross(e, de) / r2**2
-        A, b = _kinetostatics(X, ddc, alpha, c, body, plan, lk.input_link, lk.ground)
+        A, b = _kinetostatics(X, V, ddc, alpha, c, body, plan, lk)
         z = _linalg.solve(A, b)
         reactions, tau = _reactions_from(z, X, plan)
         ground = jnp.asarray([k == lk.ground for _, k in plan.pairs])

@@ -275,6 +275,9 @@ class Linkage(eqx.Module):
     coms: Float[Array, "L 3"] | None = None
     inertias: Float[Array, " L"] | None = None
     gravity: Float[Array, "3"] | None = None
+    load_kinds: tuple[str, ...] = eqx.field(static=True, default=())
+    load_index: tuple[tuple[int, int, int, int], ...] = eqx.field(static=True, default=())
+    load_params: Float[Array, "K 3"] | None = None
 
     # ------------------------------------------------------------------ building
 
@@ -372,7 +375,31 @@ class Linkage(eqx.Module):
             "input": inp,
             "simulation": sim,
             **({} if self.gravity is None else {"gravity": [float(v) for v in np.asarray(self.gravity)[: self.dim]]}),
+            **({"loads": self._loads_list()} if self.load_kinds else {}),
         }
+
+    def _loads_list(self) -> list:
+        out = []
+        P = np.asarray(self.load_params)
+        for kind, (ja, la, jb, lb), p in zip(self.load_kinds, self.load_index, P):
+            n, ln = self.names, self.link_names
+            if kind == "spring":
+                out.append(
+                    {
+                        "type": kind,
+                        "joints": [n[ja], n[jb]],
+                        "links": [ln[la], ln[lb]],
+                        "stiffness": float(p[0]),
+                        "length": float(p[1]),
+                    }
+                )
+            elif kind == "damper":
+                out.append({"type": kind, "joints": [n[ja], n[jb]], "links": [ln[la], ln[lb]], "damping": float(p[0])})
+            elif kind == "force":
+                out.append({"type": kind, "joint": n[ja], "link": ln[la], "force": [float(p[0]), float(p[1])]})
+            else:
+                out.append({"type": kind, "link": ln[la], "torque": float(p[0])})
+        return out
 
     def _links_dict(self) -> dict:
         out = {}

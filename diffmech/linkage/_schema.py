@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 
 GEOMETRIES = ("planar", "spherical", "spatial")
-KEYS = ("name", "geometry", "description", "joints", "links", "ground", "input", "simulation", "gravity")
+KEYS = ("name", "geometry", "description", "joints", "links", "ground", "input", "simulation", "gravity", "loads")
+LOADS = ("spring", "damper", "force", "torque")
 LINK_KEYS = ("joints", "mass", "com", "inertia")
 INPUTS = ("revolute", "prismatic", "actuator")
 JOINT_TYPES = {"planar": ("R", "P", "tracer"), "spherical": ("R", "P", "tracer"), "spatial": ("S", "tracer")}
@@ -150,6 +151,71 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         coms=jnp.asarray(np.stack([c for _, c, _ in inertial]), dtype=float),
         inertias=jnp.asarray([i for _, _, i in inertial], dtype=float),
         gravity=jnp.asarray(_gravity(spec.get("gravity"), geometry), dtype=float),
+        **_loads(spec.get("loads", []), geometry, names, index, link_names, link_tuples, rows),
+    )
+
+
+def _loads(loads, geometry, names, index, link_names, link_tuples, rows) -> dict:
+    """The applied loads: `{"type": "spring", "joints": [A, B], "links": [LA, LB],
+    "stiffness": k, "length": L0 (default: the initial distance)}`, `{"type":
+    "damper", "joints": [A, B], "links": [LA, LB], "damping": c}` (both act along the
+    line AB between joint A of link LA and joint B of link LB), `{"type": "force",
+    "joint": J, "link": L, "force": [Fx, Fy]}` (a constant force at a point of link
+    L), `{"type": "torque", "link": L, "torque": τ}` (a couple on link L)."""
+    if not isinstance(loads, list):
+        raise LinkageError(f"loads: a list of {{type, ...}}; got {loads!r}")
+    if loads and geometry != "planar":
+        raise LinkageError("loads: supported for planar linkages only (so far)")
+    kinds, idx, params = [], [], []
+
+    def joint_of_link(path, j, ln):
+        if j not in index:
+            raise LinkageError(f"{path}: unknown joint {j!r}")
+        if ln not in link_names:
+            raise LinkageError(f"{path}: unknown link {ln!r}")
+        li = link_names.index(ln)
+        if index[j] not in link_tuples[li]:
+            raise LinkageError(f"{path}: joint {j!r} is not on link {ln!r}")
+        return index[j], li
+
+    for k, load in enumerate(loads):
+        path = f"loads[{k}]"
+        kind = load.get("type") if isinstance(load, dict) else None
+        if kind not in LOADS:
+            raise LinkageError(f"{path}.type: one of {LOADS}; got {kind!r}")
+        if kind in ("spring", "damper"):
+            js, ls = load.get("joints"), load.get("links")
+            if not (isinstance(js, list) and isinstance(ls, list) and len(js) == 2 and len(ls) == 2):
+                raise LinkageError(f"{path}: a {kind} needs 'joints': [A, B] and 'links': [LA, LB]")
+            (ja, la), (jb, lb) = joint_of_link(path, js[0], ls[0]), joint_of_link(path, js[1], ls[1])
+            if kind == "spring":
+                d0 = float(np.linalg.norm(np.asarray(rows[ja])[:2] - np.asarray(rows[jb])[:2]))
+                p = (
+                    _number(f"{path}.stiffness", load.get("stiffness")),
+                    _number(f"{path}.length", load.get("length", d0)),
+                )
+            else:
+                p = (_number(f"{path}.damping", load.get("damping")), 0.0)
+            kinds.append(kind), idx.append((ja, la, jb, lb)), params.append((*p, 0.0))
+        elif kind == "force":
+            j, li = joint_of_link(path, load.get("joint"), load.get("link"))
+            try:
+                f = np.asarray(load.get("force"), dtype=float)
+            except (TypeError, ValueError):
+                f = np.zeros(0)
+            if f.shape != (2,) or not np.all(np.isfinite(f)):
+                raise LinkageError(f"{path}.force: two finite numbers [Fx, Fy]; got {load.get('force')!r}")
+            kinds.append(kind), idx.append((j, li, -1, -1)), params.append((f[0], f[1], 0.0))
+        else:
+            ln = load.get("link")
+            if ln not in link_names:
+                raise LinkageError(f"{path}.link: unknown link {ln!r}")
+            tau = _number(f"{path}.torque", load.get("torque"), positive_or_zero=False)
+            kinds.append(kind), idx.append((-1, link_names.index(ln), -1, -1)), params.append((tau, 0.0, 0.0))
+    return dict(
+        load_kinds=tuple(kinds),
+        load_index=tuple(idx),
+        load_params=jnp.asarray(np.asarray(params, dtype=float).reshape(-1, 3)),
     )
 
 

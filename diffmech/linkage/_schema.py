@@ -196,7 +196,9 @@ def _loads(loads, geometry, names, index, link_names, link_tuples, rows) -> dict
                 )
             else:
                 p = (_number(f"{path}.damping", load.get("damping")), 0.0)
-            kinds.append(kind), idx.append((ja, la, jb, lb)), params.append((*p, 0.0))
+            kinds.append(kind)
+            idx.append((ja, la, jb, lb))
+            params.append((*p, 0.0))
         elif kind == "force":
             j, li = joint_of_link(path, load.get("joint"), load.get("link"))
             try:
@@ -205,13 +207,17 @@ def _loads(loads, geometry, names, index, link_names, link_tuples, rows) -> dict
                 f = np.zeros(0)
             if f.shape != (2,) or not np.all(np.isfinite(f)):
                 raise LinkageError(f"{path}.force: two finite numbers [Fx, Fy]; got {load.get('force')!r}")
-            kinds.append(kind), idx.append((j, li, -1, -1)), params.append((f[0], f[1], 0.0))
+            kinds.append(kind)
+            idx.append((j, li, -1, -1))
+            params.append((f[0], f[1], 0.0))
         else:
             ln = load.get("link")
             if ln not in link_names:
                 raise LinkageError(f"{path}.link: unknown link {ln!r}")
             tau = _number(f"{path}.torque", load.get("torque"), positive_or_zero=False)
-            kinds.append(kind), idx.append((-1, link_names.index(ln), -1, -1)), params.append((tau, 0.0, 0.0))
+            kinds.append(kind)
+            idx.append((-1, link_names.index(ln), -1, -1))
+            params.append((tau, 0.0, 0.0))
     return dict(
         load_kinds=tuple(kinds),
         load_index=tuple(idx),

@@ -444,8 +444,10 @@ class _Reactions(eqx.Module):
 
 
 def _reaction_plan(lk: Linkage, bodies: tuple[int, ...]) -> _Reactions:
-    if lk.input_kind != "revolute":
-        raise ValueError(f"joint_forces: a revolute input only (so far); {lk.name!r} is driven by a {lk.input_kind}")
+    if lk.input_kind == "actuator":
+        raise ValueError(
+            f"joint_forces: a revolute or prismatic input only (so far); {lk.name!r} is driven by an actuator"
+        )
     pins, slides, pairs = [], [], []
     for j, t in enumerate(lk.types):
         holders = tuple(k for k, members in enumerate(lk.links) if j in members)
@@ -488,6 +490,18 @@ def _applied(X, V, lk: Linkage):
     return out
 
 
+def _motor(X, lk: Linkage):
+    """The wrench of a unit motor effort on the input link: a unit couple for a
+    revolute input; for a prismatic one, a unit force along the slide direction
+    `(b, −a)` of the ground line, through the line's point nearest the origin."""
+    one, zero = jnp.ones((), X.dtype), jnp.zeros((), X.dtype)
+    if lk.input_kind == "revolute":
+        return jnp.stack([zero, zero, one])
+    (s,) = lk.input_joints
+    n = X[s, :2]
+    return _wrench(-X[s, 2] * n, jnp.stack([n[1], -n[0]]))
+
+
 def _kinetostatics(X, V, accel, alpha, c, body: _Inertial, plan: _Reactions, lk: Linkage):
     """The Newton–Euler balances of every moving link as one linear system
     `A z = b` in the reaction unknowns `z` (and the motor torque, last), and the
@@ -520,7 +534,7 @@ def _kinetostatics(X, V, accel, alpha, c, body: _Inertial, plan: _Reactions, lk:
         cols.append(column([(slider, normal), (carrier, -normal)]))
         couple = jnp.stack([zero, zero, one])
         cols.append(column([(slider, couple), (carrier, -couple)]))
-    cols.append(column([(lk.input_link, jnp.stack([zero, zero, one]))]))  # the motor torque
+    cols.append(column([(lk.input_link, _motor(X, lk))]))  # the motor's torque (or force)
     A = jnp.stack(cols, axis=1)
     # the right-hand side: m a − m g − F, I α + c × m (a − g) − M (F, M: the applied loads)
     g = body.gravity
@@ -556,7 +570,9 @@ class JointForces(AbstractResult):
     of every result: `diffmech._result.AbstractResult`, `masked()` masks `torque`).
 
     - `u`, `udot`, `uddot`: the motion;
-    - `torque` `(N,)`: the motor torque on the input link (N m; the ground takes −τ);
+    - `torque` `(N,)`: the motor's effort on the input link: a torque (N m) for a
+      revolute input, a force along the slide for a prismatic one (N); the ground
+      takes the opposite;
     - `reactions` `(N, P, 3)`: for every `(joint, link)` of `pairs` (static, names),
       the wrench `(Fx, Fy, Mz)` the joint applies to that link, `Mz` about the origin
       (a prismatic joint's includes its couple); the ground's included;
@@ -591,7 +607,7 @@ class JointForces(AbstractResult):
 
 
 def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> JointForces:
-    """Inverse dynamics of a planar linkage with a revolute input: the motor torque
+    """Inverse dynamics of a planar linkage with a revolute or prismatic input: the motor torque (force)
     and the force (and couple) in every joint along a prescribed input motion
     `u(t)`, `u̇`, `ü` (arrays `(N,)`, broadcast), from every moving link's
     Newton–Euler balance (gravity and inertia) solved as one linear system per
@@ -641,7 +657,8 @@ def _joint_forces(lk, u, udot, uddot, body, plan):
         z = _linalg.solve(A, b)
         reactions, tau = _reactions_from(z, X, plan)
         ground = jnp.asarray([k == lk.ground for _, k in plan.pairs])
-        total = jnp.sum(jnp.where(ground[:, None], reactions, 0.0), axis=0) - jnp.stack([0.0, 0.0, tau]).astype(x.dtype)
+        # the ground's joints' reactions and the motor's reaction on the ground
+        total = jnp.sum(jnp.where(ground[:, None], reactions, 0.0), axis=0) - tau * _motor(X, lk)
         return tau, reactions, total[:2], total[2], _linalg.condition_1(A)
 
     tau, reactions, F, Mz, cond = jax.vmap(one)(motion.coords, u, udot, uddot)

@@ -574,7 +574,7 @@ class Coarse(AbstractPredictor):
             return jnp.gradient(v, axis=0)[nodes] if v.shape[0] > 1 else jnp.zeros_like(v[nodes])
 
         du = jax.tree.map(slope, inputs)
-        dx = jax.vmap(lambda x, u, ud: _velocity(opts.fn, x, u, params, ud))(rows.x, node_in, du)
+        dx = jax.vmap(lambda x, u, ud: velocity(opts.fn, x, u, params, ud))(rows.x, node_in, du)
         k = jnp.arange(n_in)
         j = jnp.clip(jnp.searchsorted(jnp.asarray(nodes), k, side="right") - 1, 0, nodes.shape[0] - 2)
         nodes_a = jnp.asarray(nodes)
@@ -946,8 +946,9 @@ def condition(fn: Residual, x: Float[Array, " n"], u: Any, params: PyTree) -> Fl
     return _linalg.condition_1(jacobian(fn)(x, u, params))
 
 
-def _velocity(fn, x, u, params, udot):
-    """`ẋ = −Φ_x⁻¹ Φ_u u̇`: the first half of `rates`."""
+def velocity(fn: Residual, x: Float[Array, " n"], u: Any, params: PyTree, udot: Any) -> Float[Array, " n"]:
+    """`ẋ = −Φ_x⁻¹ Φ_u u̇`: the velocity half of `rates` (one solve, no second
+    derivative), e.g. the closure's tangent `x′(u)` for `udot = 1`."""
     J = jacobian(fn)(x, u, params)
     _, phi_u = jax.jvp(lambda u_: fn(x, u_, params), (u,), (udot,))
     return _linalg.solve(J, -phi_u)

@@ -19,5 +19,6 @@ from ._closure import (
     rates as rates,
     root as root,
     sweep as sweep,
+    velocity as velocity,
 )
 from ._result import AbstractResult as AbstractResult

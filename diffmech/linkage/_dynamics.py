@@ -35,7 +35,7 @@ from .._geometry import cross, dot, perp
 from .._result import RESULTS, AbstractResult, as_results, code, finish, save_status
 from .._validate import is_traced
 from ._model import Linkage, _assemble, _carry_tracers, _prepare, _residual
-from ._simulate import _widths, simulate_functional
+from ._simulate import simulate_functional, widths
 
 
 def rod_mass_properties(
@@ -175,7 +175,7 @@ class Drive(eqx.Module):
 
 def _tangent(x, u, prep):
     """`x′(u)`: the closure's tangent (implicit function theorem)."""
-    return _closure._velocity(_residual, x, u, prep, jnp.ones_like(u))
+    return _closure.velocity(_residual, x, u, prep, jnp.ones_like(u))
 
 
 def _loads(X, dX, lk: Linkage):
@@ -416,7 +416,7 @@ def _simulate_dynamics(lk, udot0, t1, ts, drive, solver, rtol, atol, max_steps, 
         solver_result=sol.result,
         num_steps=sol.stats["num_accepted_steps"],
         names=lk.names,
-        widths=_widths(lk),
+        widths=widths(lk),
     )
 
 

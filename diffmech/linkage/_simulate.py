@@ -78,7 +78,7 @@ class Motion(AbstractResult):
         return {n: self[n] for n in self.names}
 
 
-def _widths(lk):
+def widths(lk):
     return tuple(3 if (t == "P" or lk.geometry != "planar") else 2 for t in lk.types)
 
 
@@ -140,7 +140,7 @@ def simulate_functional(
         condition=cond,
         residual=sol.residual,
         names=lk.names,
-        widths=_widths(lk),
+        widths=widths(lk),
     )
     return finish(out, throw, f"linkage {lk.name!r}: simulate")
 

@@ -234,7 +234,7 @@ def _dynamics(mech: AbstractParallelMechanism, kin: Kinematics, f_ext, method: s
         hP = _platform_requirement(mech, R, d, V, MPdot, f_ext)
         out = jax.vmap(lambda S_, H_, hp: _solve(mech, S_, H_, hp))(Ss, hs, hP)
     wrenches, forces, cond, res = out
-    ok = kin.converged & jnp.isfinite(res) & (res < 1e-8) & (cond < _kin._COND_LIMIT)
+    ok = kin.converged & jnp.isfinite(res) & (res < 1e-8) & (cond < _kin.COND_LIMIT)
     status = jax.vmap(
         lambda o, k, st: RESULTS.where(o, RESULTS.successful, RESULTS.where(k, RESULTS.singular_configuration, st))
     )(ok, kin.converged, kin.status)

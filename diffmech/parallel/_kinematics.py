@@ -286,7 +286,7 @@ def _limits_ok(mech, labels):
     return jnp.all((labels >= lo) & (labels <= hi), axis=-1)
 
 
-_COND_LIMIT = 1e12
+COND_LIMIT = 1e12
 
 
 def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride: int) -> Kinematics:
@@ -360,7 +360,7 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
     )
     converged, result = _closure.mask_after(ok, status, ~_limits_ok(mech, labels), RESULTS.motion_limit)
     converged, result = _closure.mask_after(
-        converged, result, ~(condition < _COND_LIMIT) & converged, RESULTS.singular_configuration
+        converged, result, ~(condition < COND_LIMIT) & converged, RESULTS.singular_configuration
     )
     return Kinematics(
         times=traj.times,
@@ -498,7 +498,7 @@ def raise_failure(mech: AbstractParallelMechanism, kin: Kinematics) -> None:
             index=(k,),
             residual=res,
         )
-    if np.isfinite(kin.condition[k]) and kin.condition[k] >= _COND_LIMIT:
+    if np.isfinite(kin.condition[k]) and kin.condition[k] >= COND_LIMIT:
         ranks = chain_ranks(mech, kin.labels[k])
         raise SingularError(
             f"{name}: singular configuration at sample {k} (t = {t:.6g} s): closure Jacobian condition number "

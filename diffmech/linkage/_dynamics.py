@@ -34,6 +34,7 @@ from .. import _closure, _linalg
 from .._geometry import cross, dot, perp
 from .._result import RESULTS, AbstractResult, as_results, code, finish, save_status
 from .._validate import is_traced
+from ._equations import orthonormal
 from ._model import Linkage, _assemble, _carry_tracers, _prepare, _residual
 from ._simulate import simulate_functional, widths
 
@@ -89,8 +90,8 @@ def _bodies(lk: Linkage) -> tuple[np.ndarray, tuple]:
     """The moving links (indices, static) and their frames."""
     if lk.masses is None or lk.inertias is None or lk.coms is None or lk.gravity is None:
         raise ValueError(f"linkage {lk.name!r}: no mass properties (give links mass, com, inertia in the description)")
-    if lk.geometry != "planar":
-        raise ValueError(f"linkage {lk.name!r}: dynamics are planar only (so far); this one is {lk.geometry}")
+    if lk.geometry == "spatial":
+        raise ValueError(f"linkage {lk.name!r}: dynamics are planar and spherical only (so far); this one is spatial")
     rows = []
     for k, frame in enumerate(lk.plan.frames):
         if k == lk.ground:
@@ -119,42 +120,68 @@ def _frame_vectors(X, frames):
     return jnp.stack(o), jnp.stack(e)
 
 
+def _rotations(X, frames):
+    """Per body (spherical): the rotation whose columns are its frame's orthonormal
+    axes (`e1` along its first element, `e2` in the plane of its first two)."""
+    out = []
+    for _, a, b in frames:
+        e1, e2, e3 = orthonormal(X[a], X[b])
+        out.append(jnp.stack([e1, e2, e3], axis=-1))
+    return jnp.stack(out)
+
+
 class _Inertial(eqx.Module):
-    """The bodies' constants: masses, inertias, and the centres of mass in their
-    frames (`c = o + α e + β S e`), read from the initial configuration."""
+    """The bodies' constants, read from the initial configuration: masses; in the
+    plane, the inertias and the centres of mass in their frames (`c = o + α e + β S e`,
+    `local` = (α, β)); on the sphere, the centres of mass and the inertia tensors in
+    the bodies' frames (`c = R local`, `I = R inertia Rᵀ`)."""
 
     idx: tuple[int, ...] = eqx.field(static=True)
     frames: tuple = eqx.field(static=True)
+    spherical: bool = eqx.field(static=True)
     mass: Array
     inertia: Array
-    alpha: Array
-    beta: Array
+    local: Array
     gravity: Array
 
 
 def _inertial(lk: Linkage) -> _Inertial:
     rows, frames = _bodies(lk)
     assert lk.masses is not None and lk.inertias is not None and lk.coms is not None  # checked by _bodies
+    assert lk.gravity is not None
     idx = np.asarray(rows, dtype=int)
+    common = dict(idx=tuple(int(i) for i in rows), frames=frames, mass=lk.masses[idx])
+    if lk.geometry == "spherical":
+        R0 = _rotations(lk.initial(), frames)
+        local = jnp.einsum("kji,kj->ki", R0, lk.coms[idx])
+        inertia = jnp.einsum("kji,kjl,klm->kim", R0, lk.inertias[idx], R0)
+        return _Inertial(spherical=True, inertia=inertia, local=local, gravity=lk.gravity, **common)
     o, e = _frame_vectors(lk.initial(), frames)
     d = lk.coms[idx, :2] - o
     r2 = dot(e, e)
-    assert lk.gravity is not None
-    return _Inertial(
-        idx=tuple(int(i) for i in rows),
-        frames=frames,
-        mass=lk.masses[idx],
-        inertia=lk.inertias[idx],
-        alpha=dot(d, e) / r2,
-        beta=dot(d, perp(e)) / r2,
-        gravity=lk.gravity[:2],
-    )
+    local = jnp.stack([dot(d, e) / r2, dot(d, perp(e)) / r2], axis=-1)
+    return _Inertial(spherical=False, inertia=lk.inertias[idx], local=local, gravity=lk.gravity[:2], **common)
 
 
 def _poses(X, body: _Inertial):
-    """Centres of mass `(K, 2)` and frame directions `(K, 2)` at coordinates `X`."""
+    """Centres of mass `(K, dim)` and frames: directions `(K, 2)` in the plane,
+    rotations `(K, 3, 3)` on the sphere."""
+    if body.spherical:
+        R = _rotations(X, body.frames)
+        return jnp.einsum("kij,kj->ki", R, body.local), R
     o, e = _frame_vectors(X, body.frames)
-    return o + body.alpha[:, None] * e + body.beta[:, None] * perp(e), e
+    return o + body.local[:, :1] * e + body.local[:, 1:] * perp(e), e
+
+
+def _rotational(f, df, body: _Inertial):
+    """`Σ ω′ᵀ I ω′` (per unit input rate) and the bodies' angular rates."""
+    if body.spherical:
+        W = jnp.einsum("kij,klj->kil", df, f)  # Ṙ Rᵀ: skew, its vector is ω
+        w = jnp.stack([W[:, 2, 1], W[:, 0, 2], W[:, 1, 0]], axis=-1)
+        wb = jnp.einsum("kji,kj->ki", f, w)  # in the bodies' frames
+        return jnp.sum(jnp.einsum("ki,kij,kj->k", wb, body.inertia, wb)), w
+    dphi = cross(f, df) / dot(f, f)
+    return jnp.sum(body.inertia * dphi**2), dphi
 
 
 # --------------------------------------------------------------------------- the reduced equation
@@ -215,9 +242,9 @@ def _terms(x, u, prep, body: _Inertial):
         X = _assemble(x_, u_, prep)
         return X, _poses(X, body)
 
-    (X, (c, e)), (dX, (dc, de)) = jax.jvp(pose, (x, u), (tan, jnp.ones_like(u)))
-    dphi = cross(e, de) / dot(e, e)
-    M = jnp.sum(body.mass * dot(dc, dc)) + jnp.sum(body.inertia * dphi**2)
+    (X, (c, f)), (dX, (dc, df)) = jax.jvp(pose, (x, u), (tan, jnp.ones_like(u)))
+    rot, _ = _rotational(f, df, body)
+    M = jnp.sum(body.mass * dot(dc, dc)) + rot
     g = body.gravity[None, :]
     Vs, dVs, Qa, Cd = _loads(X, dX, prep.lk)
     V = -jnp.sum(body.mass * dot(c, g)) + Vs
@@ -622,6 +649,8 @@ def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> 
     dt = lk.coords.dtype
     u = jnp.asarray(u, dt)
     udot, uddot = (jnp.broadcast_to(jnp.asarray(v, dt), u.shape) for v in (udot, uddot))
+    if lk.geometry != "planar":
+        raise ValueError(f"joint_forces: planar linkages only (so far); {lk.name!r} is {lk.geometry}")
     body = _inertial(lk)
     plan = _reaction_plan(lk, body.idx)
     if plan.n_unknowns != 3 * len(plan.bodies):

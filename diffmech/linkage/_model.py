@@ -406,11 +406,11 @@ class Linkage(eqx.Module):
         for li, (ln, members) in enumerate(zip(self.link_names, self.links)):
             joints = [self.names[j] for j in members]
             m = 0.0 if self.masses is None else float(self.masses[li])
-            inertia = 0.0 if self.inertias is None else float(self.inertias[li])
-            if m == 0.0 and inertia == 0.0:
+            inertia = np.zeros(()) if self.inertias is None else np.asarray(self.inertias)[li]
+            if m == 0.0 and not np.any(inertia):
                 out[ln] = joints
             else:
-                out[ln] = {"joints": joints, "mass": m, "inertia": inertia}
+                out[ln] = {"joints": joints, "mass": m, "inertia": inertia.tolist()}
                 if self.coms is not None:
                     out[ln]["com"] = [float(v) for v in np.asarray(self.coms)[li, : self.dim]]
         return out

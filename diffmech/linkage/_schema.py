@@ -149,7 +149,7 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         description=str(spec.get("description", "")),
         masses=jnp.asarray([m for m, _, _ in inertial], dtype=float),
         coms=jnp.asarray(np.stack([c for _, c, _ in inertial]), dtype=float),
-        inertias=jnp.asarray([i for _, _, i in inertial], dtype=float),
+        inertias=jnp.asarray(np.stack([np.asarray(i, dtype=float) for _, _, i in inertial]), dtype=float),
         gravity=jnp.asarray(_gravity(spec.get("gravity"), geometry), dtype=float),
         **_loads(spec.get("loads", []), geometry, names, index, link_names, link_tuples, rows),
     )
@@ -236,17 +236,37 @@ def _number(path, v, *, positive_or_zero=True) -> float:
 def _mass_properties(lname, props, geometry, index, rows, idx):
     """(mass, centre of mass (3,), inertia about it) of a link: zeros where not given.
     The centre of mass is a point of the link at the initial configuration, in the
-    description's coordinates (`[x, y]` in the plane), or the name of one of its joints."""
+    description's coordinates (`[x, y]` in the plane, `[x, y, z]` on the sphere), or
+    the name of one of its joints. The inertia is a number in the plane (about the
+    z axis); on the sphere a 3×3 tensor in the description's axes at the initial
+    configuration (a number: isotropic), symmetric positive semi-definite."""
+    planar = geometry == "planar"
+    zero_inertia = 0.0 if planar else np.zeros((3, 3))
     if props is None or not any(k in props for k in ("mass", "com", "inertia")):
-        return 0.0, np.zeros(3), 0.0
-    if geometry != "planar":
-        raise LinkageError(f"links.{lname}: mass properties are supported for planar linkages only (so far)")
+        return 0.0, np.zeros(3), zero_inertia
+    if geometry == "spatial":
+        raise LinkageError(f"links.{lname}: mass properties are supported for planar and spherical linkages (so far)")
     mass = _number(f"links.{lname}.mass", props.get("mass", 0.0))
-    inertia = _number(f"links.{lname}.inertia", props.get("inertia", 0.0))
+    raw = props.get("inertia", 0.0)
+    if planar or isinstance(raw, (int, float)):
+        inertia = _number(f"links.{lname}.inertia", raw)
+        inertia = inertia if planar else inertia * np.eye(3)
+    else:
+        try:
+            inertia = np.asarray(raw, dtype=float)
+        except (TypeError, ValueError):
+            inertia = np.zeros(0)
+        if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
+            raise LinkageError(f"links.{lname}.inertia: a number or a 3×3 tensor; got {raw!r}")
+        if not np.allclose(inertia, inertia.T) or np.linalg.eigvalsh(inertia).min() < -1e-12 * np.abs(inertia).max():
+            raise LinkageError(f"links.{lname}.inertia: must be symmetric positive semi-definite; got {raw!r}")
     com = props.get("com")
+    want = 2 if planar else 3
     if com is None:
         if mass > 0:
-            raise LinkageError(f"links.{lname}.com: a link with mass needs its centre of mass ([x, y] or a joint name)")
+            raise LinkageError(
+                f"links.{lname}.com: a link with mass needs its centre of mass (a point or a joint name)"
+            )
         return mass, np.zeros(3), inertia
     if isinstance(com, str):
         if com not in index or index[com] not in idx:
@@ -255,10 +275,10 @@ def _mass_properties(lname, props, geometry, index, rows, idx):
     try:
         c = np.asarray(com, dtype=float)
     except (TypeError, ValueError):
-        raise LinkageError(f"links.{lname}.com: need [x, y] or a joint name; got {com!r}") from None
-    if c.shape != (2,) or not np.all(np.isfinite(c)):
-        raise LinkageError(f"links.{lname}.com: need two finite numbers [x, y]; got {com!r}")
-    return mass, np.concatenate([c, [0.0]]), inertia
+        raise LinkageError(f"links.{lname}.com: need {want} numbers or a joint name; got {com!r}") from None
+    if c.shape != (want,) or not np.all(np.isfinite(c)):
+        raise LinkageError(f"links.{lname}.com: need {want} finite numbers; got {com!r}")
+    return mass, np.concatenate([c, np.zeros(3 - want)]), inertia
 
 
 def _gravity(g, geometry):

@@ -150,17 +150,33 @@ def _inertial(lk: Linkage) -> _Inertial:
     assert lk.masses is not None and lk.inertias is not None and lk.coms is not None  # checked by _bodies
     assert lk.gravity is not None
     idx = np.asarray(rows, dtype=int)
-    common = dict(idx=tuple(int(i) for i in rows), frames=frames, mass=lk.masses[idx])
+    ids = tuple(int(i) for i in rows)
     if lk.geometry == "spherical":
         R0 = _rotations(lk.initial(), frames)
         local = jnp.einsum("kji,kj->ki", R0, lk.coms[idx])
         inertia = jnp.einsum("kji,kjl,klm->kim", R0, lk.inertias[idx], R0)
-        return _Inertial(spherical=True, inertia=inertia, local=local, gravity=lk.gravity, **common)
+        return _Inertial(
+            idx=ids,
+            frames=frames,
+            spherical=True,
+            mass=lk.masses[idx],
+            inertia=inertia,
+            local=local,
+            gravity=lk.gravity,
+        )
     o, e = _frame_vectors(lk.initial(), frames)
     d = lk.coms[idx, :2] - o
     r2 = dot(e, e)
     local = jnp.stack([dot(d, e) / r2, dot(d, perp(e)) / r2], axis=-1)
-    return _Inertial(spherical=False, inertia=lk.inertias[idx], local=local, gravity=lk.gravity[:2], **common)
+    return _Inertial(
+        idx=ids,
+        frames=frames,
+        spherical=False,
+        mass=lk.masses[idx],
+        inertia=lk.inertias[idx],
+        local=local,
+        gravity=lk.gravity[:2],
+    )
 
 
 def _poses(X, body: _Inertial):

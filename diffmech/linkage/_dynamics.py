@@ -1,4 +1,4 @@
-"""Dynamics of a one-input planar linkage on the closure core (issue 23).
+"""Dynamics of a one-input planar or spherical linkage on the closure core (issue 23).
 
 The linkage has one degree of freedom, its input `u`. Every joint's position is an
 exact function of `u` (the closure, solved by Newton), and so are the pose of every
@@ -17,7 +17,13 @@ coordinate is the reduced equation
 prismatic one or an actuator). `c′`, `φ′` come from one `jax.jvp` of the link poses
 along the closure's tangent `(x′(u), 1)` (`closure.rates`), `M′` from a `jvp` of `M`
 along the same tangent. No multiplier, no constraint drift: the loop is closed by
-Newton wherever a configuration is needed.
+Newton wherever a configuration is needed. On the sphere a link's rotational term is
+`ω_k′ᵀ I_k ω_k′`, with `ω` the vector of `Ṙ Rᵀ` of the link's frame `R` and `I` its
+inertia tensor (carried by the frame).
+
+Applied loads (springs, dampers, constant forces and couples) and the joint forces
+(`joint_forces`: every link's Newton–Euler balance, one linear system per
+configuration) are planar.
 """
 
 from collections.abc import Callable
@@ -370,7 +376,7 @@ def simulate_dynamics(
     adjoint: diffrax.AbstractAdjoint | None = None,
     throw: bool = False,
 ) -> Simulation:
-    """The motion of a planar one-input linkage from its initial configuration
+    """The motion of a planar or spherical one-input linkage from its initial configuration
     (input 0) with input rate `udot0`, under gravity (`lk.gravity`) and `drive`,
     from t = 0 to `t1` (saved at `saveat`, default 201 times): the reduced equation
     `M(u) ü + ½ M′(u) u̇² + V′(u) = Q(t, u, u̇)` (see the module) integrated with

@@ -42,7 +42,7 @@ from .._result import RESULTS, AbstractResult, as_results, code, finish, save_st
 from .._validate import is_traced
 from ._equations import orthonormal
 from ._model import Linkage, _assemble, _carry_tracers, _prepare, _residual
-from ._simulate import simulate_functional, widths
+from ._simulate import joint_path, simulate_functional, widths
 
 
 def rod_mass_properties(
@@ -356,10 +356,7 @@ class Simulation(AbstractResult):
     _inputs: ClassVar[str] = "ts"
 
     def __getitem__(self, name: str) -> Array:
-        if name not in self.names:
-            raise KeyError(f"no joint {name!r}; joints are {list(self.names)}")
-        j = self.names.index(name)
-        return self.coords[..., j, : self.widths[j]]
+        return joint_path(self, name)
 
 
 def simulate_dynamics(

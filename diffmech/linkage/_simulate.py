@@ -65,10 +65,7 @@ class Motion(AbstractResult):
     _inputs: ClassVar[str] = "inputs"
 
     def __getitem__(self, name: str) -> Array:
-        if name not in self.names:
-            raise KeyError(f"no joint {name!r}; joints are {list(self.names)}")
-        j = self.names.index(name)
-        return self.coords[..., j, : self.widths[j]]
+        return joint_path(self, name)
 
     def path(self, name: str) -> Array:
         """A joint's coordinates with unconverged rows set to NaN (for plotting)."""
@@ -76,6 +73,15 @@ class Motion(AbstractResult):
 
     def as_dict(self) -> dict:
         return {n: self[n] for n in self.names}
+
+
+def joint_path(result, name: str) -> Array:
+    """A joint's coordinates `(…, dim)` (3 for a line or plane) from a result with
+    `coords`, `names` and `widths` (`Motion`, `linkage.Simulation`)."""
+    if name not in result.names:
+        raise KeyError(f"no joint {name!r}; joints are {list(result.names)}")
+    j = result.names.index(name)
+    return result.coords[..., j, : result.widths[j]]
 
 
 def widths(lk):

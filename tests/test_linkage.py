@@ -548,9 +548,9 @@ def test_dynamics_reverse_mode_gradients_match_central_differences():
 
 
 def test_dynamics_needs_mass_properties_and_old_files_still_load():
-    lk = dm.examples.ss5()  # spatial, no mass properties in its file
+    lk = dm.examples.ss5()  # no mass properties in its file
     assert float(jnp.sum(lk.masses)) == 0.0
-    with pytest.raises(ValueError, match="planar and spherical only"):
+    with pytest.raises(ValueError, match="'ss5': no mass properties on any moving link"):
         L.simulate_dynamics(lk, 0.0, 1.0)
     spec = dm.examples.fourbar().to_dict()
     spec["links"]["crank"] = {"joints": ["A", "B"], "mass": 1.0}
@@ -640,6 +640,7 @@ def _loaded_fourbar(damper=False):
         {"type": "force", "joint": "C", "link": "rocker", "force": [3.0, -5.0]},
         {"type": "torque", "link": "coupler", "torque": 0.7},
         {"type": "spring", "joints": ["B", "D"], "links": ["coupler", "rocker"], "stiffness": 40.0, "length": 0.2},
+        {"type": "force", "joint": "P", "link": "coupler", "force": [-1.0, 2.0]},  # at the tracer
     ]
     if damper:
         spec["loads"].append({"type": "damper", "joints": ["A", "C"], "links": ["crank", "rocker"], "damping": 0.3})
@@ -647,9 +648,10 @@ def _loaded_fourbar(damper=False):
 
 
 def test_static_loads_on_a_massless_linkage_equal_virtual_work():
-    """A massless four-bar held by its motor against a force at C, a couple on the
-    coupler and a spring B–D: the motor torque from the joint-force solve equals the
-    virtual work τ = −(F · dC/du + T dφ/du − dE_spring/du), the derivatives taken by
+    """A massless four-bar held by its motor against a force at C, a force at the
+    coupler point P (a tracer), a couple on the coupler and a spring B–D: the motor
+    torque from the joint-force solve equals the virtual work
+    τ = −(F · dC/du + F_P · dP/du + T dφ/du − dE_spring/du), the derivatives taken by
     central differences of the configurations (no implicit function theorem)."""
     lk = _loaded_fourbar()
     massless = eqx.tree_at(lambda k: (k.masses, k.inertias), lk, (0 * lk.masses, 0 * lk.inertias))
@@ -661,8 +663,9 @@ def test_static_loads_on_a_massless_linkage_equal_virtual_work():
 
     h = 1e-6
     Xp, Xm = conf(u + h), conf(u - h)
-    iB, iC, iD = (lk.names.index(n) for n in "BCD")
+    iB, iC, iD, iP = (lk.names.index(n) for n in "BCDP")
     dC = (Xp[:, iC, :2] - Xm[:, iC, :2]) / (2 * h)
+    dP = (Xp[:, iP, :2] - Xm[:, iP, :2]) / (2 * h)
 
     def angle(X):
         return np.unwrap(np.arctan2(X[:, iC, 1] - X[:, iB, 1], X[:, iC, 0] - X[:, iB, 0]))
@@ -670,7 +673,12 @@ def test_static_loads_on_a_massless_linkage_equal_virtual_work():
     def spring(X):
         return 0.5 * 40.0 * (np.linalg.norm(X[:, iD, :2] - X[:, iB, :2], axis=1) - 0.2) ** 2
 
-    tau = -(dC @ np.array([3.0, -5.0]) + 0.7 * (angle(Xp) - angle(Xm)) / (2 * h) - (spring(Xp) - spring(Xm)) / (2 * h))
+    tau = -(
+        dC @ np.array([3.0, -5.0])
+        + dP @ np.array([-1.0, 2.0])
+        + 0.7 * (angle(Xp) - angle(Xm)) / (2 * h)
+        - (spring(Xp) - spring(Xm)) / (2 * h)
+    )
     np.testing.assert_allclose(np.asarray(jf.torque), tau, rtol=0, atol=1e-8)
 
 
@@ -741,12 +749,22 @@ def _massive_spherical_rrpr():
     spec["links"]["L1"] = {"joints": spec["links"]["L1"], "mass": 1.0, "com": [0.9, 0.25, 0.2], "inertia": inertia}
     spec["links"]["L2"] = {"joints": spec["links"]["L2"], "mass": 2.0, "com": "J5", "inertia": 0.05}
     spec["links"]["L3"] = {"joints": spec["links"]["L3"], "mass": 0.5, "com": "J4", "inertia": 0.01}
+    # loads on the sphere: a spring and a damper between the crank and the ground,
+    # a constant force on the coupler, a couple on the crank
+    spec["loads"] = [
+        {"type": "spring", "joints": ["J2", "J4"], "links": ["L1", "L4"], "stiffness": 0.8, "length": 0.9},
+        {"type": "damper", "joints": ["J5", "J4"], "links": ["L2", "L4"], "damping": 0.05},
+        {"type": "force", "joint": "J5", "link": "L2", "force": [0.3, -0.2, 0.1]},
+        {"type": "torque", "link": "L1", "torque": [0.02, 0.0, -0.05]},
+    ]
     return spec
 
 
 def test_spherical_dynamics_keep_the_energy_and_match_a_finite_difference_kinetic_energy():
     """The seed's spherical RRPR with mass properties (a full inertia tensor on the
-    crank): released under gravity, the energy is kept and every save is closed; the
+    crank) and loads (spring, damper, force, couple): released under gravity, the
+    energy balance (kinetic + potential − work of the force and couple + dissipated)
+    holds and every save is closed; the
     generalised inertia M(u) (implicit function theorem, jvps) equals twice the
     kinetic energy at u̇ = 1 computed from central differences of the configurations
     (each link's frame from two of its joints, its centre of mass carried by it,
@@ -779,4 +797,111 @@ def test_spherical_dynamics_keep_the_energy_and_match_a_finite_difference_kineti
     assert float(M) == pytest.approx(two_t, rel=1e-8)
     spec["links"]["L1"]["inertia"] = [[0.02, 0.5, 0.0], [0.0, 0.03, 0.0], [0.0, 0.0, 0.025]]
     with pytest.raises(L.LinkageError, match="links.L1.inertia: must be symmetric positive semi-definite"):
+        L.Linkage.from_dict(spec)
+
+
+def test_spatial_dynamics_keep_the_energy_and_match_the_rods_kinetic_energy():
+    """The seed's spatial 5-SS (Table 5) made of uniform rods (five S–S legs, a
+    pentagon of rods for the platform; `rod_mass_properties`) with a spring, a
+    damper, a force and a couple, released under gravity with its actuator free:
+    the energy balance holds and every save is closed. The generalised inertia M(u)
+    (frames, inertia tensors, the legs' transverse moments) equals twice the
+    kinetic energy at u̇ = 1 of the rods as continua, `Σ m/3 (|ȧ|² + ȧ·ḃ + |ḃ|²)`
+    over every rod's end velocities (central differences of the configurations),
+    and V(u) their potential `−Σ m g·(a + b)/2`: no frame, centre of mass or
+    tensor enters these."""
+    lk = L.rod_mass_properties(dm.examples.ss5())
+    spec = lk.to_dict()
+    spec["loads"] = [
+        {"type": "spring", "joints": ["J1", "J11"], "links": ["L7", "L6"], "stiffness": 3.0},
+        {"type": "damper", "joints": ["J4", "J10"], "links": ["L7", "L6"], "damping": 0.5},
+        {"type": "force", "joint": "J11", "link": "L6", "force": [1.0, -2.0, 3.0]},
+        {"type": "torque", "link": "L6", "torque": [0.5, -1.0, 2.0]},
+    ]
+    loaded = L.Linkage.from_dict(spec)
+    # saves at 0, δ, 2δ give the initial acceleration (below), then every 1/8 s
+    ts = jnp.concatenate([jnp.asarray([0.0, 1e-3, 2e-3]), jnp.linspace(0.125, 1.0, 8)])
+    sim = L.simulate_dynamics(loaded, 0.0, 1.0, saveat=ts, rtol=1e-13, atol=1e-15)
+    assert bool(jnp.all(sim.converged)) and float(sim.u[-1]) > 0.1  # it moves
+    assert float(sim.dissipated[-1]) > 1e-3 and abs(float(sim.work[-1])) > 1e-3  # the loads act
+    assert float(sim.energy_error) <= 1e-9 and float(jnp.max(sim.residual)) <= 1e-12
+
+    h = 1e-5
+    C0, g = np.asarray(lk.coords), np.asarray(lk.gravity)
+    rods = []  # (mass, a, b) of every rod (density 1)
+    for li, members in enumerate(lk.links):
+        pts = [j for j in members if lk.types[j] == "S"] if li != lk.ground else []
+        for a, b in list(zip(pts, pts[1:])) + ([(pts[-1], pts[0])] if len(pts) > 2 else []):
+            rods.append((np.linalg.norm(C0[b] - C0[a]), a, b))
+
+    def rods_and_loads(X, Vel):
+        """2T at u̇ = 1, gravity's and the spring's potential, the force's and the
+        couple's generalised force (virtual work, the platform's ω from its frame)."""
+        Xm, X0, Xp = X
+        two_t = sum(m / 3 * (Vel[a] @ Vel[a] + Vel[a] @ Vel[b] + Vel[b] @ Vel[b]) for m, a, b in rods)
+        gravity = -sum(m * g @ (X0[a] + X0[b]) / 2 for m, a, b in rods)
+        i1, i11, i6, i7, i8 = (lk.names.index(n) for n in ("J1", "J11", "J6", "J7", "J8"))
+        spring = 1.5 * (np.linalg.norm(X0[i11] - X0[i1]) - np.linalg.norm(C0[i11] - C0[i1])) ** 2
+
+        def frame(P):
+            e1 = (P[i7] - P[i6]) / np.linalg.norm(P[i7] - P[i6])
+            e2 = P[i8] - P[i6] - ((P[i8] - P[i6]) @ e1) * e1
+            e2 = e2 / np.linalg.norm(e2)
+            return np.stack([e1, e2, np.cross(e1, e2)], axis=-1)
+
+        W = (frame(Xp) - frame(Xm)) / (2 * h) @ frame(X0).T
+        omega = np.array([W[2, 1], W[0, 2], W[1, 0]])
+        applied = np.array([1.0, -2.0, 3.0]) @ Vel[i11] + np.array([0.5, -1.0, 2.0]) @ omega
+        return two_t, gravity, spring, applied
+
+    def at(u0):
+        X = np.asarray(L.simulate(lk, inputs=np.array([0.0, u0 / 2, u0 - h, u0, u0 + h]), condition=False).coords)
+        return X[2:], (X[4] - X[2]) / (2 * h)
+
+    # M(u) and V(u) at u = 0.05
+    X, Vel = at(0.05)
+    x = lk.state(jnp.asarray(X[1]))
+    M, _ = L.generalised_inertia(lk, x, 0.05)
+    V, _ = L.potential(lk, x, 0.05)
+    two_t, gravity, _, _ = rods_and_loads(X, Vel)
+    assert float(M) == pytest.approx(two_t, rel=1e-8)
+    assert float(V) == pytest.approx(gravity, rel=1e-12)
+    # from rest, M(0) ü(0) = Q(0) − V′(0): the applied loads by virtual work, V′ by
+    # central differences of gravity's and the spring's potential
+    X, Vel = at(0.0)
+    two_t, _, _, applied = rods_and_loads(X, Vel)
+    Xm, Xp = (at(s)[0] for s in (-h, h))
+    slope = (sum(rods_and_loads(Xp, Vel)[1:3]) - sum(rods_and_loads(Xm, Vel)[1:3])) / (2 * h)
+    uddot0 = (8 * float(sim.u[1]) - float(sim.u[2])) / (2 * 1e-3**2)  # u(δ), u(2δ): O(δ²)
+    assert uddot0 == pytest.approx((applied - slope) / two_t, rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            lambda s: s["links"]["L1"].update(inertia=np.diag([1.0, 2.0, 3.0]).tolist()),
+            "links.L1.inertia: a binary S–S",
+        ),
+        (lambda s: s["links"]["L1"].update(com=[0.0, 0.0, 0.0]), "links.L1.com: a binary S–S link's centre of mass"),
+        (
+            lambda s: s.update(loads=[{"type": "torque", "link": "L2", "torque": [0.0, 0.0, 1.0]}]),
+            "loads\\[0\\].link: L2 is an S–S rod",
+        ),
+        (
+            lambda s: s.update(
+                loads=[{"type": "spring", "joints": ["J6", "J7"], "links": ["L6", "L6"], "stiffness": 1.0}]
+            ),
+            "loads\\[0\\]: a spring between two joints of the same link",
+        ),
+        (
+            lambda s: s.update(loads=[{"type": "force", "joint": "J7", "link": "L6", "force": [1.0, 2.0]}]),
+            "loads\\[0\\].force: 3 finite numbers",
+        ),
+    ],
+)
+def test_spatial_mass_properties_and_loads_bad_input_names_the_item(change, message):
+    spec = L.rod_mass_properties(dm.examples.ss5()).to_dict()
+    change(spec)
+    with pytest.raises(L.LinkageError, match=message):
         L.Linkage.from_dict(spec)

@@ -1,4 +1,4 @@
-"""Dynamics of a one-input planar or spherical linkage on the closure core (issue 23).
+"""Dynamics of a one-input planar, spherical or spatial linkage on the closure core (issue 23).
 
 The linkage has one degree of freedom, its input `u`. Every joint's position is an
 exact function of `u` (the closure, solved by Newton), and so are the pose of every
@@ -17,13 +17,16 @@ coordinate is the reduced equation
 prismatic one or an actuator). `c′`, `φ′` come from one `jax.jvp` of the link poses
 along the closure's tangent `(x′(u), 1)` (`closure.rates`), `M′` from a `jvp` of `M`
 along the same tangent. No multiplier, no constraint drift: the loop is closed by
-Newton wherever a configuration is needed. On the sphere a link's rotational term is
-`ω_k′ᵀ I_k ω_k′`, with `ω` the vector of `Ṙ Rᵀ` of the link's frame `R` and `I` its
-inertia tensor (carried by the frame).
+Newton wherever a configuration is needed. On the sphere and in space a link's
+rotational term is `ω_k′ᵀ I_k ω_k′`, with `ω` the vector of `Ṙ Rᵀ` of the link's
+frame `R` (two of its elements on the sphere, three of its joints in space) and `I`
+its inertia tensor (carried by the frame). A spatial link of two joints (an S–S rod)
+has no frame: its spin about its own axis is not fixed by the joints. It is taken
+as a slender rod with no axial inertia (its centre of mass on the axis, its
+transverse moment `I_t`), so the idle spin carries neither energy nor a moment and
+its rotational term is `I_t |ω⊥′|²`, `ω⊥ = e × ė / |e|²` (`e` the rod's axis).
 
-Applied loads (springs, dampers, constant forces and couples) and the joint forces
-(`joint_forces`: every link's Newton–Euler balance, one linear system per
-configuration) are planar.
+Applied loads (springs, dampers, constant forces and couples) act in every geometry.
 """
 
 from collections.abc import Callable
@@ -49,21 +52,28 @@ def rod_mass_properties(
     lk: Linkage, density: float = 1.0, block_mass: float = 0.05, block_inertia: float = 1e-5
 ) -> Linkage:
     """`lk` with the mass properties of uniform slender rods of `density` (kg/m)
-    along the edges of every moving link's polygon of points (its revolute joints, in
-    the order listed; one rod for a binary link, a closed polygon of rods for a link of
-    three or more points), at the initial configuration. A link with a single point
-    (a slider block on a line) is a block of `block_mass` (kg) and `block_inertia`
-    (kg m²) centred on that point. The ground carries none. Planar linkages only."""
-    if lk.geometry != "planar":
-        raise ValueError(f"rod_mass_properties: planar linkages only; {lk.name!r} is {lk.geometry}")
+    along the edges of every moving link's polygon of points (its revolute or
+    spherical joints, in the order listed; one rod for a binary link, a closed
+    polygon of rods for a link of three or more points), at the initial
+    configuration. A rod of mass `m` and length `L` has the moment `m L²/12` about
+    its centre across its axis and none along it (in space, the tensor
+    `m L²/12 (1 − e eᵀ)`; a polygon's tensor adds the parallel-axis terms). A planar
+    link with a single point (a slider block on a line) is a block of `block_mass`
+    (kg) and `block_inertia` (kg m²) centred on that point. The ground carries none.
+    Planar and spatial linkages."""
+    if lk.geometry == "spherical":
+        raise ValueError(f"rod_mass_properties: planar and spatial linkages only; {lk.name!r} is spherical")
+    planar = lk.geometry == "planar"
+    dim = 2 if planar else 3
     C = np.asarray(lk.coords)
+    zero_inertia = 0.0 if planar else np.zeros((3, 3))
     masses, coms, inertias = [], [], []
     for li, members in enumerate(lk.links):
-        pts = [C[j, :2] for j in members if lk.types[j] == "R"]
+        pts = [C[j, :dim] for j in members if lk.types[j] in ("R", "S")]
         if li == lk.ground or not pts:
             masses.append(0.0)
             coms.append(np.zeros(3))
-            inertias.append(0.0)
+            inertias.append(zero_inertia)
             continue
         if len(pts) == 1:
             masses.append(block_mass)
@@ -75,16 +85,27 @@ def rod_mass_properties(
         c_e = [(a + b) / 2 for a, b in edges]
         m = float(sum(m_e))
         c = sum(mi * ci for mi, ci in zip(m_e, c_e)) / m
-        inertia = sum(
-            mi * (np.linalg.norm(b - a) ** 2 / 12 + np.sum((ci - c) ** 2)) for mi, ci, (a, b) in zip(m_e, c_e, edges)
-        )
+        if planar:
+            inertia = float(
+                sum(
+                    mi * (np.linalg.norm(b - a) ** 2 / 12 + np.sum((ci - c) ** 2))
+                    for mi, ci, (a, b) in zip(m_e, c_e, edges)
+                )
+            )
+        else:
+            eye = np.eye(3)
+            inertia = sum(
+                mi * np.linalg.norm(b - a) ** 2 / 12 * (eye - np.outer(b - a, b - a) / np.sum((b - a) ** 2))
+                + mi * (np.sum((ci - c) ** 2) * eye - np.outer(ci - c, ci - c))
+                for mi, ci, (a, b) in zip(m_e, c_e, edges)
+            )
         masses.append(m)
-        coms.append(np.r_[c, 0.0])
-        inertias.append(float(inertia))
+        coms.append(np.r_[c, np.zeros(3 - dim)])
+        inertias.append(inertia)
     return eqx.tree_at(
         lambda k: (k.masses, k.coms, k.inertias),
         lk,
-        (jnp.asarray(masses), jnp.asarray(np.stack(coms)), jnp.asarray(inertias)),
+        (jnp.asarray(masses), jnp.asarray(np.stack(coms)), jnp.asarray(np.stack(inertias))),
         is_leaf=lambda x: x is None,
     )
 
@@ -93,33 +114,36 @@ def rod_mass_properties(
 
 
 def _bodies(lk: Linkage) -> tuple[np.ndarray, tuple]:
-    """The moving links (indices, static) and their frames."""
+    """The moving links (indices, static) and their frames (in space a link of two
+    joints is an S–S rod, `("rod", a, b)`; the rigid ones come first)."""
     if lk.masses is None or lk.inertias is None or lk.coms is None or lk.gravity is None:
         raise ValueError(f"linkage {lk.name!r}: no mass properties (give links mass, com, inertia in the description)")
-    if lk.geometry == "spatial":
-        raise ValueError(f"linkage {lk.name!r}: dynamics are planar and spherical only (so far); this one is spatial")
-    rows = []
+    rows, rods = [], []
     for k, frame in enumerate(lk.plan.frames):
         if k == lk.ground:
             continue
+        if frame is None and lk.geometry == "spatial" and len(lk.links[k]) == 2:
+            rods.append(k)
+            continue
         if frame is None:
-            if not is_traced(lk.masses, lk.inertias) and (float(lk.masses[k]) or float(lk.inertias[k])):
+            if not is_traced(lk.masses, lk.inertias) and (float(lk.masses[k]) or np.any(np.asarray(lk.inertias[k]))):
                 raise ValueError(
                     f"links.{lk.link_names[k]}: a link with mass needs a frame (two points, or a point and a line)"
                 )
             continue
         rows.append(k)
-    return np.asarray(rows, dtype=int), tuple(lk.plan.frames[k] for k in rows)
+    frames = tuple(lk.plan.frames[k] for k in rows) + tuple(("rod", *lk.links[k]) for k in rods)
+    return np.asarray(rows + rods, dtype=int), frames
 
 
 def _frame_vectors(X, frames):
     """Per body: its frame's origin and direction at coordinates `X` (`pp`: point a,
-    b − a; `pl`: the point, the line's normal)."""
+    b − a; `pl`: the point, the line's normal; `rod`: joint a, b − a)."""
     o, e = [], []
-    for kind, a, b in frames:
-        if kind == "pp":
-            o.append(X[a, :2])
-            e.append(X[b, :2] - X[a, :2])
+    for kind, a, b, *_ in frames:
+        if kind in ("pp", "rod"):
+            o.append(X[a, :3] if kind == "rod" else X[a, :2])
+            e.append(X[b, :3] - X[a, :3] if kind == "rod" else X[b, :2] - X[a, :2])
         else:  # "pl": a point and a line (a x + b y + c = 0, normal (a, b))
             o.append(X[a, :2])
             e.append(X[b, :2])
@@ -127,28 +151,45 @@ def _frame_vectors(X, frames):
 
 
 def _rotations(X, frames):
-    """Per body (spherical): the rotation whose columns are its frame's orthonormal
-    axes (`e1` along its first element, `e2` in the plane of its first two)."""
-    out = []
-    for _, a, b in frames:
-        e1, e2, e3 = orthonormal(X[a], X[b])
+    """Per body (spherical, spatial rigid): its frame's origin (the centre of the
+    sphere; the first joint in space) and the rotation whose columns are its
+    orthonormal axes (`e1` along its first element (from the first joint to the
+    second, in space), `e2` in the plane of its first two (three))."""
+    out, origins = [], []
+    for kind, a, b, *rest in frames:
+        if kind == "ppp":
+            (c,) = rest[:1]
+            e1, e2, e3 = orthonormal(X[b] - X[a], X[c] - X[a])
+            origins.append(X[a])
+        else:
+            e1, e2, e3 = orthonormal(X[a], X[b])
+            origins.append(jnp.zeros_like(X[a]))
         out.append(jnp.stack([e1, e2, e3], axis=-1))
-    return jnp.stack(out)
+    return jnp.stack(origins), jnp.stack(out)
 
 
 class _Inertial(eqx.Module):
     """The bodies' constants, read from the initial configuration: masses; in the
     plane, the inertias and the centres of mass in their frames (`c = o + α e + β S e`,
-    `local` = (α, β)); on the sphere, the centres of mass and the inertia tensors in
-    the bodies' frames (`c = R local`, `I = R inertia Rᵀ`)."""
+    `local` = (α, β)); on the sphere and for rigid links in space, the centres of
+    mass and the inertia tensors in the bodies' frames (`c = o + R local`,
+    `I = R inertia Rᵀ`); for the S–S rods that close the list in space, `local` =
+    (α, 0, 0) (`c = a + α (b − a)`) and the transverse moment on the inertia's
+    diagonal."""
 
     idx: tuple[int, ...] = eqx.field(static=True)
     frames: tuple = eqx.field(static=True)
-    spherical: bool = eqx.field(static=True)
+    geometry: str = eqx.field(static=True)
+    n_rods: int = eqx.field(static=True)
     mass: Array
     inertia: Array
     local: Array
     gravity: Array
+
+    @property
+    def solid(self) -> bool:
+        """Rigid bodies in three dimensions (spherical, spatial)."""
+        return self.geometry != "planar"
 
 
 def _inertial(lk: Linkage) -> _Inertial:
@@ -157,17 +198,31 @@ def _inertial(lk: Linkage) -> _Inertial:
     assert lk.gravity is not None
     idx = np.asarray(rows, dtype=int)
     ids = tuple(int(i) for i in rows)
-    if lk.geometry == "spherical":
-        R0 = _rotations(lk.initial(), frames)
-        local = jnp.einsum("kji,kj->ki", R0, lk.coms[idx])
-        inertia = jnp.einsum("kji,kjl,klm->kim", R0, lk.inertias[idx], R0)
+    n_rods = sum(f[0] == "rod" for f in frames)
+    n_rigid = len(frames) - n_rods
+    if lk.geometry != "planar":
+        C0 = lk.initial()
+        parts_local, parts_inertia = [], []
+        if n_rigid:
+            o0, R0 = _rotations(C0, frames[:n_rigid])
+            ri = idx[:n_rigid]
+            parts_local.append(jnp.einsum("kji,kj->ki", R0, lk.coms[ri] - o0))
+            parts_inertia.append(jnp.einsum("kji,kjl,klm->kim", R0, lk.inertias[ri], R0))
+        if n_rods:
+            o0, e0 = _frame_vectors(C0, frames[n_rigid:])
+            ro = idx[n_rigid:]
+            alpha = dot(lk.coms[ro] - o0, e0) / dot(e0, e0)
+            parts_local.append(jnp.stack([alpha, jnp.zeros_like(alpha), jnp.zeros_like(alpha)], axis=-1))
+            transverse = 0.5 * jnp.trace(lk.inertias[ro], axis1=-2, axis2=-1)
+            parts_inertia.append(transverse[:, None, None] * jnp.eye(3, dtype=C0.dtype))
         return _Inertial(
             idx=ids,
             frames=frames,
-            spherical=True,
+            geometry=lk.geometry,
+            n_rods=n_rods,
             mass=lk.masses[idx],
-            inertia=inertia,
-            local=local,
+            inertia=jnp.concatenate(parts_inertia),
+            local=jnp.concatenate(parts_local),
             gravity=lk.gravity,
         )
     o, e = _frame_vectors(lk.initial(), frames)
@@ -177,7 +232,8 @@ def _inertial(lk: Linkage) -> _Inertial:
     return _Inertial(
         idx=ids,
         frames=frames,
-        spherical=False,
+        geometry="planar",
+        n_rods=0,
         mass=lk.masses[idx],
         inertia=lk.inertias[idx],
         local=local,
@@ -187,23 +243,43 @@ def _inertial(lk: Linkage) -> _Inertial:
 
 def _poses(X, body: _Inertial):
     """Centres of mass `(K, dim)` and frames: directions `(K, 2)` in the plane,
-    rotations `(K, 3, 3)` on the sphere."""
-    if body.spherical:
-        R = _rotations(X, body.frames)
-        return jnp.einsum("kij,kj->ki", R, body.local), R
-    o, e = _frame_vectors(X, body.frames)
-    return o + body.local[:, :1] * e + body.local[:, 1:] * perp(e), e
+    rotations `(K, 3, 3)` on the sphere; in space the rigid links' rotations and the
+    rods' directions `(b − a)`."""
+    if not body.solid:
+        o, e = _frame_vectors(X, body.frames)
+        return o + body.local[:, :1] * e + body.local[:, 1:] * perp(e), e
+    n_rigid = len(body.frames) - body.n_rods
+    cs, R, e = [], None, None
+    if n_rigid:
+        o, R = _rotations(X, body.frames[:n_rigid])
+        cs.append(o + jnp.einsum("kij,kj->ki", R, body.local[:n_rigid]))
+    if body.n_rods:
+        o, e = _frame_vectors(X, body.frames[n_rigid:])
+        cs.append(o + body.local[n_rigid:, :1] * e)
+    return jnp.concatenate(cs), (R, e)
 
 
 def _rotational(f, df, body: _Inertial):
-    """`Σ ω′ᵀ I ω′` (per unit input rate) and the bodies' angular rates."""
-    if body.spherical:
-        W = jnp.einsum("kij,klj->kil", df, f)  # Ṙ Rᵀ: skew, its vector is ω
+    """`Σ ω′ᵀ I ω′` (per unit input rate) and the bodies' angular rates (in the
+    plane a number each; else vectors `(K, 3)`, a rod's the one normal to its axis,
+    `e × ė / |e|²`: its spin about the axis is idle and carries no inertia)."""
+    if not body.solid:
+        dphi = cross(f, df) / dot(f, f)
+        return jnp.sum(body.inertia * dphi**2), dphi
+    (R, e), (dR, de) = f, df
+    n_rigid = len(body.frames) - body.n_rods
+    total, ws = jnp.zeros((), body.mass.dtype), []
+    if n_rigid:
+        W = jnp.einsum("kij,klj->kil", dR, R)  # Ṙ Rᵀ: skew, its vector is ω
         w = jnp.stack([W[:, 2, 1], W[:, 0, 2], W[:, 1, 0]], axis=-1)
-        wb = jnp.einsum("kji,kj->ki", f, w)  # in the bodies' frames
-        return jnp.sum(jnp.einsum("ki,kij,kj->k", wb, body.inertia, wb)), w
-    dphi = cross(f, df) / dot(f, f)
-    return jnp.sum(body.inertia * dphi**2), dphi
+        wb = jnp.einsum("kji,kj->ki", R, w)  # in the bodies' frames
+        total = total + jnp.sum(jnp.einsum("ki,kij,kj->k", wb, body.inertia[:n_rigid], wb))
+        ws.append(w)
+    if body.n_rods:
+        w = jnp.cross(e, de) / dot(e, e)[:, None]
+        total = total + jnp.sum(body.inertia[n_rigid:, 0, 0] * dot(w, w))
+        ws.append(w)
+    return total, jnp.concatenate(ws)
 
 
 # --------------------------------------------------------------------------- the reduced equation
@@ -227,6 +303,17 @@ def _tangent(x, u, prep):
     return _closure.velocity(_residual, x, u, prep, jnp.ones_like(u))
 
 
+def _angular_rate(X, dX, frame):
+    """The angular velocity of a link (per unit input) from its frame at `X` moving
+    at `dX`: a number in the plane, a vector `(3,)` on the sphere and in space."""
+    if frame[0] in ("pp", "pl"):
+        (_, e), (_, de) = _frame_vectors(X, (frame,)), _frame_vectors(dX, (frame,))
+        return cross(e[0], de[0]) / dot(e[0], e[0])
+    R, dR = jax.jvp(lambda X_: _rotations(X_, (frame,))[1][0], (X,), (dX,))
+    W = dR @ R.T
+    return jnp.stack([W[2, 1], W[0, 2], W[1, 0]])
+
+
 def _loads(X, dX, lk: Linkage):
     """The applied loads at coordinates `X` moving at `dX` per unit input: spring
     energy and its slope, the generalised force of the constant forces and couples,
@@ -236,9 +323,10 @@ def _loads(X, dX, lk: Linkage):
     if not lk.load_kinds:
         return Vs, dVs, Qa, Cd
     assert lk.load_params is not None
+    n = lk.dim
     for kind, (ja, la, jb, lb), p in zip(lk.load_kinds, lk.load_index, lk.load_params):
         if kind in ("spring", "damper"):
-            r, dr = X[jb, :2] - X[ja, :2], dX[jb, :2] - dX[ja, :2]
+            r, dr = X[jb, :n] - X[ja, :n], dX[jb, :n] - dX[ja, :n]
             d = jnp.sqrt(dot(r, r))
             dd = dot(r, dr) / d
             if kind == "spring":
@@ -246,12 +334,10 @@ def _loads(X, dX, lk: Linkage):
             else:
                 Cd = Cd + p[0] * dd**2
         elif kind == "force":
-            Qa = Qa + p[0] * dX[ja, 0] + p[1] * dX[ja, 1]
+            Qa = Qa + dot(p[:n], dX[ja, :n])
         elif la != lk.ground:  # a couple on a moving link: its angle's rate
-            frame = (lk.plan.frames[la],)
-            _, e = _frame_vectors(X, frame)
-            _, de = _frame_vectors(dX, frame)
-            Qa = Qa + p[0] * cross(e[0], de[0]) / dot(e[0], e[0])
+            w = _angular_rate(X, dX, lk.plan.frames[la])
+            Qa = Qa + (p[0] * w if n == 2 else dot(p, w))
     return Vs, dVs, Qa, Cd
 
 
@@ -261,7 +347,7 @@ def _terms(x, u, prep, body: _Inertial):
     tan = _tangent(x, u, prep)
 
     def pose(x_, u_):
-        X = _assemble(x_, u_, prep)
+        X = _carry_tracers(prep, _assemble(x_, u_, prep))  # loads may act at tracer points
         return X, _poses(X, body)
 
     (X, (c, f)), (dX, (dc, df)) = jax.jvp(pose, (x, u), (tan, jnp.ones_like(u)))
@@ -373,7 +459,7 @@ def simulate_dynamics(
     adjoint: diffrax.AbstractAdjoint | None = None,
     throw: bool = False,
 ) -> Simulation:
-    """The motion of a planar or spherical one-input linkage from its initial configuration
+    """The motion of a one-input linkage (planar, spherical or spatial) from its initial configuration
     (input 0) with input rate `udot0`, under gravity (`lk.gravity`) and `drive`,
     from t = 0 to `t1` (saved at `saveat`, default 201 times): the reduced equation
     `M(u) ü + ½ M′(u) u̇² + V′(u) = Q(t, u, u̇)` (see the module) integrated with
@@ -394,6 +480,15 @@ def simulate_dynamics(
     adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
     if not is_traced(t1) and not float(t1) > 0:
         raise ValueError(f"simulate_dynamics: need t1 > 0; got {t1}")
+    _bodies(lk)  # the mass properties, checked eagerly where they are concrete
+    moving = [k for k in range(len(lk.links)) if k != lk.ground]
+    if not is_traced(lk.masses, lk.inertias) and not (
+        np.any(np.asarray(lk.masses)[moving]) or np.any(np.asarray(lk.inertias)[moving])
+    ):
+        raise ValueError(
+            f"linkage {lk.name!r}: no mass properties on any moving link (give links mass, com, inertia in the "
+            "description, or use rod_mass_properties): the motion would have no inertia"
+        )
     dt = lk.coords.dtype
     ts = jnp.linspace(0.0, t1, 201, dtype=dt) if saveat is None else jnp.asarray(saveat, dtype=dt)
     out = _simulate_dynamics(
@@ -693,7 +788,7 @@ def _joint_forces(lk, u, udot, uddot, body, plan):
         xd, xdd = _closure.rates(_residual, x, u_, prep, ud, udd)
 
         def path(s):
-            X = _assemble(x + s * xd + 0.5 * s**2 * xdd, u_ + s * ud + 0.5 * s**2 * udd, prep)
+            X = _carry_tracers(prep, _assemble(x + s * xd + 0.5 * s**2 * xdd, u_ + s * ud + 0.5 * s**2 * udd, prep))
             return X, _poses(X, body)
 
         zero, unit_ = jnp.zeros((), x.dtype), jnp.ones((), x.dtype)

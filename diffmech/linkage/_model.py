@@ -396,9 +396,10 @@ class Linkage(eqx.Module):
             elif kind == "damper":
                 out.append({"type": kind, "joints": [n[ja], n[jb]], "links": [ln[la], ln[lb]], "damping": float(p[0])})
             elif kind == "force":
-                out.append({"type": kind, "joint": n[ja], "link": ln[la], "force": [float(p[0]), float(p[1])]})
+                out.append({"type": kind, "joint": n[ja], "link": ln[la], "force": [float(v) for v in p[: self.dim]]})
             else:
-                out.append({"type": kind, "link": ln[la], "torque": float(p[0])})
+                torque = float(p[0]) if self.dim == 2 else [float(v) for v in p]
+                out.append({"type": kind, "link": ln[la], "torque": torque})
         return out
 
     def _links_dict(self) -> dict:

@@ -151,22 +151,24 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         coms=jnp.asarray(np.stack([c for _, c, _ in inertial]), dtype=float),
         inertias=jnp.asarray(np.stack([np.asarray(i, dtype=float) for _, _, i in inertial]), dtype=float),
         gravity=jnp.asarray(_gravity(spec.get("gravity"), geometry), dtype=float),
-        **_loads(spec.get("loads", []), geometry, names, index, link_names, link_tuples, rows),
+        **_loads(spec.get("loads", []), geometry, names, types, index, link_names, link_tuples, rows),
     )
 
 
-def _loads(loads, geometry, names, index, link_names, link_tuples, rows) -> dict:
+def _loads(loads, geometry, names, types, index, link_names, link_tuples, rows) -> dict:
     """The applied loads: `{"type": "spring", "joints": [A, B], "links": [LA, LB],
     "stiffness": k, "length": L0 (default: the initial distance)}`, `{"type":
     "damper", "joints": [A, B], "links": [LA, LB], "damping": c}` (both act along the
-    line AB between joint A of link LA and joint B of link LB), `{"type": "force",
-    "joint": J, "link": L, "force": [Fx, Fy]}` (a constant force at a point of link
-    L), `{"type": "torque", "link": L, "torque": τ}` (a couple on link L)."""
+    line AB between joint A of link LA and joint B of link LB, two different links),
+    `{"type": "force", "joint": J, "link": L, "force": [Fx, Fy]}` (a constant force
+    at a point of link L; `[Fx, Fy, Fz]` on the sphere and in space), `{"type":
+    "torque", "link": L, "torque": τ}` (a couple on link L; a vector `[Mx, My, Mz]`
+    on the sphere and in space, not on an S–S rod)."""
     if not isinstance(loads, list):
         raise LinkageError(f"loads: a list of {{type, ...}}; got {loads!r}")
-    if loads and geometry != "planar":
-        raise LinkageError("loads: supported for planar linkages only (so far)")
     kinds, idx, params = [], [], []
+    dim = 2 if geometry == "planar" else 3
+    axes = ["Fx", "Fy", "Fz"][:dim]
 
     def joint_of_link(path, j, ln):
         if j not in index:
@@ -176,6 +178,8 @@ def _loads(loads, geometry, names, index, link_names, link_tuples, rows) -> dict
         li = link_names.index(ln)
         if index[j] not in link_tuples[li]:
             raise LinkageError(f"{path}: joint {j!r} is not on link {ln!r}")
+        if types[index[j]] == "P":
+            raise LinkageError(f"{path}: joint {j!r} is a line (a prismatic joint); a load acts at a point")
         return index[j], li
 
     for k, load in enumerate(loads):
@@ -188,8 +192,12 @@ def _loads(loads, geometry, names, index, link_names, link_tuples, rows) -> dict
             if not (isinstance(js, list) and isinstance(ls, list) and len(js) == 2 and len(ls) == 2):
                 raise LinkageError(f"{path}: a {kind} needs 'joints': [A, B] and 'links': [LA, LB]")
             (ja, la), (jb, lb) = joint_of_link(path, js[0], ls[0]), joint_of_link(path, js[1], ls[1])
+            if la == lb:
+                raise LinkageError(f"{path}: a {kind} between two joints of the same link ({ls[0]}) does nothing")
+            d0 = float(np.linalg.norm(np.asarray(rows[ja]) - np.asarray(rows[jb])))
+            if not d0 > 0:
+                raise LinkageError(f"{path}: a {kind} between coincident joints ({js[0]}, {js[1]}) has no direction")
             if kind == "spring":
-                d0 = float(np.linalg.norm(np.asarray(rows[ja])[:2] - np.asarray(rows[jb])[:2]))
                 p = (
                     _number(f"{path}.stiffness", load.get("stiffness")),
                     _number(f"{path}.length", load.get("length", d0)),
@@ -205,19 +213,34 @@ def _loads(loads, geometry, names, index, link_names, link_tuples, rows) -> dict
                 f = np.asarray(load.get("force"), dtype=float)
             except (TypeError, ValueError):
                 f = np.zeros(0)
-            if f.shape != (2,) or not np.all(np.isfinite(f)):
-                raise LinkageError(f"{path}.force: two finite numbers [Fx, Fy]; got {load.get('force')!r}")
+            if f.shape != (dim,) or not np.all(np.isfinite(f)):
+                raise LinkageError(f"{path}.force: {dim} finite numbers [{', '.join(axes)}]; got {load.get('force')!r}")
             kinds.append(kind)
             idx.append((j, li, -1, -1))
-            params.append((f[0], f[1], 0.0))
+            params.append(tuple(np.r_[f, np.zeros(3 - dim)]))
         else:
             ln = load.get("link")
             if ln not in link_names:
                 raise LinkageError(f"{path}.link: unknown link {ln!r}")
-            tau = _number(f"{path}.torque", load.get("torque"), positive_or_zero=False)
+            li = link_names.index(ln)
+            if dim == 2:
+                tau = (_number(f"{path}.torque", load.get("torque"), positive_or_zero=False), 0.0, 0.0)
+            else:
+                try:
+                    t = np.asarray(load.get("torque"), dtype=float)
+                except (TypeError, ValueError):
+                    t = np.zeros(0)
+                if t.shape != (3,) or not np.all(np.isfinite(t)):
+                    raise LinkageError(f"{path}.torque: 3 finite numbers [Mx, My, Mz]; got {load.get('torque')!r}")
+                if geometry == "spatial" and len(link_tuples[li]) == 2:
+                    raise LinkageError(
+                        f"{path}.link: {ln} is an S–S rod, whose spin about its axis is idle: a couple on it "
+                        "is not defined (put it on a link of three or more joints)"
+                    )
+                tau = tuple(t)
             kinds.append(kind)
-            idx.append((-1, link_names.index(ln), -1, -1))
-            params.append((tau, 0.0, 0.0))
+            idx.append((-1, li, -1, -1))
+            params.append(tau)
     return dict(
         load_kinds=tuple(kinds),
         load_index=tuple(idx),
@@ -238,14 +261,16 @@ def _mass_properties(lname, props, geometry, index, rows, idx):
     The centre of mass is a point of the link at the initial configuration, in the
     description's coordinates (`[x, y]` in the plane, `[x, y, z]` on the sphere), or
     the name of one of its joints. The inertia is a number in the plane (about the
-    z axis); on the sphere a 3×3 tensor in the description's axes at the initial
-    configuration (a number: isotropic), symmetric positive semi-definite."""
+    z axis); on the sphere and in space a 3×3 tensor in the description's axes at
+    the initial configuration (a number: isotropic), symmetric positive
+    semi-definite. A spatial link of two joints (an S–S rod) has an idle spin about
+    its axis: its centre of mass lies on the axis, its inertia is a number, the
+    transverse moment `I_t`, stored as `I_t (1 − e eᵀ)` (no axial inertia)."""
     planar = geometry == "planar"
     zero_inertia = 0.0 if planar else np.zeros((3, 3))
     if props is None or not any(k in props for k in ("mass", "com", "inertia")):
         return 0.0, np.zeros(3), zero_inertia
-    if geometry == "spatial":
-        raise LinkageError(f"links.{lname}: mass properties are supported for planar and spherical linkages (so far)")
+    rod = geometry == "spatial" and len(idx) == 2
     mass = _number(f"links.{lname}.mass", props.get("mass", 0.0))
     raw = props.get("inertia", 0.0)
     if planar or isinstance(raw, (int, float)):
@@ -260,6 +285,21 @@ def _mass_properties(lname, props, geometry, index, rows, idx):
             raise LinkageError(f"links.{lname}.inertia: a number or a 3×3 tensor; got {raw!r}")
         if not np.allclose(inertia, inertia.T) or np.linalg.eigvalsh(inertia).min() < -1e-12 * np.abs(inertia).max():
             raise LinkageError(f"links.{lname}.inertia: must be symmetric positive semi-definite; got {raw!r}")
+    if rod:
+        # a binary S–S link is a rod: its spin about its own axis is not fixed by the
+        # joints (idle), so it carries no axial inertia and a transverse moment I_t
+        a, b = (np.asarray(rows[i], dtype=float) for i in idx)
+        e = (b - a) / np.linalg.norm(b - a)
+        transverse = np.eye(3) - np.outer(e, e)
+        if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+            inertia = float(raw) * transverse
+        elif not np.allclose(
+            inertia, 0.5 * np.trace(inertia) * transverse, atol=1e-12 * max(1.0, np.abs(inertia).max())
+        ):
+            raise LinkageError(
+                f"links.{lname}.inertia: a binary S–S link is a rod whose spin about its axis is idle; give its "
+                f"transverse moment about the centre of mass as a number (or the tensor I_t (1 − e eᵀ)); got {raw!r}"
+            )
     com = props.get("com")
     want = 2 if planar else 3
     if com is None:
@@ -278,7 +318,21 @@ def _mass_properties(lname, props, geometry, index, rows, idx):
         raise LinkageError(f"links.{lname}.com: need {want} numbers or a joint name; got {com!r}") from None
     if c.shape != (want,) or not np.all(np.isfinite(c)):
         raise LinkageError(f"links.{lname}.com: need {want} finite numbers; got {com!r}")
+    if rod:
+        a, b = (np.asarray(rows[i], dtype=float) for i in idx)
+        d = c - a
+        off = d - (d @ (b - a)) / ((b - a) @ (b - a)) * (b - a)
+        if np.linalg.norm(off) > 1e-9 * np.linalg.norm(b - a):
+            raise LinkageError(
+                f"links.{lname}.com: a binary S–S link's centre of mass must lie on its axis "
+                f"{names_of(index, idx)}; {com!r} is {np.linalg.norm(off):.3g} off it"
+            )
     return mass, np.concatenate([c, np.zeros(3 - want)]), inertia
+
+
+def names_of(index, idx) -> str:
+    inv = {i: n for n, i in index.items()}
+    return "–".join(inv[i] for i in idx)
 
 
 def _gravity(g, geometry):

@@ -729,6 +729,35 @@ def test_prismatic_input_joint_forces_equal_virtual_work_and_lagrange():
         assert float(jf.torque[k]) == pytest.approx(lagrange, abs=1e-7)
 
 
+def test_planar_actuator_joint_forces_equal_virtual_work_and_lagrange():
+    """The bundled four-bar driven by a linear actuator between the crank's ground
+    pivot A and the rocker pin C (its push acts on the two pins): massless under a
+    force at C, the actuator's force equals the virtual work; with the paper's
+    masses, it equals Lagrange's reduced equation plus that static force."""
+    spec = dm.examples.fourbar().to_dict()
+    spec["input"] = {"type": "actuator", "joints": ["A", "C"]}
+    spec["loads"] = [{"type": "force", "joint": "C", "link": "rocker", "force": [2.0, -3.0]}]
+    lk = L.Linkage.from_dict(spec)
+    u, ud, udd = np.linspace(-0.05, 0.05, 5), np.full(5, 0.3), np.linspace(-1.0, 1.0, 5)
+    massless = eqx.tree_at(lambda k: (k.masses, k.inertias), lk, (0 * lk.masses, 0 * lk.inertias))
+    static = np.asarray(L.joint_forces(massless, u, 0.0, 0.0).torque)
+    h, iC = 1e-6, lk.names.index("C")
+
+    def conf(v):
+        return np.asarray(L.simulate(lk, inputs=np.concatenate([[0.0], v]), condition=False).coords[1:, iC, :2])
+
+    dC = (conf(u + h) - conf(u - h)) / (2 * h)
+    np.testing.assert_allclose(static, -(dC @ np.array([2.0, -3.0])), rtol=1e-7)
+    jf = L.joint_forces(lk, u, ud, udd)
+    motion = L.simulate(lk, inputs=u, condition=False)
+    for k in range(5):
+        x = lk.state(motion.coords[k])
+        M, dM = L.generalised_inertia(lk, x, u[k])
+        _, dV = L.potential(lk, x, u[k])
+        lagrange = float(M * udd[k] + 0.5 * dM * ud[k] ** 2 + dV) + static[k]
+        assert float(jf.torque[k]) == pytest.approx(lagrange, rel=1e-10)
+
+
 def test_joint_forces_vmap_over_designs_equals_single_runs():
     lk = dm.examples.fourbar()
     u = jnp.linspace(0.0, 2 * np.pi, 12, endpoint=False)
@@ -798,6 +827,8 @@ def test_spherical_dynamics_keep_the_energy_and_match_a_finite_difference_kineti
     spec["links"]["L1"]["inertia"] = [[0.02, 0.5, 0.0], [0.0, 0.03, 0.0], [0.0, 0.0, 0.025]]
     with pytest.raises(L.LinkageError, match="links.L1.inertia: must be symmetric positive semi-definite"):
         L.Linkage.from_dict(spec)
+    with pytest.raises(ValueError, match="'spherical_rrpr' is spherical; its joints' reactions are statically"):
+        L.joint_forces(lk, [0.1])
 
 
 def test_spatial_dynamics_keep_the_energy_and_match_the_rods_kinetic_energy():
@@ -874,6 +905,93 @@ def test_spatial_dynamics_keep_the_energy_and_match_the_rods_kinetic_energy():
     slope = (sum(rods_and_loads(Xp, Vel)[1:3]) - sum(rods_and_loads(Xm, Vel)[1:3])) / (2 * h)
     uddot0 = (8 * float(sim.u[1]) - float(sim.u[2])) / (2 * 1e-3**2)  # u(δ), u(2δ): O(δ²)
     assert uddot0 == pytest.approx((applied - slope) / two_t, rel=1e-5)
+
+
+def _rods(lk):
+    """(mass, a, b) of every rod of `rod_mass_properties` (density 1)."""
+    C0, out = np.asarray(lk.coords), []
+    for li, members in enumerate(lk.links):
+        pts = [j for j in members if lk.types[j] == "S"] if li != lk.ground else []
+        for a, b in list(zip(pts, pts[1:])) + ([(pts[-1], pts[0])] if len(pts) > 2 else []):
+            out.append((np.linalg.norm(C0[b] - C0[a]), a, b))
+    return out
+
+
+def test_spatial_joint_forces_match_the_rods_and_lagrange():
+    """The 5-SS of rods with a force and a couple on its platform, its actuator
+    following a prescribed motion (each leg's moment along its own axis dropped:
+    its idle spin). Checked against what the joint-force solve does not use:
+
+    - massless, every leg is a two-force member (its end forces opposite and along
+      its axis), and the actuator's force equals the loads' virtual work (central
+      differences of the configurations, the platform's ω from three of its joints);
+    - with mass, the actuator's force equals Lagrange's reduced equation
+      `M ü + ½ M′ u̇² + V′` plus that static force;
+    - the shaking force and moment equal the whole linkage's momentum balance with
+      its rods as continua: `F − Σ m (a_c − g)` and `r × F + T − Σ (d/dt ∫ p × ṗ dm
+      − c × m g)`, the joints' accelerations by central differences."""
+    lk = L.rod_mass_properties(dm.examples.ss5())
+    spec = lk.to_dict()
+    F, T = np.array([1.0, -2.0, 3.0]), np.array([0.5, -1.0, 2.0])
+    spec["loads"] = [
+        {"type": "force", "joint": "J11", "link": "L6", "force": F.tolist()},
+        {"type": "torque", "link": "L6", "torque": T.tolist()},
+    ]
+    lk = L.Linkage.from_dict(spec)
+    u, ud, udd = np.linspace(0.0, 0.3, 6), np.full(6, 0.7), np.linspace(-1.0, 1.0, 6)
+    jf = L.joint_forces(lk, u, ud, udd)
+    massless = eqx.tree_at(lambda k: (k.masses, k.inertias), lk, (0 * lk.masses, 0 * lk.inertias))
+    static = L.joint_forces(massless, u, 0.0, 0.0)
+    assert bool(jnp.all(jf.converged)) and jf.reactions.shape == (6, 20, 6)
+
+    h = 1e-4
+
+    def conf(v):
+        return np.asarray(L.simulate(lk, inputs=np.concatenate([[0.0], v]), condition=False).coords[1:])
+
+    Xm, X0, Xp = conf(u - h), conf(u), conf(u + h)
+    i = {n: lk.names.index(n) for n in ("J6", "J7", "J8", "J11")}
+    for leg in ("L1", "L2", "L3", "L4", "L5"):
+        a, b = (lk.names[j] for j in lk.links[lk.link_names.index(leg)])
+        fa, fb = (np.asarray(static.reaction(n, leg))[:, :3] for n in (a, b))
+        axis = X0[:, lk.names.index(b)] - X0[:, lk.names.index(a)]
+        scale = np.abs(fa).max()
+        assert scale > 0.1
+        assert np.abs(fa + fb).max() <= 1e-12 * scale and np.abs(np.cross(fa, axis)).max() <= 1e-11 * scale
+
+    def frame(P):
+        e1 = (P[:, i["J7"]] - P[:, i["J6"]]) / np.linalg.norm(P[:, i["J7"]] - P[:, i["J6"]], axis=1)[:, None]
+        e2 = P[:, i["J8"]] - P[:, i["J6"]]
+        e2 = e2 - np.sum(e2 * e1, axis=1)[:, None] * e1
+        e2 = e2 / np.linalg.norm(e2, axis=1)[:, None]
+        return np.stack([e1, e2, np.cross(e1, e2)], axis=-1)
+
+    W = np.einsum("nij,nkj->nik", (frame(Xp) - frame(Xm)) / (2 * h), frame(X0))
+    omega = np.stack([W[:, 2, 1], W[:, 0, 2], W[:, 1, 0]], axis=1)
+    virtual = -((Xp[:, i["J11"]] - Xm[:, i["J11"]]) / (2 * h) @ F + omega @ T)
+    np.testing.assert_allclose(np.asarray(static.torque), virtual, rtol=1e-7)
+
+    motion = L.simulate(lk, inputs=u, condition=False)
+    for k in range(6):
+        x = lk.state(motion.coords[k])
+        M, dM = L.generalised_inertia(lk, x, u[k])
+        _, dV = L.potential(lk, x, u[k])
+        lagrange = float(M * udd[k] + 0.5 * dM * ud[k] ** 2 + dV) + float(static.torque[k])
+        assert float(jf.torque[k]) == pytest.approx(lagrange, rel=1e-10)
+
+    acc = (Xp - 2 * X0 + Xm) / h**2 * ud[:, None, None] ** 2 + (Xp - Xm) / (2 * h) * udd[:, None, None]
+    g = np.asarray(lk.gravity)
+    force, moment = np.zeros((6, 3)), np.zeros((6, 3))
+    for m, a, b in _rods(lk):
+        pa, d, aa, dda = X0[:, a], X0[:, b] - X0[:, a], acc[:, a], acc[:, b] - acc[:, a]
+        force += m * (aa + dda / 2 - g)
+        moment += m * (np.cross(pa, aa) + (np.cross(pa, dda) + np.cross(d, aa)) / 2 + np.cross(d, dda) / 3)
+        moment -= m * np.cross(pa + d / 2, g)
+    np.testing.assert_allclose(np.asarray(jf.shaking_force), F - force, rtol=0, atol=1e-6 * np.abs(force).max())
+    applied = np.cross(X0[:, i["J11"]], F) + T
+    np.testing.assert_allclose(
+        np.asarray(jf.shaking_moment), applied - moment, rtol=0, atol=1e-6 * np.abs(moment).max()
+    )
 
 
 @pytest.mark.parametrize(

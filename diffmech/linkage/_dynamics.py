@@ -40,7 +40,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from .. import _closure, _linalg
-from .._geometry import cross, dot, perp
+from .._geometry import cross, dot, perp, unit
 from .._result import RESULTS, AbstractResult, as_results, code, finish, save_status
 from .._validate import is_traced
 from ._equations import orthonormal
@@ -568,31 +568,37 @@ class _Reactions(eqx.Module):
     """The static plan of a linkage's kinetostatic system: the unknowns and where
     each acts.
 
-    - `pins`: per revolute joint, `(joint, (l0, l1, …))` (the links that hold it, in
-      description order): the pin's force on each of `l1, …` is an unknown (2 each),
-      its force on `l0` minus their sum (a pin carries no mass);
+    - `pins`: per revolute (spherical, in space) joint, `(joint, (l0, l1, …))` (the
+      links that hold it, in description order): the pin's force on each of
+      `l1, …` is an unknown (2 each in the plane, 3 in space), its force on `l0`
+      the actuator's force on the pin (if one acts there) minus their sum (a pin
+      carries no mass);
     - `slides`: per prismatic joint, `(joint, carrier, slider)`: the force along
       the line's normal on `slider` and the couple on it are unknowns, the carrier
       gets the opposite wrench (the carrier is the ground when the ground holds the
       line, else the first link that lists it);
-    - `pairs`: every `(joint, link)` the output reports, ground included."""
+    - `motor`: where the input's effort acts, `(joint, link)` per end: `(-1,
+      input link)` for a revolute or prismatic input; an actuator's two joints and
+      the first link holding each;
+    - `pairs`: every `(joint, link)` the output reports, ground included;
+    - `width`: a wrench's size (3 in the plane: `Fx, Fy, Mz`; 6 in space: force and
+      moment about the origin)."""
 
     bodies: tuple[int, ...] = eqx.field(static=True)
     pins: tuple = eqx.field(static=True)
     slides: tuple = eqx.field(static=True)
+    motor: tuple = eqx.field(static=True)
     pairs: tuple = eqx.field(static=True)
     n_unknowns: int = eqx.field(static=True)
+    width: int = eqx.field(static=True)
 
 
 def _reaction_plan(lk: Linkage, bodies: tuple[int, ...]) -> _Reactions:
-    if lk.input_kind == "actuator":
-        raise ValueError(
-            f"joint_forces: a revolute or prismatic input only (so far); {lk.name!r} is driven by an actuator"
-        )
     pins, slides, pairs = [], [], []
+    per_pin = 2 if lk.geometry == "planar" else 3
     for j, t in enumerate(lk.types):
         holders = tuple(k for k, members in enumerate(lk.links) if j in members)
-        if t == "R":
+        if t in ("R", "S"):
             pins.append((j, holders))
             pairs += [(j, k) for k in holders]
         elif t == "P":
@@ -600,13 +606,34 @@ def _reaction_plan(lk: Linkage, bodies: tuple[int, ...]) -> _Reactions:
             (slider,) = [k for k in holders if k != carrier]
             slides.append((j, carrier, slider))
             pairs += [(j, carrier), (j, slider)]
-    n = sum(2 * (len(h) - 1) for _, h in pins) + 2 * len(slides) + 1
-    return _Reactions(bodies=bodies, pins=tuple(pins), slides=tuple(slides), pairs=tuple(pairs), n_unknowns=n)
+    if lk.input_kind == "actuator":
+        motor = tuple((j, next(k for k, m in enumerate(lk.links) if j in m)) for j in lk.input_joints)
+    else:
+        motor = ((-1, lk.input_link),)
+    n = sum(per_pin * (len(h) - 1) for _, h in pins) + 2 * len(slides) + 1
+    return _Reactions(
+        bodies=bodies,
+        pins=tuple(pins),
+        slides=tuple(slides),
+        motor=motor,
+        pairs=tuple(pairs),
+        n_unknowns=n,
+        width=3 if lk.geometry == "planar" else 6,
+    )
 
 
 def _wrench(point, force):
-    """(Fx, Fy, Mz about the origin) of `force` through `point`."""
-    return jnp.stack([force[0], force[1], cross(point, force)])
+    """The wrench of `force` through `point`: `(Fx, Fy, Mz)` in the plane, `(F, M)`
+    in space, the moment about the origin."""
+    if force.shape[-1] == 2:
+        return jnp.stack([force[0], force[1], cross(point, force)])
+    return jnp.concatenate([force, jnp.cross(point, force)])
+
+
+def _couple(moment, width):
+    """The wrench of a couple (a number in the plane, a vector in space)."""
+    zero = jnp.zeros((), moment.dtype)
+    return jnp.stack([zero, zero, moment]) if width == 3 else jnp.concatenate([jnp.zeros(3, moment.dtype), moment])
 
 
 def _applied(X, V, lk: Linkage):
@@ -617,120 +644,144 @@ def _applied(X, V, lk: Linkage):
     if not lk.load_kinds:
         return out
     assert lk.load_params is not None
+    n = lk.dim
     for kind, (ja, la, jb, lb), p in zip(lk.load_kinds, lk.load_index, lk.load_params):
         if kind in ("spring", "damper"):
-            pa, pb = X[ja, :2], X[jb, :2]
+            pa, pb = X[ja, :n], X[jb, :n]
             d = jnp.sqrt(dot(pb - pa, pb - pa))
             e = (pb - pa) / d
-            tension = p[0] * (d - p[1]) if kind == "spring" else p[0] * dot(e, V[jb, :2] - V[ja, :2])
+            tension = p[0] * (d - p[1]) if kind == "spring" else p[0] * dot(e, V[jb, :n] - V[ja, :n])
             out += [(la, _wrench(pa, tension * e)), (lb, _wrench(pb, -tension * e))]
         elif kind == "force":
-            out.append((la, _wrench(X[ja, :2], p[:2])))
+            out.append((la, _wrench(X[ja, :n], p[:n])))
         else:
-            out.append((la, jnp.stack([jnp.zeros_like(p[0]), jnp.zeros_like(p[0]), p[0]])))
+            out.append((la, _couple(p[0] if n == 2 else p, 3 if n == 2 else 6)))
     return out
 
 
-def _motor(X, lk: Linkage):
-    """The wrench of a unit motor effort on the input link: a unit couple for a
-    revolute input; for a prismatic one, a unit force along the slide direction
-    `(b, −a)` of the ground line, through the line's point nearest the origin."""
-    one, zero = jnp.ones((), X.dtype), jnp.zeros((), X.dtype)
+def _motor(X, lk: Linkage, plan: _Reactions):
+    """The wrenches of a unit motor effort, one per `plan.motor` entry: a unit couple
+    on the input link for a revolute input; for a prismatic one, a unit force along
+    the slide direction `(b, −a)` of the ground line, through the line's point
+    nearest the origin; for an actuator, a unit push along its axis on its two
+    joints (`+e` at the second, `−e` at the first: its effort does work `f u̇`)."""
+    one = jnp.ones((), X.dtype)
     if lk.input_kind == "revolute":
-        return jnp.stack([zero, zero, one])
-    (s,) = lk.input_joints
-    n = X[s, :2]
-    return _wrench(-X[s, 2] * n, jnp.stack([n[1], -n[0]]))
+        return [_couple(one, plan.width)]
+    if lk.input_kind == "prismatic":
+        (s,) = lk.input_joints
+        n = X[s, :2]
+        return [_wrench(-X[s, 2] * n, jnp.stack([n[1], -n[0]]))]
+    a, b = lk.input_joints
+    d = X[b, : lk.dim] - X[a, : lk.dim]
+    e = d / jnp.sqrt(dot(d, d))
+    return [_wrench(X[a, : lk.dim], -e), _wrench(X[b, : lk.dim], e)]
 
 
-def _kinetostatics(X, V, accel, alpha, c, body: _Inertial, plan: _Reactions, lk: Linkage):
+def _kinetostatics(X, V, accel, spin, c, body: _Inertial, plan: _Reactions, lk: Linkage):
     """The Newton–Euler balances of every moving link as one linear system
-    `A z = b` in the reaction unknowns `z` (and the motor torque, last), and the
-    map back to every `(joint, link)` wrench."""
-    row = {k: 3 * i for i, k in enumerate(plan.bodies)}
-    n_rows = 3 * len(plan.bodies)
+    `A z = b` in the reaction unknowns `z` (and the motor's effort, last): per link
+    `Σ F = m (a − g)` and `Σ M = spin + c × m (a − g)` about the origin, `spin` the
+    rate of the link's angular momentum about its centre of mass (`I α` in the
+    plane)."""
+    w = plan.width
+    row = {k: w * i for i, k in enumerate(plan.bodies)}
+    n_rows = w * len(plan.bodies)
     cols = []  # per unknown, its column of A
     applied = _applied(X, V, lk)
+    n = lk.dim
 
     def column(entries):
         col = jnp.zeros(n_rows, X.dtype)
-        for k, w in entries:
+        for k, wr in entries:
             if k in row:
-                col = col.at[row[k] : row[k] + 3].add(w)
+                col = col.at[row[k] : row[k] + w].add(wr)
         return col
 
-    one = jnp.ones((), X.dtype)
-    zero = jnp.zeros((), X.dtype)
+    eye = jnp.eye(n, dtype=X.dtype)
     for j, holders in plan.pins:
-        p = X[j, :2]
+        p = X[j, :n]
         for k in holders[1:]:
-            for f in (jnp.stack([one, zero]), jnp.stack([zero, one])):
+            for f in eye:
                 cols.append(column([(k, _wrench(p, f)), (holders[0], -_wrench(p, f))]))
+    zero, one = jnp.zeros((), X.dtype), jnp.ones((), X.dtype)
     for j, carrier, slider in plan.slides:
         # the normal force through the foot of the perpendicular from the origin, −c n
         # (on the line), has no moment about the origin; the couple unknown carries
         # where along the line it really acts
-        n = X[j, :2]
-        normal = jnp.stack([n[0], n[1], zero])
+        nv = X[j, :2]
+        normal = jnp.stack([nv[0], nv[1], zero])
         cols.append(column([(slider, normal), (carrier, -normal)]))
-        couple = jnp.stack([zero, zero, one])
+        couple = _couple(one, 3)
         cols.append(column([(slider, couple), (carrier, -couple)]))
-    cols.append(column([(lk.input_link, _motor(X, lk))]))  # the motor's torque (or force)
+    # the motor's effort
+    cols.append(column([(k, wr) for (_, k), wr in zip(plan.motor, _motor(X, lk, plan))]))
     A = jnp.stack(cols, axis=1)
-    # the right-hand side: m a − m g − F, I α + c × m (a − g) − M (F, M: the applied loads)
-    g = body.gravity
-    f = body.mass[:, None] * (accel - g[None, :])
-    m = body.inertia * alpha + cross(c, f)
-    b = jnp.stack([f[:, 0], f[:, 1], m], axis=1).reshape(-1) - column(applied)
-    return A, b
+    f = body.mass[:, None] * (accel - body.gravity[None, :])
+    if w == 3:
+        m = spin + cross(c, f)
+        rhs = jnp.stack([f[:, 0], f[:, 1], m], axis=1)
+    else:
+        rhs = jnp.concatenate([f, spin + jnp.cross(c, f)], axis=1)
+    return A, rhs.reshape(-1) - column(applied)
 
 
-def _reactions_from(z, X, plan: _Reactions):
-    """Every `(joint, link)` wrench (Fx, Fy, Mz about the origin) from the unknowns."""
+def _reactions_from(z, X, plan: _Reactions, motor):
+    """Every `(joint, link)` wrench about the origin from the unknowns, and the
+    motor's effort."""
     out = {}
     i = 0
+    n = plan.width // 3 + 1  # 2 in the plane, 3 in space
+    tau = z[-1]
+    pushed = {j: tau * wr for (j, _), wr in zip(plan.motor, motor) if j >= 0}
     for j, holders in plan.pins:
-        p = X[j, :2]
-        total = jnp.zeros(2, X.dtype)
+        p = X[j, :n]
+        total = jnp.zeros(n, X.dtype)
         for k in holders[1:]:
-            f = z[i : i + 2]
+            f = z[i : i + n]
             out[j, k] = _wrench(p, f)
             total = total + f
-            i += 2
-        out[j, holders[0]] = _wrench(p, -total)
+            i += n
+        out[j, holders[0]] = _wrench(p, -total) + pushed.get(j, 0.0)
     for j, carrier, slider in plan.slides:
-        n = X[j, :2]
-        w = jnp.stack([z[i] * n[0], z[i] * n[1], z[i + 1]])
+        nv = X[j, :2]
+        w = jnp.stack([z[i] * nv[0], z[i] * nv[1], z[i + 1]])
         out[j, slider], out[j, carrier] = w, -w
         i += 2
-    return jnp.stack([out[pair] for pair in plan.pairs]), z[i]
+    return jnp.stack([out[pair] for pair in plan.pairs]), tau
 
 
 class JointForces(AbstractResult):
     """Kinetostatics along a prescribed input motion (leading axis `N`; the contract
     of every result: `diffmech._result.AbstractResult`, `masked()` masks `torque`).
+    `W` is a wrench's size: 3 in the plane (`Fx, Fy, Mz`), 6 in space (`F`, `M`).
 
     - `u`, `udot`, `uddot`: the motion;
-    - `torque` `(N,)`: the motor's effort on the input link: a torque (N m) for a
-      revolute input, a force along the slide for a prismatic one (N); the ground
-      takes the opposite;
-    - `reactions` `(N, P, 3)`: for every `(joint, link)` of `pairs` (static, names),
-      the wrench `(Fx, Fy, Mz)` the joint applies to that link, `Mz` about the origin
-      (a prismatic joint's includes its couple); the ground's included;
-    - `shaking_force` `(N, 2)`, `shaking_moment` `(N,)`: the total wrench on the
-      ground (its joints' reactions and the motor's −τ), moment about the origin;
-    - `condition` `(N,)`: of the Newton–Euler system; `converged`, `status`
-      (`motion_limit` where the loop cannot close, `singular_configuration` where the
-      system is singular), `residual` (the closure's).
+    - `torque` `(N,)`: the motor's effort: a torque (N m) on the input link for a
+      revolute input, a force along the slide for a prismatic one (N), the
+      actuator's push along its axis (N, positive extending it); the ground takes
+      the opposite (an actuator's acts on the pins of its two joints);
+    - `reactions` `(N, P, W)`: for every `(joint, link)` of `pairs` (static, names),
+      the wrench the joint applies to that link, its moment about the origin (a
+      prismatic joint's includes its couple); the ground's included;
+    - `shaking_force` `(N, 2|3)`, `shaking_moment` `(N,)` in the plane, `(N, 3)` in
+      space: the total wrench on the ground (its joints' reactions and the motor's
+      reaction), moment about the origin;
+    - `condition` `(N,)`: the 1-norm condition number of the Newton–Euler system
+      (in space without each S–S rod's moment along its own axis, `0 = 0` for its
+      idle spin); `converged`,
+      `status` (`motion_limit` where the loop cannot close,
+      `singular_configuration` where the system is rank-deficient), `residual`
+      (the closure's).
     """
 
     u: Float[Array, " N"]
     udot: Float[Array, " N"]
     uddot: Float[Array, " N"]
     torque: Float[Array, " N"]
-    reactions: Float[Array, "N P 3"]
-    shaking_force: Float[Array, "N 2"]
-    shaking_moment: Float[Array, " N"]
+    reactions: Float[Array, "N P W"]
+    shaking_force: Float[Array, "N D"]
+    shaking_moment: Float[Array, " N *M"]
     condition: Float[Array, " N"]
     residual: Float[Array, " N"]
     converged: Bool[Array, " N"]
@@ -741,39 +792,90 @@ class JointForces(AbstractResult):
     _inputs: ClassVar[str] = "u"
 
     def reaction(self, joint: str, link: str) -> Array:
-        """The `(N, 3)` wrench of `joint` on `link`."""
+        """The `(N, W)` wrench of `joint` on `link`."""
         if (joint, link) not in self.pairs:
             raise KeyError(f"no reaction of joint {joint!r} on link {link!r}; pairs are {list(self.pairs)}")
         return self.reactions[:, self.pairs.index((joint, link))]
 
 
+# a system this ill-conditioned is reported singular
+_COND_LIMIT = 1e12
+
+
 def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> JointForces:
-    """Inverse dynamics of a planar linkage with a revolute or prismatic input: the motor torque (force)
-    and the force (and couple) in every joint along a prescribed input motion
-    `u(t)`, `u̇`, `ü` (arrays `(N,)`, broadcast), from every moving link's
-    Newton–Euler balance (gravity and inertia) solved as one linear system per
-    configuration. The configurations come from the closure core (a sweep through
-    `u` from the initial configuration), the links' accelerations from its
+    """Inverse dynamics of a planar or spatial linkage: the motor's effort (a torque
+    on a revolute input, a force on a prismatic input or an actuator) and the force
+    (and couple) in every joint along a prescribed input motion `u(t)`, `u̇`, `ü`
+    (arrays `(N,)`, broadcast), from every moving link's Newton–Euler balance
+    (gravity, inertia, the applied loads) solved as one linear system per
+    configuration (square: in space each S–S rod's moment along its own axis,
+    `0 = 0` for its idle spin, is dropped; a rank-deficient system is reported
+    `singular_configuration`, by its condition number). The configurations come from the closure core (a sweep
+    through `u` from the initial configuration), the links' accelerations from its
     implicit-function-theorem rates. Jittable, vmappable over designs,
-    differentiable (lengths, masses, inertias). `throw` as every solve's
-    (default True: a prescribed motion the linkage cannot follow raises).
+    differentiable (lengths, masses, inertias). `throw` as every solve's (default
+    True: a prescribed motion the linkage cannot follow raises).
+
+    Spherical linkages are refused: in space their links are over-constrained
+    (a spherical four-bar's Kutzbach count is −2 for a mobility of 1), so their
+    joints' reactions are statically indeterminate (they depend on the parts'
+    compliance); the motor torque alone follows from `generalised_inertia` and
+    `potential` (the reduced equation).
 
     **Returns:** a `JointForces`.
     """
     dt = lk.coords.dtype
     u = jnp.asarray(u, dt)
     udot, uddot = (jnp.broadcast_to(jnp.asarray(v, dt), u.shape) for v in (udot, uddot))
-    if lk.geometry != "planar":
-        raise ValueError(f"joint_forces: planar linkages only (so far); {lk.name!r} is {lk.geometry}")
+    if lk.geometry == "spherical":
+        raise ValueError(
+            f"joint_forces: {lk.name!r} is spherical; its joints' reactions are statically indeterminate "
+            "(over-constrained in space: they depend on the parts' compliance); the motor torque is "
+            "M(u) ü + ½ M′(u) u̇² + V′(u) (generalised_inertia, potential)"
+        )
     body = _inertial(lk)
     plan = _reaction_plan(lk, body.idx)
-    if plan.n_unknowns != 3 * len(plan.bodies):
+    rows = plan.width * len(plan.bodies) - (body.n_rods if plan.width == 6 else 0)
+    if plan.n_unknowns != rows:
         raise ValueError(
-            f"joint_forces: {plan.n_unknowns} unknowns for {3 * len(plan.bodies)} equations: a planar one-input "
+            f"joint_forces: {plan.n_unknowns} unknowns for {rows} independent equations: a one-input "
             "linkage whose joints all carry load has as many (over-constrained linkages are not supported)"
         )
     out = _joint_forces(lk, u, udot, uddot, body, plan)
     return finish(out, throw, f"linkage {lk.name!r}: joint_forces")
+
+
+def _angular_momentum(f, df, body: _Inertial):
+    """Per body, its angular momentum about its centre of mass per unit input rate
+    (in space: `R I Rᵀ ω` for a rigid link, `I_t ω⊥` for a rod)."""
+    (R, e), (dR, de) = f, df
+    n_rigid = len(body.frames) - body.n_rods
+    hs = []
+    if n_rigid:
+        W = jnp.einsum("kij,klj->kil", dR, R)
+        w = jnp.stack([W[:, 2, 1], W[:, 0, 2], W[:, 1, 0]], axis=-1)
+        hs.append(jnp.einsum("kij,kjl,kml,km->ki", R, body.inertia[:n_rigid], R, w))
+    if body.n_rods:
+        hs.append(body.inertia[n_rigid:, 0, 0, None] * jnp.cross(e, de) / dot(e, e)[:, None])
+    return jnp.concatenate(hs)
+
+
+def _drop_idle_spins(e, body: _Inertial):
+    """The rows that keep a spatial system's independent equations: every rigid
+    link's six; per S–S rod (the last `n_rods` bodies, axis `e`) its three force
+    rows and its moment along two directions `t1`, `t2` normal to its axis. Along
+    the axis the moment about the centre of mass is `0 = 0` (the idle spin), so
+    there the moment about the origin is a combination of the force rows. The
+    solution does not depend on the choice of `t1`, `t2` (here `t1 ∝ e × h`, `h`
+    the coordinate axis least aligned with `e`)."""
+    n_rigid = len(body.frames) - body.n_rods
+    blocks = [jnp.eye(6 * n_rigid, dtype=e.dtype)] if n_rigid else []
+    for k in range(body.n_rods):
+        ek = unit(e[k])
+        h = jax.nn.one_hot(jnp.argmin(jnp.abs(ek)), 3, dtype=ek.dtype)
+        t1 = unit(jnp.cross(ek, h))
+        blocks.append(jax.scipy.linalg.block_diag(jnp.eye(3, dtype=ek.dtype), jnp.stack([t1, jnp.cross(ek, t1)])))
+    return jax.scipy.linalg.block_diag(*blocks)
 
 
 @eqx.filter_jit
@@ -782,31 +884,55 @@ def _joint_forces(lk, u, udot, uddot, body, plan):
     # the configurations by a sweep from the initial one (input 0), prepended
     sweep = simulate_functional(lk, jnp.concatenate([jnp.zeros(1, u.dtype), u]), condition=False)
     motion = jax.tree.map(lambda a: a[1:], sweep)
+    planar = plan.width == 3
 
     def one(C, u_, ud, udd):
         x = lk.state(C)
         xd, xdd = _closure.rates(_residual, x, u_, prep, ud, udd)
 
-        def path(s):
+        def path(s):  # the motion to second order in time about this configuration
             X = _carry_tracers(prep, _assemble(x + s * xd + 0.5 * s**2 * xdd, u_ + s * ud + 0.5 * s**2 * udd, prep))
             return X, _poses(X, body)
 
         zero, unit_ = jnp.zeros((), x.dtype), jnp.ones((), x.dtype)
-        (X, (c, e)), (V, (dc, de)) = jax.jvp(path, (zero,), (unit_,))
-        _, (_, (ddc, dde)) = jax.jvp(lambda s: jax.jvp(path, (s,), (unit_,))[1], (zero,), (unit_,))
-        r2 = dot(e, e)
-        alpha = cross(e, dde) / r2 - 2 * dot(e, de) * cross(e, de) / r2**2
-        A, b = _kinetostatics(X, V, ddc, alpha, c, body, plan, lk)
-        z = _linalg.solve(A, b)
-        reactions, tau = _reactions_from(z, X, plan)
+        (X, (c, f)), (V, (dc, df)) = jax.jvp(path, (zero,), (unit_,))
+        _, (_, (ddc, ddf)) = jax.jvp(lambda s: jax.jvp(path, (s,), (unit_,))[1], (zero,), (unit_,))
+        if planar:
+            r2 = dot(f, f)
+            spin = body.inertia * (cross(f, ddf) / r2 - 2 * dot(f, df) * cross(f, df) / r2**2)
+        else:
+
+            def momentum(s):  # about the centres of mass, along the motion
+                frames, rates = jax.jvp(lambda s_: path(s_)[1][1], (s,), (unit_,))
+                return _angular_momentum(frames, rates, body)
+
+            _, spin = jax.jvp(momentum, (zero,), (unit_,))
+        A, b = _kinetostatics(X, V, ddc, spin, c, body, plan, lk)
+        if not planar and body.n_rods:
+            P = _drop_idle_spins(f[1], body)
+            A, b = P @ A, P @ b
+        z, cond = _linalg.solve(A, b), _linalg.condition_1(A)
+        motor = _motor(X, lk, plan)
+        reactions, tau = _reactions_from(z, X, plan, motor)
         ground = jnp.asarray([k == lk.ground for _, k in plan.pairs])
-        # the ground's joints' reactions and the motor's reaction on the ground
-        total = jnp.sum(jnp.where(ground[:, None], reactions, 0.0), axis=0) - tau * _motor(X, lk)
-        return tau, reactions, total[:2], total[2], _linalg.condition_1(A)
+        # the ground's joints' reactions, and the motor's reaction on the ground
+        # (a couple or force for a revolute or prismatic input; an actuator's push
+        # at a tracer of the ground, which no pin carries)
+        total = jnp.sum(jnp.where(ground[:, None], reactions, 0.0), axis=0)
+        if lk.input_kind != "actuator":
+            total = total - tau * motor[0]
+        else:
+            pins = {j for j, _ in plan.pins}
+            for (j, k), wr in zip(plan.motor, motor):
+                if k == lk.ground and j not in pins:
+                    total = total + tau * wr
+        n = lk.dim
+        return tau, reactions, total[:n], (total[2] if planar else total[3:]), cond
 
     tau, reactions, F, Mz, cond = jax.vmap(one)(motion.coords, u, udot, uddot)
-    ok = motion.converged & (cond < 1e12)
-    codes = jnp.where(motion.converged & ~(cond < 1e12), code(RESULTS.singular_configuration), code(motion.status))
+    singular = ~(cond < _COND_LIMIT)
+    ok = motion.converged & ~singular
+    codes = jnp.where(motion.converged & singular, code(RESULTS.singular_configuration), code(motion.status))
     return JointForces(
         u=u,
         udot=udot,

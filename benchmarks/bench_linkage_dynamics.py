@@ -13,7 +13,10 @@ absolute-coordinate model (`tests/reference/linkage_absolute.py`, rtol 1e-12).
 Batched: simulated seconds per wall second for a batch of designs (link masses
 scaled in [0.9, 1.1]), diffmech vmapped in one program against MuJoCo's single thread.
 
-    python benchmarks/bench_linkage_dynamics.py [--repeats 3] [--batch 1024]
+Joint forces: the leg's kinetostatics over one crank turn (360 samples) against the
+independent model's NumPy loop, and 256 designs vmapped.
+
+    python benchmarks/bench_linkage_dynamics.py [--repeats 3] [--batch 1024] [--joint-forces-only]
 
 Writes benchmarks/results/linkage_dynamics.json.
 """
@@ -141,21 +144,81 @@ def batched(n, repeats):
     return d
 
 
+def joint_forces_runs(repeats, n_samples=360, n_designs=256):
+    """Kinetostatics of the Jansen leg over one crank turn at constant speed:
+    `linkage.joint_forces` (one compiled program; warm median and compile time)
+    against the independent model's NumPy loop (`absolute.inverse`: a continuation
+    and two dense solves per sample), the same samples; then a batch of designs
+    (link masses scaled in [0.9, 1.1]) vmapped in one program."""
+    lk = examples.theo_jansen()
+    u = np.linspace(0.0, 2 * np.pi, n_samples, endpoint=False)
+    w = 2 * np.pi  # one turn per second
+
+    def ours(lk_):
+        return L.joint_forces(lk_, u, w, 0.0, throw=False)
+
+    jf, compile_s, wall = timed(ours, lk, repeats=repeats)
+    model = absolute.load(PATH)
+    runs = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        ref = absolute.inverse(model, u / w, u, w, 0.0)
+        runs.append(time.perf_counter() - t)
+    ref_wall = float(np.median(runs))
+    diff = float(np.max(np.abs(np.asarray(jf.torque) - ref["torque"])) / np.max(np.abs(ref["torque"])))
+    scale = jnp.asarray(np.random.default_rng(1).uniform(0.9, 1.1, (n_designs, lk.masses.shape[0])))
+
+    @jax.jit
+    def batch(s):
+        def one(si):
+            return L.joint_forces(eqx.tree_at(lambda k: k.masses, lk, lk.masses * si), u, w, 0.0, throw=False).torque
+
+        return jax.vmap(one)(s)
+
+    _, batch_compile, batch_wall = timed(batch, scale, repeats=repeats)
+    d = dict(
+        samples=n_samples,
+        wall_s=wall,
+        compile_s=compile_s,
+        reference_wall_s=ref_wall,
+        speedup=ref_wall / wall,
+        torque_rel_diff=diff,
+        batch=dict(designs=n_designs, wall_s=batch_wall, compile_s=batch_compile),
+        configs_per_s=n_samples / wall,
+        batch_configs_per_s=n_designs * n_samples / batch_wall,
+        reference_configs_per_s=n_samples / ref_wall,
+    )
+    print(
+        f"  joint forces, {n_samples} samples: diffmech {wall * 1e3:.1f} ms (compile {compile_s:.1f} s), "
+        f"NumPy reference {ref_wall * 1e3:.0f} ms: {d['speedup']:.0f}×; motor torque agrees to {diff:.1e} "
+        f"(relative); {n_designs} designs vmapped: {batch_wall:.2f} s, {d['batch_configs_per_s']:.3g} configurations/s"
+    )
+    return d
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--batch", type=int, default=1024)
+    ap.add_argument("--joint-forces-only", action="store_true", help="run only the joint-force comparison")
     a = ap.parse_args()
-    if not mj.available():
-        print("mujoco is not installed: python -m pip install '.[bench]'")
-        return
     print(f"jax {jax.__version__}, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} CPUs")
     out = dict(jax=jax.__version__, date=time.strftime("%Y-%m-%d"), machine=platform.machine(), cpus=os.cpu_count())
-    out["diffmech"] = diffmech_runs(a.repeats)
-    out["mujoco"] = mujoco_runs()
-    out["batched"] = batched(a.batch, a.repeats)
+    path = os.path.join(ROOT, "benchmarks", "results", "linkage_dynamics.json")
+    if a.joint_forces_only:
+        previous = json.load(open(path)) if os.path.exists(path) else {}
+        previous["joint_forces"] = dict(jax=out["jax"], date=out["date"], **joint_forces_runs(a.repeats))
+        out = previous
+    else:
+        if not mj.available():
+            print("mujoco is not installed: python -m pip install '.[bench]'")
+            return
+        out["diffmech"] = diffmech_runs(a.repeats)
+        out["mujoco"] = mujoco_runs()
+        out["batched"] = batched(a.batch, a.repeats)
+        out["joint_forces"] = joint_forces_runs(a.repeats)
     os.makedirs(os.path.join(ROOT, "benchmarks", "results"), exist_ok=True)
-    with open(os.path.join(ROOT, "benchmarks", "results", "linkage_dynamics.json"), "w") as f:
+    with open(path, "w") as f:
         json.dump(out, f, indent=1)
 
 

@@ -108,7 +108,7 @@ class Solution(eqx.Module):
             return eqx.tree_at(lambda s: s.value, self, self.result.error_if(self.value, ~self.converged))
         if not bool(self.converged):
             c = int(_code(self.result))
-            u_txt = ", ".join(_result._fmt(leaf) for leaf in jax.tree.leaves(u))
+            u_txt = ", ".join(_result.fmt(leaf) for leaf in jax.tree.leaves(u))
             raise _result.error_class(c)(
                 f"{owner}: {_result.message(c)} At input {u_txt}: closure residual {float(self.residual):.3e} "
                 f"after {int(self.steps)} Newton steps.",

@@ -122,7 +122,7 @@ class ConvergenceError(ClosureError):
 
 def error_class(c: int) -> type[ClosureError]:
     """The `ClosureError` subclass of a status code."""
-    if c in (code(RESULTS.motion_limit),):
+    if c == code(RESULTS.motion_limit):
         return MotionLimitError
     if c == code(RESULTS.branch_switch):
         return BranchSwitchError
@@ -131,7 +131,8 @@ def error_class(c: int) -> type[ClosureError]:
     return ConvergenceError
 
 
-def _fmt(v) -> str:
+def fmt(v) -> str:
+    """A value for an error message: a number to 6 digits, an array in one line."""
     a = np.asarray(v)
     if a.ndim == 0:
         return f"{float(a):.6g}"
@@ -195,7 +196,7 @@ class AbstractResult(eqx.Module):
         u = jax.tree.map(
             lambda a: np.asarray(a)[k if np.ndim(a) > nb and np.shape(a)[:nb] == ok.shape[:nb] else k[-1]], inputs
         )
-        u_txt = ", ".join(_fmt(leaf) for leaf in jax.tree.leaves(u))
+        u_txt = ", ".join(fmt(leaf) for leaf in jax.tree.leaves(u))
         res = float(np.asarray(self.residual)[k])
         where = f"sample {k[-1]}" + (f" of design {k[:-1]}" if nb else "")
         extra = self.describe(k)

@@ -293,10 +293,6 @@ class Drive(eqx.Module):
     torque: Callable | None = eqx.field(static=True, default=None)
     damping: Float[Array, ""] | float = 0.0
 
-    def force(self, t, u, udot):
-        q = -self.damping * udot
-        return q if self.torque is None else q + self.torque(t, u, udot)
-
 
 def _tangent(x, u, prep):
     """`x′(u)`: the closure's tangent (implicit function theorem)."""
@@ -360,14 +356,18 @@ def _terms(x, u, prep, body: _Inertial):
     return M, V, dV, tan, Qa, Cd
 
 
+def _inertia_slope(x, u, tan, prep, body):
+    """`M′(u)`: the jvp of `M` along the closure's tangent `(x′(u), 1)`."""
+    return jax.jvp(lambda x_, u_: _terms(x_, u_, prep, body)[0], (x, u), (tan, jnp.ones_like(u)))[1]
+
+
 def generalised_inertia(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, Array]:
     """`M(u)` and `M′(u)` of the reduced equation at a converged state `x` (at input
     `u`): the kinetic energy is `½ M u̇²`. Jittable, differentiable."""
     prep, body = _prepare(lk), _inertial(lk)
     u = jnp.asarray(u, lk.coords.dtype)
     M, _, _, tan, _, _ = _terms(x, u, prep, body)
-    _, dM = jax.jvp(lambda x_, u_: _terms(x_, u_, prep, body)[0], (x, u), (tan, jnp.ones_like(u)))
-    return M, dM
+    return M, _inertia_slope(x, u, tan, prep, body)
 
 
 def potential(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, Array]:
@@ -382,7 +382,7 @@ def _acceleration(t, x, u, udot, prep, body, drive):
     """`ü` from the reduced equation, the tangent, the power of the drive's torque
     and of the applied loads, and the power dissipated by the dampers."""
     M, _, dV, tan, Qa, Cd = _terms(x, u, prep, body)
-    _, dM = jax.jvp(lambda x_, u_: _terms(x_, u_, prep, body)[0], (x, u), (tan, jnp.ones_like(u)))
+    dM = _inertia_slope(x, u, tan, prep, body)
     tau = jnp.zeros_like(u) if drive.torque is None else drive.torque(t, u, udot)
     c = drive.damping + Cd
     a = (tau + Qa - c * udot - 0.5 * dM * udot**2 - dV) / M

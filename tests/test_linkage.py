@@ -827,8 +827,6 @@ def test_spherical_dynamics_keep_the_energy_and_match_a_finite_difference_kineti
     spec["links"]["L1"]["inertia"] = [[0.02, 0.5, 0.0], [0.0, 0.03, 0.0], [0.0, 0.0, 0.025]]
     with pytest.raises(L.LinkageError, match="links.L1.inertia: must be symmetric positive semi-definite"):
         L.Linkage.from_dict(spec)
-    with pytest.raises(ValueError, match="'spherical_rrpr' is spherical; its joints' reactions are statically"):
-        L.joint_forces(lk, [0.1])
 
 
 def test_spatial_dynamics_keep_the_energy_and_match_the_rods_kinetic_energy():
@@ -905,6 +903,60 @@ def test_spatial_dynamics_keep_the_energy_and_match_the_rods_kinetic_energy():
     slope = (sum(rods_and_loads(Xp, Vel)[1:3]) - sum(rods_and_loads(Xm, Vel)[1:3])) / (2 * h)
     uddot0 = (8 * float(sim.u[1]) - float(sim.u[2])) / (2 * 1e-3**2)  # u(δ), u(2δ): O(δ²)
     assert uddot0 == pytest.approx((applied - slope) / two_t, rel=1e-5)
+
+
+def test_spherical_joint_forces_least_norm_with_three_redundant_constraints():
+    """The spherical RRPR with mass properties, a spring, a damper, a force and a
+    couple, its crank following a prescribed motion. In space its links are
+    over-constrained (Kutzbach: 6·3 − 5·4 = −2 for a mobility of 1: three redundant
+    constraints), so the reactions are the least-norm solution and `redundancy` is
+    3; the motor torque is determinate and equals Lagrange's reduced equation of the
+    unloaded linkage plus the loads' static share plus the damper's `c d′² u̇` (d′
+    by central differences); massless and static, every link's reported reactions
+    balance the loads on it (their wrenches computed here)."""
+    spec = _massive_spherical_rrpr()
+    lk = L.Linkage.from_dict(spec)
+    bare = L.Linkage.from_dict({k: v for k, v in spec.items() if k != "loads"})
+    u, ud, udd = np.linspace(0.0, 0.5, 6), np.full(6, 0.7), np.linspace(-1.0, 1.0, 6)
+    jf = L.joint_forces(lk, u, ud, udd)
+    assert bool(jnp.all(jf.converged)) and jf.redundancy == 3 and jf.reactions.shape == (6, 8, 6)
+    massless = eqx.tree_at(lambda k: (k.masses, k.inertias), lk, (0 * lk.masses, 0 * lk.inertias))
+    static = L.joint_forces(massless, u, 0.0, 0.0)
+
+    h = 1e-6
+
+    def conf(v):
+        return np.asarray(L.simulate(lk, inputs=np.concatenate([[0.0], v]), condition=False).coords[1:])
+
+    Xm, X0, Xp = conf(u - h), conf(u), conf(u + h)
+    i = {n: lk.names.index(n) for n in ("J1", "J2", "J4", "J5")}
+
+    def dist(X, a, b):
+        return np.linalg.norm(X[:, i[b]] - X[:, i[a]], axis=1)
+
+    d_prime = (dist(Xp, "J5", "J4") - dist(Xm, "J5", "J4")) / (2 * h)
+    for k in range(6):
+        x = bare.state(jnp.asarray(X0[k]))
+        M, dM = L.generalised_inertia(bare, x, u[k])
+        _, dV = L.potential(bare, x, u[k])
+        expected = (
+            float(M * udd[k] + 0.5 * dM * ud[k] ** 2 + dV) + float(static.torque[k]) + 0.05 * d_prime[k] ** 2 * ud[k]
+        )
+        assert float(jf.torque[k]) == pytest.approx(expected, rel=1e-9)
+
+    # the static reactions balance each link's loads (spring along J2–J4, the force
+    # at J5, the couple on L1, the motor's couple about J1's axis on L1)
+    r = np.asarray(static.reactions)
+    tension = 0.8 * (dist(X0, "J2", "J4") - 0.9)
+    e = (X0[:, i["J4"]] - X0[:, i["J2"]]) / dist(X0, "J2", "J4")[:, None]
+    loads = {"L1": np.zeros((6, 6)), "L2": np.zeros((6, 6)), "L3": np.zeros((6, 6))}
+    loads["L1"] += np.c_[tension[:, None] * e, np.cross(X0[:, i["J2"]], tension[:, None] * e)]
+    force = np.array([0.3, -0.2, 0.1])
+    loads["L2"] += np.c_[np.tile(force, (6, 1)), np.cross(X0[:, i["J5"]], force)]
+    loads["L1"][:, 3:] += np.array([0.02, 0.0, -0.05]) + np.asarray(static.torque)[:, None] * X0[:, i["J1"]]
+    for link, w in loads.items():
+        total = w + sum(r[:, p] for p, (_, lk_) in enumerate(static.pairs) if lk_ == link)
+        assert np.abs(total).max() <= 1e-12 * max(1.0, np.abs(w).max()), link
 
 
 def _rods(lk):

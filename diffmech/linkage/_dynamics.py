@@ -570,7 +570,10 @@ class _Reactions(eqx.Module):
 
     - `pins`: per revolute (spherical, in space) joint, `(joint, (l0, l1, …))` (the
       links that hold it, in description order): the pin's force on each of
-      `l1, …` is an unknown (2 each in the plane, 3 in space), its force on `l0`
+      `l1, …` is an unknown (2 each in the plane, 3 in space; on the sphere, where
+      every joint, a prismatic one included, turns about an axis through the
+      centre, the force through the centre and the moment normal to the axis, 5),
+      its force on `l0`
       the actuator's force on the pin (if one acts there) minus their sum (a pin
       carries no mass);
     - `slides`: per prismatic joint, `(joint, carrier, slider)`: the force along
@@ -591,14 +594,18 @@ class _Reactions(eqx.Module):
     pairs: tuple = eqx.field(static=True)
     n_unknowns: int = eqx.field(static=True)
     width: int = eqx.field(static=True)
+    sphere: bool = eqx.field(static=True, default=False)
 
 
 def _reaction_plan(lk: Linkage, bodies: tuple[int, ...]) -> _Reactions:
     pins, slides, pairs = [], [], []
-    per_pin = 2 if lk.geometry == "planar" else 3
+    sphere = lk.geometry == "spherical"
+    # per pin and extra link: a force (2 in the plane, 3 in space), and on the sphere
+    # the moment normal to the joint's axis (2)
+    per_pin = {"planar": 2, "spherical": 5, "spatial": 3}[lk.geometry]
     for j, t in enumerate(lk.types):
         holders = tuple(k for k, members in enumerate(lk.links) if j in members)
-        if t in ("R", "S"):
+        if t in ("R", "S") or (sphere and t == "P"):
             pins.append((j, holders))
             pairs += [(j, k) for k in holders]
         elif t == "P":
@@ -619,6 +626,7 @@ def _reaction_plan(lk: Linkage, bodies: tuple[int, ...]) -> _Reactions:
         pairs=tuple(pairs),
         n_unknowns=n,
         width=3 if lk.geometry == "planar" else 6,
+        sphere=sphere,
     )
 
 
@@ -628,6 +636,28 @@ def _wrench(point, force):
     if force.shape[-1] == 2:
         return jnp.stack([force[0], force[1], cross(point, force)])
     return jnp.concatenate([force, jnp.cross(point, force)])
+
+
+def _normals(a):
+    """Two orthonormal directions normal to the axis `a` (`t1 ∝ a × h`, `h` the
+    coordinate axis least aligned with `a`; any such pair gives the same wrenches)."""
+    a = unit(a)
+    h = jax.nn.one_hot(jnp.argmin(jnp.abs(a)), 3, dtype=a.dtype)
+    t1 = unit(jnp.cross(a, h))
+    return jnp.stack([t1, jnp.cross(a, t1)])
+
+
+def _pin_wrenches(X, j, plan: "_Reactions"):
+    """The unit wrenches a pin's unknowns stand for: unit forces through the joint
+    (in the plane and in space); on the sphere unit forces through the centre and
+    unit couples normal to the joint's axis."""
+    if plan.width == 3:
+        return [_wrench(X[j, :2], f) for f in jnp.eye(2, dtype=X.dtype)]
+    if not plan.sphere:
+        return [_wrench(X[j, :3], f) for f in jnp.eye(3, dtype=X.dtype)]
+    zero = jnp.zeros(3, X.dtype)
+    forces = [jnp.concatenate([f, zero]) for f in jnp.eye(3, dtype=X.dtype)]
+    return forces + [jnp.concatenate([zero, t]) for t in _normals(X[j, :3])]
 
 
 def _couple(moment, width):
@@ -666,6 +696,8 @@ def _motor(X, lk: Linkage, plan: _Reactions):
     nearest the origin; for an actuator, a unit push along its axis on its two
     joints (`+e` at the second, `−e` at the first: its effort does work `f u̇`)."""
     one = jnp.ones((), X.dtype)
+    if lk.input_kind == "revolute" and plan.sphere:  # a unit couple about the input joint's axis
+        return [_couple(unit(X[lk.input_joints[0], :3]), 6)]
     if lk.input_kind == "revolute":
         return [_couple(one, plan.width)]
     if lk.input_kind == "prismatic":
@@ -689,7 +721,6 @@ def _kinetostatics(X, V, accel, spin, c, body: _Inertial, plan: _Reactions, lk: 
     n_rows = w * len(plan.bodies)
     cols = []  # per unknown, its column of A
     applied = _applied(X, V, lk)
-    n = lk.dim
 
     def column(entries):
         col = jnp.zeros(n_rows, X.dtype)
@@ -698,12 +729,11 @@ def _kinetostatics(X, V, accel, spin, c, body: _Inertial, plan: _Reactions, lk: 
                 col = col.at[row[k] : row[k] + w].add(wr)
         return col
 
-    eye = jnp.eye(n, dtype=X.dtype)
     for j, holders in plan.pins:
-        p = X[j, :n]
+        unit_wrenches = _pin_wrenches(X, j, plan)
         for k in holders[1:]:
-            for f in eye:
-                cols.append(column([(k, _wrench(p, f)), (holders[0], -_wrench(p, f))]))
+            for wr in unit_wrenches:
+                cols.append(column([(k, wr), (holders[0], -wr)]))
     zero, one = jnp.zeros((), X.dtype), jnp.ones((), X.dtype)
     for j, carrier, slider in plan.slides:
         # the normal force through the foot of the perpendicular from the origin, −c n
@@ -731,18 +761,17 @@ def _reactions_from(z, X, plan: _Reactions, motor):
     motor's effort."""
     out = {}
     i = 0
-    n = plan.width // 3 + 1  # 2 in the plane, 3 in space
     tau = z[-1]
     pushed = {j: tau * wr for (j, _), wr in zip(plan.motor, motor) if j >= 0}
     for j, holders in plan.pins:
-        p = X[j, :n]
-        total = jnp.zeros(n, X.dtype)
+        units = jnp.stack(_pin_wrenches(X, j, plan))  # (unknowns per link, W)
+        m = units.shape[0]
+        total = jnp.zeros(plan.width, X.dtype)
         for k in holders[1:]:
-            f = z[i : i + n]
-            out[j, k] = _wrench(p, f)
-            total = total + f
-            i += n
-        out[j, holders[0]] = _wrench(p, -total) + pushed.get(j, 0.0)
+            out[j, k] = z[i : i + m] @ units
+            total = total + out[j, k]
+            i += m
+        out[j, holders[0]] = pushed.get(j, 0.0) - total
     for j, carrier, slider in plan.slides:
         nv = X[j, :2]
         w = jnp.stack([z[i] * nv[0], z[i] * nv[1], z[i + 1]])
@@ -787,6 +816,7 @@ class JointForces(AbstractResult):
     converged: Bool[Array, " N"]
     status: RESULTS
     pairs: tuple[tuple[str, str], ...] = eqx.field(static=True)
+    redundancy: int = eqx.field(static=True, default=0)
 
     _values: ClassVar[str] = "torque"
     _inputs: ClassVar[str] = "u"
@@ -827,19 +857,13 @@ def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> 
     dt = lk.coords.dtype
     u = jnp.asarray(u, dt)
     udot, uddot = (jnp.broadcast_to(jnp.asarray(v, dt), u.shape) for v in (udot, uddot))
-    if lk.geometry == "spherical":
-        raise ValueError(
-            f"joint_forces: {lk.name!r} is spherical; its joints' reactions are statically indeterminate "
-            "(over-constrained in space: they depend on the parts' compliance); the motor torque is "
-            "M(u) ü + ½ M′(u) u̇² + V′(u) (generalised_inertia, potential)"
-        )
     body = _inertial(lk)
     plan = _reaction_plan(lk, body.idx)
-    rows = plan.width * len(plan.bodies) - (body.n_rods if plan.width == 6 else 0)
-    if plan.n_unknowns != rows:
+    rows = plan.width * len(plan.bodies) - body.n_rods
+    if plan.n_unknowns < rows or (plan.n_unknowns > rows and not plan.sphere):
         raise ValueError(
-            f"joint_forces: {plan.n_unknowns} unknowns for {rows} independent equations: a one-input "
-            "linkage whose joints all carry load has as many (over-constrained linkages are not supported)"
+            f"joint_forces: {plan.n_unknowns} unknowns for {rows} independent equations in {lk.name!r}: a "
+            "one-input planar or spatial linkage whose joints all carry load has as many"
         )
     out = _joint_forces(lk, u, udot, uddot, body, plan)
     return finish(out, throw, f"linkage {lk.name!r}: joint_forces")
@@ -911,7 +935,11 @@ def _joint_forces(lk, u, udot, uddot, body, plan):
         if not planar and body.n_rods:
             P = _drop_idle_spins(f[1], body)
             A, b = P @ A, P @ b
-        z, cond = _linalg.solve(A, b), _linalg.condition_1(A)
+        if A.shape[0] == A.shape[1]:
+            z, cond = _linalg.solve(A, b), _linalg.condition_1(A)
+        else:  # redundant (the sphere): the least-norm solution, z = Aᵀ (A Aᵀ)⁻¹ b
+            AAt = A @ A.T
+            z, cond = A.T @ _linalg.solve(AAt, b), jnp.sqrt(_linalg.condition_1(AAt))
         motor = _motor(X, lk, plan)
         reactions, tau = _reactions_from(z, X, plan, motor)
         ground = jnp.asarray([k == lk.ground for _, k in plan.pairs])
@@ -946,4 +974,5 @@ def _joint_forces(lk, u, udot, uddot, body, plan):
         converged=ok,
         status=as_results(codes),
         pairs=tuple((lk.names[j], lk.link_names[k]) for j, k in plan.pairs),
+        redundancy=plan.n_unknowns - (plan.width * len(plan.bodies) - body.n_rods),
     )

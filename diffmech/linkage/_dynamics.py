@@ -813,10 +813,13 @@ class JointForces(AbstractResult):
       reaction), moment about the origin;
     - `condition` `(N,)`: the 1-norm condition number of the Newton–Euler system
       (in space without each S–S rod's moment along its own axis, `0 = 0` for its
-      idle spin); `converged`,
+      idle spin; on the sphere the square root of `A Aᵀ`'s); `converged`,
       `status` (`motion_limit` where the loop cannot close,
       `singular_configuration` where the system is rank-deficient), `residual`
-      (the closure's).
+      (the closure's);
+    - `redundancy` (static): how many reactions the balances leave undetermined (0
+      in the plane and in space; on the sphere the over-constrained links' count,
+      and `reactions` are then the least-norm ones).
     """
 
     u: Float[Array, " N"]
@@ -848,24 +851,26 @@ _COND_LIMIT = 1e12
 
 
 def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> JointForces:
-    """Inverse dynamics of a planar or spatial linkage: the motor's effort (a torque
-    on a revolute input, a force on a prismatic input or an actuator) and the force
-    (and couple) in every joint along a prescribed input motion `u(t)`, `u̇`, `ü`
-    (arrays `(N,)`, broadcast), from every moving link's Newton–Euler balance
-    (gravity, inertia, the applied loads) solved as one linear system per
-    configuration (square: in space each S–S rod's moment along its own axis,
-    `0 = 0` for its idle spin, is dropped; a rank-deficient system is reported
-    `singular_configuration`, by its condition number). The configurations come from the closure core (a sweep
-    through `u` from the initial configuration), the links' accelerations from its
-    implicit-function-theorem rates. Jittable, vmappable over designs,
+    """Inverse dynamics of a linkage (planar, spherical or spatial): the motor's
+    effort (a torque on a revolute input, a force on a prismatic input or an
+    actuator) and the force (and couple) in every joint along a prescribed input
+    motion `u(t)`, `u̇`, `ü` (arrays `(N,)`, broadcast), from every moving link's
+    Newton–Euler balance (gravity, inertia, the applied loads) solved as one linear
+    system per configuration. The configurations come from the closure core (a
+    sweep through `u` from the initial configuration), the links' accelerations
+    from its implicit-function-theorem rates. Jittable, vmappable over designs,
     differentiable (lengths, masses, inertias). `throw` as every solve's (default
     True: a prescribed motion the linkage cannot follow raises).
 
-    Spherical linkages are refused: in space their links are over-constrained
-    (a spherical four-bar's Kutzbach count is −2 for a mobility of 1), so their
-    joints' reactions are statically indeterminate (they depend on the parts'
-    compliance); the motor torque alone follows from `generalised_inertia` and
-    `potential` (the reduced equation).
+    - In the plane and in space the system is square (in space each S–S rod's
+      moment along its own axis, `0 = 0` for its idle spin, is dropped).
+    - On the sphere the links are over-constrained in space (a spherical
+      four-bar's Kutzbach count is −2 for a mobility of 1): the reactions are
+      statically indeterminate (they depend on the parts' compliance) and the
+      least-norm ones are returned, `redundancy` saying how many are free; the
+      motor torque is determinate.
+    - A rank-deficient system (a dead point of the drive) is reported
+      `singular_configuration`, by its condition number.
 
     **Returns:** a `JointForces`.
     """

@@ -1,0 +1,21 @@
+"""The README's pictures: every image it shows is in the repository, a PNG small enough
+to keep in git, and made by `docs/figures.py` (which names each file it writes)."""
+
+import pathlib
+import re
+
+ROOT = pathlib.Path(__file__).parent.parent
+
+
+def test_every_readme_picture_exists_is_a_small_png_and_is_made_by_the_figure_script():
+    readme = (ROOT / "README.md").read_text()
+    shown = re.findall(r"!\[[^\]]+\]\(([^)]+)\)", readme)
+    assert len(shown) >= 4
+    script = (ROOT / "docs" / "figures.py").read_text()
+    for rel in shown:
+        path = ROOT / rel
+        assert path.is_file(), rel
+        data = path.read_bytes()
+        assert data[:8] == b"\x89PNG\r\n\x1a\n", rel
+        assert len(data) <= 400_000, (rel, len(data))
+        assert f'"{path.name}"' in script, f"{rel} is not written by docs/figures.py"

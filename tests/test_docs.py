@@ -19,3 +19,14 @@ def test_every_readme_picture_exists_is_a_small_png_and_is_made_by_the_figure_sc
         assert data[:8] == b"\x89PNG\r\n\x1a\n", rel
         assert len(data) <= 400_000, (rel, len(data))
         assert f'"{path.name}"' in script, f"{rel} is not written by docs/figures.py"
+
+
+def test_the_site_lists_every_notebook_and_builds_the_api_pages_it_links():
+    """mkdocs.yml's Examples are exactly the notebooks; its API pages are exactly the
+    ones docs/hooks.py writes (one per public module)."""
+    config = (ROOT / "mkdocs.yml").read_text()
+    listed = set(re.findall(r"examples/(\S+\.ipynb)", config))
+    assert listed == {p.name for p in (ROOT / "notebooks").glob("*.ipynb")}
+    hooks = (ROOT / "docs" / "hooks.py").read_text()
+    modules = set(re.findall(r'^    "(\w+)",$', hooks, re.M))
+    assert set(re.findall(r"api/(\w+)\.md", config)) == modules

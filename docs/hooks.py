@@ -1,0 +1,78 @@
+"""mkdocs hooks.
+
+- The notebooks in `notebooks/` are the site's Examples pages (`examples/NAME.ipynb`),
+  rendered (and executed) by mkdocs-jupyter, without copying them into docs/.
+- The API reference pages (`api/NAME.md`) are written at build time: one `:::` block
+  (mkdocstrings) per public name of each public module, read from the imported module,
+  so every public name is documented and a new one cannot be forgotten."""
+
+import importlib
+import inspect
+import os
+import pathlib
+import tempfile
+
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import File
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+MODULES = (
+    "diffmech",
+    "closure",
+    "fourbar",
+    "linkage",
+    "parallel",
+    "screw",
+    "synthesis",
+    "identify",
+    "fit",
+    "shard",
+    "plot",
+    "examples",
+)
+
+
+def public_names(module: str) -> list[str]:
+    """The public names of a module: its classes and functions defined in diffmech
+    (not what it imports for itself, such as `typing.Any`) and its constants
+    (upper-case names), not underscored."""
+    mod = importlib.import_module(module)
+    out = []
+    for n in sorted(dir(mod)):
+        obj = getattr(mod, n)
+        if n.startswith("_") or inspect.ismodule(obj):
+            continue
+        if inspect.isclass(obj) or inspect.isfunction(obj):
+            if (getattr(obj, "__module__", "") or "").startswith("diffmech"):
+                out.append(n)
+        elif n.isupper() and isinstance(obj, (tuple, dict, str, int, float, frozenset)):
+            out.append(n)
+    return out
+
+
+def api_page(short: str) -> str:
+    module = "diffmech" if short == "diffmech" else f"diffmech.{short}"
+    mod = importlib.import_module(module)
+    doc = inspect.getdoc(mod) or ""
+    blocks = [f"::: {module}.{name}" for name in public_names(module)]
+    return f"# {module}\n\n{doc}\n\n" + "\n\n".join(blocks) + "\n"
+
+
+@event_priority(100)  # before mkdocs-jupyter, which takes the .ipynb files over
+def on_files(files, config):
+    # mkdocs-jupyter reads a notebook at src_dir/src_uri: a folder whose examples/ is notebooks/
+    src = tempfile.mkdtemp(prefix="diffmech-docs-")
+    os.symlink(NOTEBOOKS, os.path.join(src, "examples"))
+    for nb in sorted(NOTEBOOKS.glob("*.ipynb")):
+        files.append(
+            File(
+                f"examples/{nb.name}",
+                src_dir=src,
+                dest_dir=config["site_dir"],
+                use_directory_urls=config["use_directory_urls"],
+            )
+        )
+    for short in MODULES:
+        files.append(File.generated(config, f"api/{short}.md", content=api_page(short)))
+    return files

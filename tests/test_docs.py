@@ -30,3 +30,18 @@ def test_the_site_lists_every_notebook_and_builds_the_api_pages_it_links():
     hooks = (ROOT / "docs" / "hooks.py").read_text()
     modules = set(re.findall(r'^    "(\w+)",$', hooks, re.M))
     assert set(re.findall(r"api/(\w+)\.md", config)) == modules
+
+
+def test_the_errors_page_lists_every_status_and_error_class_diffmech_adds():
+    """docs/errors.md names every status diffmech adds to Diffrax's `RESULTS` and every
+    `ClosureError` subclass it exports, so the page stays true when one is added."""
+    import diffrax
+
+    import diffmech as dm
+    from diffmech.closure import RESULTS
+
+    page = (ROOT / "docs" / "errors.md").read_text()
+    ours = set(RESULTS._name_to_item) - set(diffrax.RESULTS._name_to_item)
+    assert ours and all(f"`{name}`" in page for name in ours), ours
+    errors = [n for n in dir(dm) if isinstance(getattr(dm, n), type) and issubclass(getattr(dm, n), dm.ClosureError)]
+    assert len(errors) >= 6 and all(f"::: diffmech.{n}" in page for n in errors), errors

@@ -90,31 +90,15 @@ from pathlib import Path
 
 import numpy as np
 
-try:  # pragma: no cover - depends on the environment
-    import mujoco
-
-    _HAVE_MUJOCO = True
-except Exception:  # pragma: no cover
-    mujoco = None
-    _HAVE_MUJOCO = False
+# the import guard, the stiff softness and the MJCF/timing helpers are the four-bar peer's
+try:
+    from .mujoco_fourbar import _HAVE_MUJOCO, STIFF_SOLIMP, _bare_loop, _f, _vec, available, mujoco
+except ImportError:  # run as a script from benchmarks/peers
+    from mujoco_fourbar import _HAVE_MUJOCO, STIFF_SOLIMP, _bare_loop, _f, _vec, available, mujoco
 
 __all__ = ["available", "simulate", "throughput", "build"]
 
-STIFF_SOLIMP = (0.9999, 0.9999, 0.001, 0.5, 2.0)
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "diffmech" / "linkage" / "data" / "theo_jansen.json"
-
-
-def available() -> bool:
-    """True when the ``mujoco`` Python package can be imported."""
-    return _HAVE_MUJOCO
-
-
-def _f(x) -> str:
-    return repr(float(x))
-
-
-def _vec(*xs) -> str:
-    return " ".join(_f(x) for x in xs)
 
 
 # --------------------------------------------------------------------------- topology
@@ -399,14 +383,6 @@ class Linkage:
 def build(path=DEFAULT_DATA, **kw) -> Linkage:
     """The MJCF model object (``.xml``, ``.model``, ``.data``, ``.tree``, ``.closures``)."""
     return Linkage(path, **kw)
-
-
-def _bare_loop(model, data, n_steps):
-    step = mujoco.mj_step
-    t0 = time.perf_counter()
-    for _ in range(n_steps):
-        step(model, data)
-    return time.perf_counter() - t0
 
 
 def _simpson_cum(y, dt, idx):

@@ -42,9 +42,10 @@ from jaxtyping import Array, Bool, Float
 from .. import _closure, _linalg
 from .._geometry import cross, dot, perp, unit
 from .._result import RESULTS, AbstractResult, as_results, code, finish, save_status
+from .._screw import vee
 from .._validate import is_traced
 from ._equations import orthonormal
-from ._model import Linkage, _assemble, _carry_tracers, _prepare, _residual
+from ._model import Linkage, _coords, _prepare, _residual
 from ._simulate import joint_path, simulate_functional, widths
 
 
@@ -266,20 +267,29 @@ def _rotational(f, df, body: _Inertial):
     if not body.solid:
         dphi = cross(f, df) / dot(f, f)
         return jnp.sum(body.inertia * dphi**2), dphi
-    (R, e), (dR, de) = f, df
+    R = f[0]
     n_rigid = len(body.frames) - body.n_rods
-    total, ws = jnp.zeros((), body.mass.dtype), []
+    w = _omegas(f, df, body)
+    total = jnp.zeros((), body.mass.dtype)
     if n_rigid:
-        W = jnp.einsum("kij,klj->kil", dR, R)  # Ṙ Rᵀ: skew, its vector is ω
-        w = jnp.stack([W[:, 2, 1], W[:, 0, 2], W[:, 1, 0]], axis=-1)
-        wb = jnp.einsum("kji,kj->ki", R, w)  # in the bodies' frames
+        wb = jnp.einsum("kji,kj->ki", R, w[:n_rigid])  # in the bodies' frames
         total = total + jnp.sum(jnp.einsum("ki,kij,kj->k", wb, body.inertia[:n_rigid], wb))
-        ws.append(w)
     if body.n_rods:
-        w = jnp.cross(e, de) / dot(e, e)[:, None]
-        total = total + jnp.sum(body.inertia[n_rigid:, 0, 0] * dot(w, w))
-        ws.append(w)
-    return total, jnp.concatenate(ws)
+        total = total + jnp.sum(body.inertia[n_rigid:, 0, 0] * dot(w[n_rigid:], w[n_rigid:]))
+    return total, w
+
+
+def _omegas(f, df, body: _Inertial):
+    """The bodies' angular velocities `(K, 3)` (per unit input) from their frames `f`
+    moving at `df` (three dimensions): a rigid link's the vector of `Ṙ Rᵀ`, a rod's
+    the one normal to its axis, `e × ė / |e|²`."""
+    (R, e), (dR, de) = f, df
+    ws = []
+    if len(body.frames) > body.n_rods:
+        ws.append(vee(jnp.einsum("kij,klj->kil", dR, R)))
+    if body.n_rods:
+        ws.append(jnp.cross(e, de) / dot(e, e)[:, None])
+    return jnp.concatenate(ws)
 
 
 # --------------------------------------------------------------------------- the reduced equation
@@ -306,8 +316,7 @@ def _angular_rate(X, dX, frame):
         (_, e), (_, de) = _frame_vectors(X, (frame,)), _frame_vectors(dX, (frame,))
         return cross(e[0], de[0]) / dot(e[0], e[0])
     R, dR = jax.jvp(lambda X_: _rotations(X_, (frame,))[1][0], (X,), (dX,))
-    W = dR @ R.T
-    return jnp.stack([W[2, 1], W[0, 2], W[1, 0]])
+    return vee(dR @ R.T)
 
 
 def _loads(X, dX, lk: Linkage):
@@ -343,7 +352,7 @@ def _terms(x, u, prep, body: _Inertial):
     tan = _tangent(x, u, prep)
 
     def pose(x_, u_):
-        X = _carry_tracers(prep, _assemble(x_, u_, prep))  # loads may act at tracer points
+        X = _coords(x_, u_, prep)  # loads may act at tracer points
         return X, _poses(X, body)
 
     (X, (c, f)), (dX, (dc, df)) = jax.jvp(pose, (x, u), (tan, jnp.ones_like(u)))
@@ -550,7 +559,7 @@ def _simulate_dynamics(lk, udot0, t1, ts, drive, solver, rtol, atol, max_steps, 
         return s.value, s.converged, s.residual
 
     x, closed, residual = jax.vmap(close)(xs, u)
-    coords = jax.vmap(lambda x_, u_: _carry_tracers(prep, _assemble(x_, u_, prep)))(x, u)
+    coords = jax.vmap(lambda x_, u_: _coords(x_, u_, prep))(x, u)
     M, V, _, _, _, _ = jax.vmap(lambda x_, u_: _terms(x_, u_, prep, body))(x, u)
     kinetic = 0.5 * M * udot**2
     energy = kinetic + V
@@ -600,7 +609,9 @@ class _Reactions(eqx.Module):
       the first link holding each;
     - `pairs`: every `(joint, link)` the output reports, ground included;
     - `width`: a wrench's size (3 in the plane: `Fx, Fy, Mz`; 6 in space: force and
-      moment about the origin)."""
+      moment about the origin);
+    - `n_equations`: the independent balances (`width` per body, less one per S–S
+      rod: its moment along its own axis is `0 = 0`)."""
 
     bodies: tuple[int, ...] = eqx.field(static=True)
     pins: tuple = eqx.field(static=True)
@@ -609,10 +620,18 @@ class _Reactions(eqx.Module):
     pairs: tuple = eqx.field(static=True)
     n_unknowns: int = eqx.field(static=True)
     width: int = eqx.field(static=True)
+    n_equations: int = eqx.field(static=True)
     sphere: bool = eqx.field(static=True, default=False)
 
+    @property
+    def redundancy(self) -> int:
+        """How many unknowns the balances leave free."""
+        return self.n_unknowns - self.n_equations
 
-def _reaction_plan(lk: Linkage, bodies: tuple[int, ...]) -> _Reactions:
+
+def _reaction_plan(lk: Linkage, body: _Inertial) -> _Reactions:
+    bodies = body.idx
+    width = 3 if lk.geometry == "planar" else 6
     pins, slides, pairs = [], [], []
     sphere = lk.geometry == "spherical"
     # per pin and extra link: a force (2 in the plane, 3 in space), and on the sphere
@@ -640,7 +659,8 @@ def _reaction_plan(lk: Linkage, bodies: tuple[int, ...]) -> _Reactions:
         motor=motor,
         pairs=tuple(pairs),
         n_unknowns=n,
-        width=3 if lk.geometry == "planar" else 6,
+        width=width,
+        n_equations=width * len(bodies) - body.n_rods,
         sphere=sphere,
     )
 
@@ -878,11 +898,10 @@ def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> 
     u = jnp.asarray(u, dt)
     udot, uddot = (jnp.broadcast_to(jnp.asarray(v, dt), u.shape) for v in (udot, uddot))
     body = _inertial(lk)
-    plan = _reaction_plan(lk, body.idx)
-    rows = plan.width * len(plan.bodies) - body.n_rods
-    if plan.n_unknowns < rows or (plan.n_unknowns > rows and not plan.sphere):
+    plan = _reaction_plan(lk, body)
+    if plan.redundancy < 0 or (plan.redundancy > 0 and not plan.sphere):
         raise ValueError(
-            f"joint_forces: {plan.n_unknowns} unknowns for {rows} independent equations in {lk.name!r}: a "
+            f"joint_forces: {plan.n_unknowns} unknowns for {plan.n_equations} independent equations in {lk.name!r}: a "
             "one-input planar or spatial linkage whose joints all carry load has as many"
         )
     out = _joint_forces(lk, u, udot, uddot, body, plan)
@@ -892,15 +911,14 @@ def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> 
 def _angular_momentum(f, df, body: _Inertial):
     """Per body, its angular momentum about its centre of mass per unit input rate
     (in space: `R I Rᵀ ω` for a rigid link, `I_t ω⊥` for a rod)."""
-    (R, e), (dR, de) = f, df
+    R = f[0]
     n_rigid = len(body.frames) - body.n_rods
+    w = _omegas(f, df, body)
     hs = []
     if n_rigid:
-        W = jnp.einsum("kij,klj->kil", dR, R)
-        w = jnp.stack([W[:, 2, 1], W[:, 0, 2], W[:, 1, 0]], axis=-1)
-        hs.append(jnp.einsum("kij,kjl,kml,km->ki", R, body.inertia[:n_rigid], R, w))
+        hs.append(jnp.einsum("kij,kjl,kml,km->ki", R, body.inertia[:n_rigid], R, w[:n_rigid]))
     if body.n_rods:
-        hs.append(body.inertia[n_rigid:, 0, 0, None] * jnp.cross(e, de) / dot(e, e)[:, None])
+        hs.append(body.inertia[n_rigid:, 0, 0, None] * w[n_rigid:])
     return jnp.concatenate(hs)
 
 
@@ -915,10 +933,7 @@ def _drop_idle_spins(e, body: _Inertial):
     n_rigid = len(body.frames) - body.n_rods
     blocks = [jnp.eye(6 * n_rigid, dtype=e.dtype)] if n_rigid else []
     for k in range(body.n_rods):
-        ek = unit(e[k])
-        h = jax.nn.one_hot(jnp.argmin(jnp.abs(ek)), 3, dtype=ek.dtype)
-        t1 = unit(jnp.cross(ek, h))
-        blocks.append(jax.scipy.linalg.block_diag(jnp.eye(3, dtype=ek.dtype), jnp.stack([t1, jnp.cross(ek, t1)])))
+        blocks.append(jax.scipy.linalg.block_diag(jnp.eye(3, dtype=e.dtype), _normals(e[k])))
     return jax.scipy.linalg.block_diag(*blocks)
 
 
@@ -935,7 +950,7 @@ def _joint_forces(lk, u, udot, uddot, body, plan):
         xd, xdd = _closure.rates(_residual, x, u_, prep, ud, udd)
 
         def path(s):  # the motion to second order in time about this configuration
-            X = _carry_tracers(prep, _assemble(x + s * xd + 0.5 * s**2 * xdd, u_ + s * ud + 0.5 * s**2 * udd, prep))
+            X = _coords(x + s * xd + 0.5 * s**2 * xdd, u_ + s * ud + 0.5 * s**2 * udd, prep)
             return X, _poses(X, body)
 
         zero, unit_ = jnp.zeros((), x.dtype), jnp.ones((), x.dtype)
@@ -994,5 +1009,5 @@ def _joint_forces(lk, u, udot, uddot, body, plan):
         converged=ok,
         status=as_results(codes),
         pairs=tuple((lk.names[j], lk.link_names[k]) for j, k in plan.pairs),
-        redundancy=plan.n_unknowns - (plan.width * len(plan.bodies) - body.n_rods),
+        redundancy=plan.redundancy,
     )

@@ -485,7 +485,7 @@ class Linkage(eqx.Module):
     def full(self, x: Float[Array, " n"], u) -> Float[Array, "J 3"]:
         """All coordinates (tracers included) from the solved state `x` at input `u`."""
         prep = _prepare(self)
-        return _carry_tracers(prep, _assemble(x, u, prep))
+        return _coords(x, u, prep)
 
     def state(self, C: Float[Array, "J 3"]) -> Float[Array, " n"]:
         """The solved state `x` read from all coordinates `C` (e.g. a row of
@@ -572,6 +572,12 @@ def _assemble(x, u, prep: _Prepared) -> Float[Array, "J 3"]:
         src = np.array([[o, o + 1, o + 2 if w == 3 else n] for _, o, w in lk.plan.unknowns], dtype=int)
         X = X.at[rows].set(jnp.concatenate([x, jnp.zeros((1,), x.dtype)])[src])
     return X
+
+
+def _coords(x, u, prep: _Prepared) -> Float[Array, "J 3"]:
+    """Every joint's coordinates, tracers carried by their links, from the state `x`
+    at input `u` (`_assemble` leaves the tracers at their initial values)."""
+    return _carry_tracers(prep, _assemble(x, u, prep))
 
 
 def _carry_tracers(prep: _Prepared, X):

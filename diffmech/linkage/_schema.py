@@ -270,6 +270,10 @@ def _mass_properties(lname, props, geometry, index, rows, idx):
     zero_inertia = 0.0 if planar else np.zeros((3, 3))
     if props is None or not any(k in props for k in ("mass", "com", "inertia")):
         return 0.0, np.zeros(3), zero_inertia
+    # a spatial link of two joints is a rod: its first joint, unit axis and length
+    a, b = (np.asarray(rows[i], dtype=float) for i in idx[:2])
+    length = float(np.linalg.norm(b - a))
+    e = (b - a) / length if length > 0 else b - a
     rod = geometry == "spatial" and len(idx) == 2
     mass = _number(f"links.{lname}.mass", props.get("mass", 0.0))
     raw = props.get("inertia", 0.0)
@@ -288,8 +292,6 @@ def _mass_properties(lname, props, geometry, index, rows, idx):
     if rod:
         # a binary S–S link is a rod: its spin about its own axis is not fixed by the
         # joints (idle), so it carries no axial inertia and a transverse moment I_t
-        a, b = (np.asarray(rows[i], dtype=float) for i in idx)
-        e = (b - a) / np.linalg.norm(b - a)
         transverse = np.eye(3) - np.outer(e, e)
         if isinstance(raw, (int, float)) and not isinstance(raw, bool):
             inertia = float(raw) * transverse
@@ -319,20 +321,14 @@ def _mass_properties(lname, props, geometry, index, rows, idx):
     if c.shape != (want,) or not np.all(np.isfinite(c)):
         raise LinkageError(f"links.{lname}.com: need {want} finite numbers; got {com!r}")
     if rod:
-        a, b = (np.asarray(rows[i], dtype=float) for i in idx)
-        d = c - a
-        off = d - (d @ (b - a)) / ((b - a) @ (b - a)) * (b - a)
-        if np.linalg.norm(off) > 1e-9 * np.linalg.norm(b - a):
+        off = (c - a) - ((c - a) @ e) * e
+        if np.linalg.norm(off) > 1e-9 * length:
+            ends = "–".join(n for n, i in index.items() if i in idx)
             raise LinkageError(
                 f"links.{lname}.com: a binary S–S link's centre of mass must lie on its axis "
-                f"{names_of(index, idx)}; {com!r} is {np.linalg.norm(off):.3g} off it"
+                f"{ends}; {com!r} is {np.linalg.norm(off):.3g} off it"
             )
     return mass, np.concatenate([c, np.zeros(3 - want)]), inertia
-
-
-def names_of(index, idx) -> str:
-    inv = {i: n for n, i in index.items()}
-    return "–".join(inv[i] for i in idx)
 
 
 def _gravity(g, geometry):

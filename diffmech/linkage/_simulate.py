@@ -16,7 +16,7 @@ from .. import _closure, _linalg
 from .._result import AbstractResult, finish
 from .._validate import is_traced
 from .._xla import COMPILER_OPTIONS
-from ._model import Linkage, LinkageError, _assemble, _carry_tracers, _prepare, _residual, residual
+from ._model import Linkage, LinkageError, _coords, _prepare, _residual, residual
 
 
 def solve(lk: Linkage, u, guess: Float[Array, " n"] | None = None, *, throw: bool = True) -> _closure.Solution:
@@ -137,7 +137,7 @@ def simulate_functional(
         fallback=fallback,
     )
     converged, status, cond = sol.converged, sol.status, sol.condition
-    coords = jax.vmap(lambda x, u: _carry_tracers(prep, _assemble(x, u, prep)))(sol.value, inputs)
+    coords = jax.vmap(lambda x, u: _coords(x, u, prep))(sol.value, inputs)
     out = Motion(
         inputs=inputs,
         coords=coords,
@@ -312,9 +312,7 @@ def rates(
 
     def pos(s):
         # the coordinates along the path (x(t), u(t)) to second order in t
-        return _carry_tracers(
-            prep, _assemble(x + s * xdot + 0.5 * s**2 * xddot, u + s * udot + 0.5 * s**2 * uddot, prep)
-        )
+        return _coords(x + s * xdot + 0.5 * s**2 * xddot, u + s * udot + 0.5 * s**2 * uddot, prep)
 
     zero, one = jnp.zeros((), dt), jnp.ones((), dt)
     vel = jax.jvp(pos, (zero,), (one,))[1]

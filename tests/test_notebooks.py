@@ -97,6 +97,8 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert c["energy_error"] <= 1e-8 and c["closure"] <= 1e-13
         assert c["gradient_vs_fd"] <= 1e-5
         assert c["peak_after"] < c["peak_before"]  # the design step lowered the peak load
+        assert c["ss5_energy_error"] <= 1e-9  # the spatial 5-SS of rods
+        assert c["ss5_leg_off_axis"] <= 1e-10  # massless legs are two-force members
     if path.name.startswith("08_"):
         assert c["same_mask_sweep"] is True and c["same_mask_shard"] is True
         assert c["q_vs_ref"] <= 1e-13 and c["shard_dq"] <= 1e-13

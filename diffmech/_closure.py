@@ -33,6 +33,7 @@ from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
+import jax.flatten_util
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PyTree
@@ -51,6 +52,15 @@ def jacobian(fn: Residual) -> Callable[[Float[Array, " n"], Any, PyTree], Float[
     Every Newton step, rate and condition number of the core goes through this."""
     own = getattr(fn, "jacobian", None)
     return own if own is not None else jax.jacfwd(fn)
+
+
+def _residual_and_jacobian(fn: Residual) -> Callable[[Float[Array, " n"], Any, PyTree], tuple]:
+    """`(fn(x, u, params), ∂fn/∂x)` as a function of `(x, u, params)`."""
+    jac = jacobian(fn)
+    # (the residual evaluated on its own: taken from the forward passes' primal, it
+    # rounded differently in a batch of sweeps and in one sweep at XLA's -O0, and the
+    # two then converged to different round-off points near a motion limit)
+    return lambda x, u, params: (fn(x, u, params), jac(x, u, params))
 
 
 _warned_float32 = False
@@ -138,9 +148,15 @@ def _unroll(x) -> bool:
     return x.shape[-1] <= _linalg._UNROLL_MAX
 
 
-def _newton(f, jac, x0, *, atol, xtol, max_steps, min_steps, robust=False):
+def _newton(f, jac, x0, *, atol, xtol, max_steps, min_steps, robust=False, m_tangents=0):
     """Newton iterations on `f(x) = 0`; returns `(x, residual_norm, steps, converged,
-    last_update, singular)`.
+    last_update, singular, T, residual_norm_at_x0)`.
+
+    With `m_tangents > 0`, `jac(x)` returns `(∂f/∂x, ∂f/∂u)` (the second `(n, m)`,
+    for an input of `m` components) and each step also solves for the closure's
+    tangent `T = −(∂f/∂x)⁻¹ ∂f/∂u` with the same factorisation; `T` is the last
+    step's (zero if none): at convergence, within `xtol` of the solution's, enough
+    for a predictor. Else `T` is None.
 
     With `robust`, a non-finite step (singular Jacobian) is replaced by a damped
     least-squares (Levenberg–Marquardt) step, and an iterate whose residual is
@@ -151,8 +167,14 @@ def _newton(f, jac, x0, *, atol, xtol, max_steps, min_steps, robust=False):
     """
 
     def step(x, sing):
-        J, r = jac(x), f(x)
-        dx = _linalg.solve(J, -r)
+        r = f(x)
+        if m_tangents:
+            J, Fu = jac(x)
+            sol = _linalg.solve(J, jnp.concatenate([-r[:, None], -Fu], axis=1))
+            dx, T = sol[:, 0], sol[:, 1:]
+        else:
+            J, T = jac(x), None
+            dx = _linalg.solve(J, -r)
         if robust:
             # a step through a singular Jacobian (non-finite) becomes a damped
             # least-squares step; and a configuration already exact to round-off is
@@ -168,30 +190,41 @@ def _newton(f, jac, x0, *, atol, xtol, max_steps, min_steps, robust=False):
             bad = ~jnp.isfinite(_max_abs(dx)) & jnp.isfinite(_max_abs(r))
             sing = sing | bad
             dx = jnp.where(sing, 0.0, dx)
-        return x + dx, _max_abs(dx) / (1 + _max_abs(x)), sing
+        return x + dx, _max_abs(dx) / (1 + _max_abs(x)), sing, T, _max_abs(r)
 
     dxn = jnp.asarray(jnp.inf, x0.dtype)
     sing = jnp.asarray(False)
+    T = jnp.zeros((x0.shape[-1], m_tangents), x0.dtype) if m_tangents else None
     # the fixed steps as a loop, one copy of the step to compile, unless the system is
-    # small enough to unroll cheaply (the four-bar dynamics' right-hand side)
-    x, dxn, sing = jax.lax.fori_loop(0, min_steps, lambda _, c: step(c[0], c[2]), (x0, dxn, sing), unroll=_unroll(x0))
+    # small enough to unroll cheaply (the four-bar dynamics' right-hand side); with
+    # none, no loop (a loop of zero steps is still traced, lowered and compiled)
+    # `r0`: the residual at `x0`, from the first step (NaN until one is taken)
+    x, r0 = x0, jnp.asarray(jnp.nan, x0.dtype)
+
+    def fixed(i, c):
+        x, dxn, sing, T, r0 = c
+        x, dxn, sing, T, r = step(x, sing)
+        return x, dxn, sing, T, jnp.where(i == 0, r, r0)
+
+    if min_steps:
+        x, dxn, sing, T, r0 = jax.lax.fori_loop(0, min_steps, fixed, (x0, dxn, sing, T, r0), unroll=_unroll(x0))
 
     def cond(carry):
-        x, dxn, sing, i = carry
+        x, dxn, sing, _, _, i = carry
         return (i < max_steps) & (dxn > xtol) & jnp.isfinite(_max_abs(x)) & ~sing
 
     def body(carry):
-        x, _, sing, i = carry
-        x_new, dxn_new, sing = step(x, sing)
-        return x_new, dxn_new, sing, i + 1
+        x, _, sing, _, r0, i = carry
+        x_new, dxn_new, sing, T, r = step(x, sing)
+        return x_new, dxn_new, sing, T, jnp.where(i == 0, r, r0), i + 1
 
     if max_steps > min_steps:
-        x, dxn, sing, steps = jax.lax.while_loop(cond, body, (x, dxn, sing, jnp.asarray(min_steps)))
+        x, dxn, sing, T, r0, steps = jax.lax.while_loop(cond, body, (x, dxn, sing, T, r0, jnp.asarray(min_steps)))
     else:
         steps = jnp.asarray(min_steps)
     r = _max_abs(f(x))
     ok = jnp.isfinite(r) & jnp.isfinite(_max_abs(x)) & (r <= atol)
-    return x, r, steps, ok, dxn, sing
+    return x, r, steps, ok, dxn, sing, T, jnp.where(steps == 0, r, r0)
 
 
 def _cause(ok, r, x_finite, steps, dxn, sing, max_steps, xtol):
@@ -263,6 +296,41 @@ def root(
 
     **Returns:** a `Solution`.
     """
+    sol, _ = _root(
+        fn,
+        x0,
+        u,
+        params,
+        atol=atol,
+        xtol=xtol,
+        max_steps=max_steps,
+        min_steps=min_steps,
+        condition=condition,
+        robust=robust,
+    )
+    return sol.check(throw, "closure.root", u) if throw else sol
+
+
+def _root(
+    fn,
+    x0,
+    u,
+    params,
+    *,
+    atol,
+    xtol,
+    max_steps,
+    min_steps=0,
+    condition=False,
+    robust=True,
+    implicit=True,
+    tangents=False,
+):
+    """`root` without `throw`, and with `tangents` the closure's tangent `dx/du`
+    `(n, m)` from its last Newton step (see `_newton`; else None), the input's
+    components flattened. `implicit=False`: no derivative (the solve is not wrapped
+    in `custom_root`, whose tracing costs as much as the solve's): for the
+    continuations, whose solutions get their derivatives afterwards, in `_finish`."""
     x0 = jnp.asarray(x0)
     _warn_if_float32(x0)
     tol = _tolerance(atol, x0.dtype)
@@ -270,37 +338,54 @@ def root(
     def f(x):
         return fn(x, u, params)
 
+    n = x0.shape[-1]
+    u_flat, unravel = jax.flatten_util.ravel_pytree(u)
+    m = u_flat.shape[0] if tangents else 0
+
+    def jac(y):
+        if not tangents:
+            return jacobian(fn)(y, u, params)
+        own = getattr(fn, "jacobian", None)
+        if own is not None:
+            return own(y, u, params), jax.jacfwd(lambda v: fn(y, unravel(v), params))(u_flat)
+        # one forward pass per unknown and input component: ∂f/∂x and ∂f/∂u together
+        Jz = jax.jacfwd(lambda z: fn(z[:n], unravel(z[n:]), params))(jnp.concatenate([y, u_flat.astype(y.dtype)]))
+        return Jz[:, :n], Jz[:, n:]
+
     def solve(f_, guess):
-        x, r, steps, ok, dxn, sing = _newton(
+        x, r, steps, ok, dxn, sing, T, r_guess = _newton(
             f_,
-            lambda y: jacobian(fn)(y, u, params),
+            jac,
             guess,
             atol=tol,
             xtol=xtol,
             max_steps=max_steps,
             min_steps=min_steps,
             robust=robust,
+            m_tangents=m,
         )
         x_finite = jnp.isfinite(_max_abs(x))
         x = jnp.where(ok, x, guess)
-        r = jnp.where(ok, r, _max_abs(f_(guess)))  # the residual at the value returned
+        r = jnp.where(ok, r, r_guess)  # the residual at the value returned
         # aux kept floating-point: custom_root's JVP rule mishandles integer/bool aux
         aux = jnp.stack([v.astype(x.dtype) for v in (steps, ok, x_finite, sing)])
-        return x, (r, aux, dxn)
+        return x, (r, aux, dxn, T)
 
     def tangent_solve(g, y):
         return _linalg.solve(jax.jacfwd(g)(y), y)
 
-    x, (r, aux, dxn) = jax.lax.custom_root(f, jax.lax.stop_gradient(x0), solve, tangent_solve, has_aux=True)
-    r, aux, dxn = jax.lax.stop_gradient((r, aux, dxn))
+    if implicit:
+        x, (r, aux, dxn, T) = jax.lax.custom_root(f, jax.lax.stop_gradient(x0), solve, tangent_solve, has_aux=True)
+    else:
+        x, (r, aux, dxn, T) = solve(f, jax.lax.stop_gradient(x0))
+    r, aux, dxn, T = jax.lax.stop_gradient((r, aux, dxn, T))
     steps, ok, x_finite, sing = aux[0].astype(jnp.int32), aux[1] > 0.5, aux[2] > 0.5, aux[3] > 0.5
     if condition:
         cond = _linalg.condition_1(jacobian(fn)(jax.lax.stop_gradient(x), u, params))
     else:
         cond = jnp.asarray(jnp.nan, x.dtype)
     result = _cause(ok, r, x_finite, steps, dxn, sing, max_steps, xtol)
-    sol = Solution(value=x, result=result, residual=r, steps=steps, condition=cond, last_step=dxn)
-    return sol.check(throw, "closure.root", u) if throw else sol
+    return Solution(value=x, result=result, residual=r, steps=steps, condition=cond, last_step=dxn), T
 
 
 # --------------------------------------------------------------------------- sweeps
@@ -352,10 +437,25 @@ class _Options(eqx.Module):
     """What every strategy needs to know of the sweep (static numbers, callables)."""
 
     fn: Residual = eqx.field(static=True)
-    branch: Callable | None = eqx.field(static=True)
+    branch: Callable | str | None = eqx.field(static=True)  # a callable, "det" or None
     atol: float = eqx.field(static=True)
     xtol: float = eqx.field(static=True)
     max_steps: int = eqx.field(static=True)
+    condition: bool = eqx.field(static=True, default=False)
+
+    @property
+    def needs_jacobian(self) -> bool:
+        """Whether each solution's Jacobian is wanted (the determinant as the branch
+        invariant, or the conditioning): evaluated once per solution for both."""
+        return self.condition or self.branch == "det"
+
+    def checks(self, J):
+        """`(branch value, condition)` at a solution from its Jacobian (each NaN where
+        not asked for): one elimination of `[J | I]` for both."""
+        inv, det = _linalg.solve_det(J, jnp.eye(J.shape[-1], dtype=J.dtype))
+        nan = jnp.asarray(jnp.nan, J.dtype)
+        cond = _linalg.condition_from_inverse(J, inv) if self.condition else nan
+        return (det if self.branch == "det" else nan), cond
 
 
 class _Rows(eqx.Module):
@@ -366,6 +466,7 @@ class _Rows(eqx.Module):
     code: Int[Array, " N"]
     residual: Float[Array, " N"]
     steps: Int[Array, " N"]
+    condition: Float[Array, " N"]  # NaN where not converged or not asked for
 
 
 # --------------------------------------------------------------------------- continuation
@@ -388,7 +489,7 @@ def _extrapolate(xs, ss, count, s):
     return jnp.where(count >= 3, quad, jnp.where(count >= 2, lin, x1))
 
 
-def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, derive_sign, robust=True):
+def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, derive_sign, robust=True, tangents=False):
     """Sequential continuation from input `start` (an int array) to the end.
 
     Rows before `start` are kept (they are the history of the quadratic predictor);
@@ -397,7 +498,9 @@ def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, de
     solutions; the first failure (no convergence: `motion_limit`; branch invariant
     changed sign: `branch_switch`) ends the loop, and every later row is
     `not_reached`, holding the last accepted solution. With `derive_sign`, the branch
-    sign is taken from the solution at input 0.
+    sign is taken from the solution at input 0. Returns `(rows, sign, Ts)`: with
+    `tangents`, `Ts` `(N, n, m)` holds each input's closure tangent `dx/du` from its
+    last Newton step (see `_newton`), else None.
     """
     N = arc.shape[0]
     x_prev = [rows.x[jnp.maximum(start - 1 - j, 0)] for j in range(3)]
@@ -405,28 +508,33 @@ def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, de
     count = jnp.minimum(start, 3)
 
     def cond(c):
-        i, _, _, _, alive, _, _ = c
+        i, _, _, _, alive, _, _, _ = c
         return (i < N) & alive
 
     def body(c):
-        i, xs, ss, count, _, sign, out = c
+        i, xs, ss, count, _, sign, out, Ts = c
         u = _take(inputs, i)
         guess = jnp.where(count > 0, _extrapolate(xs, ss, count, arc[i]), out.x[i])
-        sol = root(
+        sol, T_last = _root(
             opts.fn,
             guess,
             u,
-            params,
+            jax.lax.stop_gradient(params),
             atol=opts.atol,
             xtol=opts.xtol,
             max_steps=opts.max_steps,
             robust=robust,
-            throw=False,
+            implicit=False,
+            tangents=tangents,
         )
+        if tangents:
+            Ts = Ts.at[i].set(T_last)
+        nan = jnp.asarray(jnp.nan, sol.value.dtype)
+        b_val, cond = opts.checks(jacobian(opts.fn)(sol.value, u, params)) if opts.needs_jacobian else (nan, nan)
         if opts.branch is None:
             b_ok = jnp.asarray(True)
         else:
-            b = jnp.sign(opts.branch(sol.value, u, params))
+            b = jnp.sign(b_val if isinstance(opts.branch, str) else opts.branch(sol.value, u, params))
             sign = jnp.where(derive_sign & (i == 0), b, sign)
             b_ok = b == sign
         ok = sol.converged & b_ok
@@ -440,13 +548,17 @@ def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, de
             code=out.code.at[i].set(code),
             residual=out.residual.at[i].set(sol.residual),
             steps=out.steps.at[i].set(sol.steps),
+            condition=out.condition.at[i].set(jnp.where(ok, cond, nan)),
         )
         xs = tuple(jnp.where(ok, a, b) for a, b in zip((sol.value, xs[0], xs[1]), xs))
         ss = tuple(jnp.where(ok, a, b) for a, b in zip((arc[i], ss[0], ss[1]), ss))
-        return i + 1, xs, ss, count + ok.astype(count.dtype), ok, sign, out
+        return i + 1, xs, ss, count + ok.astype(count.dtype), ok, sign, out, Ts
 
-    c0 = (start, tuple(x_prev), tuple(s_prev), count, jnp.asarray(True), sign0, rows)
-    stop, xs, _, _, _, sign, out = jax.lax.while_loop(cond, body, c0)
+    n = rows.x.shape[-1]
+    m = jax.flatten_util.ravel_pytree(_take(inputs, 0))[0].shape[0]
+    Ts0 = jnp.zeros((N, n, m) if tangents else (0,), rows.x.dtype)
+    c0 = (start, tuple(x_prev), tuple(s_prev), count, jnp.asarray(True), sign0, rows, Ts0)
+    stop, xs, _, _, _, sign, out, Ts = jax.lax.while_loop(cond, body, c0)
     # every row after the loop's end follows a failure: not reached, last accepted solution
     after = jnp.arange(N) >= stop
     out = _Rows(
@@ -455,8 +567,9 @@ def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, de
         code=jnp.where(after, _NOT_REACHED, out.code).astype(jnp.int32),
         residual=jnp.where(after, jnp.nan, out.residual),
         steps=jnp.where(after, 0, out.steps).astype(jnp.int32),
+        condition=jnp.where(after, jnp.nan, out.condition),
     )
-    return out, sign
+    return out, sign, (Ts if tangents else None)
 
 
 def continuation(
@@ -465,7 +578,7 @@ def continuation(
     inputs: Any,
     params: PyTree,
     *,
-    branch: Callable[[Float[Array, " n"], Any, PyTree], Float[Array, ""]] | None = None,
+    branch: Callable[[Float[Array, " n"], Any, PyTree], Float[Array, ""]] | str | None = None,
     branch_sign: Float[Array, ""] | None = None,
     atol: float = 1e-10,
     xtol: float = 1e-10,
@@ -484,12 +597,14 @@ def continuation(
     """
     x0 = jax.lax.stop_gradient(jnp.asarray(x0))
     _warn_if_float32(x0)
-    opts = _Options(fn=fn, branch=branch, atol=_tolerance(atol, x0.dtype), xtol=xtol, max_steps=max_steps)
-    rows, _ = _continuation_rows(opts, x0, jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params), branch_sign)
-    return finish(_finish(opts, inputs, params, rows, condition), throw, "closure.continuation")
+    opts = _Options(
+        fn=fn, branch=branch, atol=_tolerance(atol, x0.dtype), xtol=xtol, max_steps=max_steps, condition=condition
+    )
+    rows, _, _ = _continuation_rows(opts, x0, jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params), branch_sign)
+    return finish(_finish(opts, inputs, params, rows), throw, "closure.continuation")
 
 
-def _continuation_rows(opts, x0, inputs, params, branch_sign, robust=True):
+def _continuation_rows(opts, x0, inputs, params, branch_sign, robust=True, tangents=False):
     n_in = jax.tree.leaves(inputs)[0].shape[0]
     arc = _arc_length(inputs, n_in, x0.dtype)
     rows = _Rows(
@@ -498,9 +613,12 @@ def _continuation_rows(opts, x0, inputs, params, branch_sign, robust=True):
         code=jnp.full((n_in,), _NOT_REACHED, jnp.int32),
         residual=jnp.full((n_in,), jnp.nan, x0.dtype),
         steps=jnp.zeros((n_in,), jnp.int32),
+        condition=jnp.full((n_in,), jnp.nan, x0.dtype),
     )
     sign0 = jnp.asarray(1.0 if branch_sign is None else branch_sign, x0.dtype)
-    return _continue(opts, params, inputs, arc, rows, jnp.asarray(0), jnp.sign(sign0), branch_sign is None, robust)
+    return _continue(
+        opts, params, inputs, arc, rows, jnp.asarray(0), jnp.sign(sign0), branch_sign is None, robust, tangents
+    )
 
 
 # --------------------------------------------------------------------------- strategies
@@ -563,7 +681,10 @@ class Coarse(AbstractPredictor):
         # it cannot solve ends the prediction there, and the fallback takes over. No
         # branch check at the nodes: `sweep` checks every corrected input (a prediction
         # on another branch fails that check, and the fallback locates the switch)
-        rows, _ = _continuation_rows(dataclasses.replace(opts, branch=None), x0, node_in, params, None, robust=False)
+        rows, _, Ts = _continuation_rows(
+            dataclasses.replace(opts, branch=None, condition=False), x0, node_in, params, None, False, True
+        )
+        assert Ts is not None
         if nodes.shape[0] == n_in:
             return Prediction(guess=rows.x, reached=rows.ok, unreachable=jnp.zeros((n_in,), bool))
 
@@ -574,7 +695,10 @@ class Coarse(AbstractPredictor):
             return jnp.gradient(v, axis=0)[nodes] if v.shape[0] > 1 else jnp.zeros_like(v[nodes])
 
         du = jax.tree.map(slope, inputs)
-        dx = jax.vmap(lambda x, u, ud: velocity(opts.fn, x, u, params, ud))(rows.x, node_in, du)
+        # tangents by the implicit function theorem, solved with each node's last
+        # Newton step (no second Jacobian or solve to compile)
+        du_flat = jax.vmap(lambda d: jax.flatten_util.ravel_pytree(d)[0])(du)
+        dx = jnp.einsum("knm,km->kn", Ts, du_flat.astype(Ts.dtype))
         k = jnp.arange(n_in)
         j = jnp.clip(jnp.searchsorted(jnp.asarray(nodes), k, side="right") - 1, 0, nodes.shape[0] - 2)
         nodes_a = jnp.asarray(nodes)
@@ -605,30 +729,63 @@ class Newton(eqx.Module):
         its residual, the relative size of the last update (the error left is about
         its square) and whether the guess already satisfied the closure to
         round-off (then a singular Jacobian's non-finite step is not taken)."""
+        return self._correct(fn, guess, u, params)[:4]
 
-        def f(x):
-            return fn(x, u, params)
-
-        def jac(x):
-            return jacobian(fn)(x, u, params)
+    def _correct(self, fn, guess, u, params, with_jacobian: bool = False, freeze=False):
+        """`correct`, and with `with_jacobian` the Jacobian at the iterate (else None),
+        from the loop's own residual-and-Jacobian pass one iteration past the last
+        step: one copy of that code serves the steps, the branch invariant and the
+        conditioning (evaluating the Jacobian apart costs more to compile than the
+        extra pass costs to run). `freeze`: take no step (the values at `guess`
+        itself)."""
 
         x = guess
-        r = f(x)
         eps2 = self.exact * jnp.finfo(x.dtype).eps * (1 + _max_abs(x))
-        exact_start = _max_abs(r) <= eps2
         last = jnp.asarray(jnp.inf, x.dtype)  # with no step, only an exact guess is certified
+        if not with_jacobian:
 
-        def step(_, carry):
-            x, r, _ = carry
-            dx = _linalg.solve(jac(x), -r)
-            dx = jnp.where(_max_abs(r) <= eps2, 0.0, dx)  # already exact: do not move
-            x = x + dx
-            return x, f(x), _max_abs(dx) / (1 + _max_abs(x - dx))
+            def f(x):
+                return fn(x, u, params)
 
-        # a loop (not unrolled above 4 unknowns): one copy of the step to compile
-        # (Stephenson-II sweep: XLA 2.35 s → 1.74 s, run time unchanged)
-        x, r, last = jax.lax.fori_loop(0, self.steps, step, (x, r, last), unroll=_unroll(x))
-        return x, _max_abs(r), last, exact_start
+            def jac(x):
+                return jacobian(fn)(x, u, params)
+
+            r = f(x)
+            exact_start = _max_abs(r) <= eps2
+
+            def step(_, carry):
+                x, r, _ = carry
+                dx = _linalg.solve(jac(x), -r)
+                dx = jnp.where((_max_abs(r) <= eps2) | freeze, 0.0, dx)  # already exact: do not move
+                x = x + dx
+                return x, f(x), _max_abs(dx) / (1 + _max_abs(x - dx))
+
+            # a loop (not unrolled above 4 unknowns): one copy of the step to compile
+            # (Stephenson-II sweep: XLA 2.35 s → 1.74 s, run time unchanged)
+            x, r, last = jax.lax.fori_loop(0, self.steps, step, (x, r, last), unroll=_unroll(x))
+            return x, _max_abs(r), last, exact_start, None
+
+        both = _residual_and_jacobian(fn)
+
+        def body(k, carry):
+            # iteration k evaluates the residual and Jacobian at the k-th iterate and,
+            # for k < steps, takes the step (the last iteration only evaluates; `k` is
+            # not batched, so the solve is skipped there, not masked)
+            x, _, _, last, exact_start = carry
+            r, J = both(x, u, params)
+            exact_start = jnp.where(k == 0, _max_abs(r) <= eps2, exact_start)
+
+            def newton():
+                dx = _linalg.solve(J, -r)
+                return jnp.where((_max_abs(r) <= eps2) | freeze, 0.0, dx)  # already exact: do not move
+
+            dx = jax.lax.cond(k < self.steps, newton, lambda: jnp.zeros_like(x))
+            last = jnp.where(k < self.steps, _max_abs(dx) / (1 + _max_abs(x)), last)
+            return x + dx, r, J, last, exact_start
+
+        init = (x, jnp.zeros_like(x), jnp.zeros((x.shape[-1],) * 2, x.dtype), last, jnp.asarray(False))
+        x, r, J, last, exact_start = jax.lax.fori_loop(0, self.steps + 1, body, init, unroll=_unroll(x))
+        return x, _max_abs(r), last, exact_start, J
 
 
 class Continuation(eqx.Module):
@@ -735,34 +892,39 @@ class SweepSolution(AbstractResult):
     _inputs: ClassVar[str] = "inputs"
 
 
-def _finish(opts, inputs, params, rows: _Rows, condition: bool) -> SweepSolution:
+def _implicit(fn):
+    """`(x, u, params) -> x` for a solution `x` of `fn(x, u, params) = 0`, with the
+    derivatives of the implicit function theorem: `ẋ = −(∂fn/∂x)⁻¹ (∂fn/∂u u̇ +
+    ∂fn/∂p ṗ)` (reverse mode by transposing that linear rule). A `custom_jvp`
+    traces its rule only when differentiated (`lax.custom_root` traces its tangent
+    solve on every call: a sweep's tracing cost on first calls)."""
+
+    @jax.custom_jvp
+    def attach(x, u, params):
+        return x
+
+    @attach.defjvp
+    def _rule(primals, tangents):
+        x, u, params = primals
+        _, du, dp = tangents  # x is a solution: its tangent is ignored
+        _, rhs = jax.jvp(lambda u_, p_: fn(x, u_, p_), (u, params), (du, dp))
+        return x, _linalg.solve(jacobian(fn)(x, u, params), -rhs)
+
+    return attach
+
+
+def _finish(opts, inputs, params, rows: _Rows) -> SweepSolution:
     """Attach implicit derivatives to the rows (the implicit function theorem at each
-    solution, vmapped) and the optional conditioning."""
+    solution, vmapped)."""
     x = jax.lax.stop_gradient(rows.x)
-
-    def implicit(x_, u):
-        def f(y):
-            return opts.fn(y, u, params)
-
-        def tangent_solve(g, y):
-            return _linalg.solve(jax.jacfwd(g)(y), y)
-
-        return jax.lax.custom_root(f, x_, lambda _, guess: guess, tangent_solve)
-
-    value = jax.vmap(implicit)(x, inputs)
-    if condition:
-        cond = jax.vmap(lambda x_, u: _linalg.condition_1(jacobian(opts.fn)(x_, u, jax.lax.stop_gradient(params))))(
-            x, jax.lax.stop_gradient(inputs)
-        )
-    else:
-        cond = jnp.full(rows.ok.shape, jnp.nan, x.dtype)
+    value = jax.vmap(_implicit(opts.fn), in_axes=(0, 0, None))(x, inputs, params)
     return SweepSolution(
         inputs=inputs,
         value=value,
         converged=rows.ok,
         status=_as_results(rows.code),
         residual=rows.residual,
-        condition=cond,
+        condition=rows.condition,
         steps=rows.steps,
     )
 
@@ -776,7 +938,7 @@ def sweep(
     predictor: AbstractPredictor | None = None,
     corrector: Newton | None = None,
     fallback: Continuation | Deferred | None = None,
-    branch: Callable[[Float[Array, " n"], Any, PyTree], Float[Array, ""]] | None = None,
+    branch: Callable[[Float[Array, " n"], Any, PyTree], Float[Array, ""]] | str | None = None,
     branch_sign: Float[Array, ""] | None = None,
     atol: float = 1e-10,
     xtol: float = 1e-10,
@@ -797,7 +959,10 @@ def sweep(
        about its square, round-off) or its guess already closed the loop to
        round-off;
     3. the branch invariant `branch(x, u, params)` is checked on all solutions: its
-       sign must stay `branch_sign` (default: its sign at the first input);
+       sign must stay `branch_sign` (default: its sign at the first input).
+       `branch="det"`: the determinant of the closure Jacobian, which changes sign
+       only through a singular configuration, taken with the conditioning from the
+       corrector's last Jacobian (no second evaluation);
     4. from the first input that is neither certified on the branch nor proved
        unreachable by the predictor, `fallback` (default `Continuation()`) redoes the
        rest of the sweep by sequential continuation from the last certified input,
@@ -821,26 +986,85 @@ def sweep(
 
     **Returns:** a `SweepSolution`.
     """
+    sol, _ = _sweep(
+        fn,
+        x0,
+        inputs,
+        params,
+        predictor=predictor,
+        corrector=corrector,
+        fallback=fallback,
+        branch=branch,
+        branch_sign=branch_sign,
+        atol=atol,
+        xtol=xtol,
+        max_steps=max_steps,
+        condition=condition,
+    )
+    return finish(sol, throw, "closure.sweep")
+
+
+def _sweep(
+    fn,
+    x0,
+    inputs,
+    params,
+    *,
+    predictor=None,
+    corrector=None,
+    fallback=None,
+    branch=None,
+    branch_sign=None,
+    atol=1e-10,
+    xtol=1e-10,
+    max_steps=24,
+    condition=True,
+    probe=None,
+):
+    """`sweep` (without `throw`), and with `probe=(x, u)` the residual's max-norm and
+    the Jacobian at that point too, `(|r|∞, J)`, from the corrector's code (an extra lane that takes no
+    step): an initial-configuration check at no extra compile cost. Else `None`."""
     x0 = jax.lax.stop_gradient(jnp.asarray(x0))  # a guess: it carries no derivative
     _warn_if_float32(x0)
     dtype = x0.dtype
+    if isinstance(branch, str) and branch != "det":
+        raise ValueError(f"closure.sweep: branch must be a callable, 'det' or None; got {branch!r}")
     predictor = Coarse() if predictor is None else predictor
     corrector = Newton() if corrector is None else corrector
     fallback = Continuation() if fallback is None else fallback
-    opts = _Options(fn=fn, branch=branch, atol=_tolerance(atol, dtype), xtol=xtol, max_steps=max_steps)
+    opts = _Options(
+        fn=fn, branch=branch, atol=_tolerance(atol, dtype), xtol=xtol, max_steps=max_steps, condition=condition
+    )
     p_in, p_par = jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params)
     n_in = jax.tree.leaves(inputs)[0].shape[0]
 
-    # 1–2. predict and correct every input at once
+    # 1–2. predict and correct every input at once (and the probe, frozen, as one more lane)
     pred = predictor.predict(opts, x0, p_in, p_par)
-    x, res, last, exact = jax.vmap(corrector.correct, in_axes=(None, 0, 0, None))(fn, pred.guess, p_in, p_par)
+    guess, lane_in, freeze = pred.guess, p_in, jnp.zeros((n_in,), bool)
+    if probe is not None:
+        px, pu = jax.lax.stop_gradient(probe)
+        guess = jnp.concatenate([guess, jnp.asarray(px, dtype)[None]])
+        lane_in = jax.tree.map(lambda a, b: jnp.concatenate([a, jnp.asarray(b, a.dtype)[None]]), p_in, pu)
+        freeze = jnp.concatenate([freeze, jnp.ones((1,), bool)])
+    with_jac = opts.needs_jacobian or probe is not None
+    x, res, last, exact, J = jax.vmap(
+        lambda g, u, fz: corrector._correct(fn, g, u, p_par, with_jacobian=with_jac, freeze=fz)
+    )(guess, lane_in, freeze)
+    probed = None
+    if probe is not None:
+        assert J is not None
+        probed = (res[n_in], J[n_in])
+        x, res, last, exact, J = x[:n_in], res[:n_in], last[:n_in], exact[:n_in], J[:n_in]
     finite = jnp.all(jnp.isfinite(x), axis=-1)
     certified = pred.reached & finite & (res <= opts.atol) & ((last <= corrector.certify) | exact)
+    nan = jnp.full((n_in,), jnp.nan, dtype)
+    b_val, cond = jax.vmap(opts.checks)(J) if opts.needs_jacobian else (nan, nan)
     # 3. the branch invariant on all solutions
     if branch is None:
         b_ok, sign0 = jnp.ones((n_in,), bool), jnp.asarray(1.0, dtype)
     else:
-        b = jnp.sign(jax.vmap(branch, in_axes=(0, 0, None))(x, p_in, p_par))
+        b = b_val if isinstance(branch, str) else jax.vmap(branch, in_axes=(0, 0, None))(x, p_in, p_par)
+        b = jnp.sign(b)
         sign0 = b[0] if branch_sign is None else jnp.sign(jnp.asarray(branch_sign, dtype))
         b_ok = b == sign0
     good = certified & b_ok
@@ -856,16 +1080,17 @@ def sweep(
         code=jnp.where(before, _SUCCESS, jnp.where(idx == first, code_first, _NOT_REACHED)).astype(jnp.int32),
         residual=jnp.where(before | (idx == first), res, jnp.nan),
         steps=jnp.full((n_in,), corrector.steps, jnp.int32),
+        condition=jnp.where(before, cond, jnp.nan),
     )
     # 4. the fallback, where the first failure is not a proven motion limit
     need = ~all_good & ~(pred.unreachable[first] & ~certified[first])
     if isinstance(fallback, Deferred):
         rows = eqx.tree_at(lambda r: r.code, rows, jnp.where(need & (idx >= first), _DEFERRED, rows.code))
-        return finish(_finish(opts, inputs, params, rows, condition), throw, "closure.sweep")
+        return _finish(opts, inputs, params, rows), probed
     arc = _arc_length(p_in, n_in, dtype)
 
     def run(o):
-        out, _ = _continue(opts, o["params"], o["inputs"], o["arc"], o["rows"], o["first"], o["sign0"], o["derive"])
+        out, _, _ = _continue(opts, o["params"], o["inputs"], o["arc"], o["rows"], o["first"], o["sign0"], o["derive"])
         return out
 
     operands = dict(
@@ -878,7 +1103,7 @@ def sweep(
         derive=jnp.asarray(branch is not None and branch_sign is None) & (first == 0),
     )
     rows = _when_needed(need, operands, run, fallback.chunk)
-    return finish(_finish(opts, inputs, params, rows, condition), throw, "closure.sweep")
+    return _finish(opts, inputs, params, rows), probed
 
 
 def mask_after(

@@ -48,14 +48,19 @@ def solve(A: Float[Array, "n n"], b: Float[Array, "n ..."]) -> Float[Array, "n .
     if n > _UNROLL_MAX:
         return _solve_large(A, b)
     vector = b.ndim == 1
-    B = b[:, None] if vector else b
+    out, _ = _solve_unrolled(A, b[:, None] if vector else b)
+    return out[:, 0] if vector else out
+
+
+def _solve_unrolled(A, B):
+    n = A.shape[-1]
     B = B.astype(A.dtype)
     k_rhs = B.shape[1]
     width = n + k_rhs
     # every entry is its own array (a scalar, or a batch lane under vmap): the
     # elimination is then pure element-wise work that XLA fuses into a few kernels
     R = [[A[i, j] for j in range(n)] + [B[i, c] for c in range(k_rhs)] for i in range(n)]
-    R, _ = _forward(R, n, width)
+    R, sign = _forward(R, n, width)
     X: list[list[Any]] = [[None] * k_rhs for _ in range(n)]
     for i in reversed(range(n)):
         inv = 1.0 / R[i][i]
@@ -64,8 +69,20 @@ def solve(A: Float[Array, "n n"], b: Float[Array, "n ..."]) -> Float[Array, "n .
             for j in range(i + 1, n):
                 acc = acc - R[i][j] * X[j][c]
             X[i][c] = acc * inv
-    out = jnp.stack([jnp.stack(row) for row in X])
-    return out[:, 0] if vector else out
+    d = sign
+    for k in range(n):
+        d = d * R[k][k]
+    return jnp.stack([jnp.stack(row) for row in X]), d
+
+
+def solve_det(A: Float[Array, "n n"], B: Float[Array, "n k"]) -> tuple[Float[Array, "n k"], Float[Array, ""]]:
+    """`(A⁻¹B, det A)` from one elimination (the pivots of `solve` and `det`, so the
+    same values); no derivatives (a diagnostic: a sweep's Newton step, branch
+    invariant and conditioning from one factorisation of its last Jacobian)."""
+    A, B = jax.lax.stop_gradient((A, B.astype(A.dtype)))
+    if A.shape[-1] <= _UNROLL_MAX:
+        return _solve_unrolled(A, B)
+    return _lu_solve_det(A, B)
 
 
 def _pivot(R, k, n, width):
@@ -124,8 +141,11 @@ def det(A: Float[Array, "n n"]) -> Float[Array, ""]:
 
 def condition_1(A: Float[Array, "n n"]) -> Float[Array, ""]:
     """The 1-norm condition number ‖A‖₁‖A⁻¹‖₁ (inf where `A` is singular)."""
-    n = A.shape[-1]
-    inv = solve(A, jnp.eye(n, dtype=A.dtype))
+    return condition_from_inverse(A, solve(A, jnp.eye(A.shape[-1], dtype=A.dtype)))
+
+
+def condition_from_inverse(A: Float[Array, "n n"], inv: Float[Array, "n n"]) -> Float[Array, ""]:
+    """`condition_1(A)` given `A⁻¹` (inf where it is not finite)."""
     c = jnp.max(jnp.sum(jnp.abs(A), axis=0)) * jnp.max(jnp.sum(jnp.abs(inv), axis=0))
     return jnp.where(jnp.isfinite(c), c, jnp.inf)
 
@@ -201,6 +221,19 @@ def _lu_det_batched(axis_size, in_batched, A):
     if A.shape[-1] > _UNROLL_LOOP_MAX:
         return jax.lax.map(_lu_det, A), True
     return _eliminate(A, jnp.zeros(A.shape[:-1] + (0,), A.dtype))[1], True
+
+
+@jax.custom_batching.custom_vmap
+def _lu_solve_det(A, B):
+    return jnp.linalg.solve(A, B), jnp.linalg.det(A)  # one system: LAPACK
+
+
+@_lu_solve_det.def_vmap
+def _lu_solve_det_batched(axis_size, in_batched, A, B):
+    A, B = _broadcast_batched(axis_size, in_batched, A, B)
+    if A.shape[-1] > _UNROLL_LOOP_MAX:
+        return jax.lax.map(lambda ab: _lu_solve_det(*ab), (A, B)), (True, True)
+    return _eliminate(A, B), (True, True)
 
 
 def _solve_large(A, b):

@@ -361,3 +361,48 @@ def test_deferred_fallback_leaves_the_rest_for_the_full_program(predictor):
     )(rs)
     lanes = np.any(np.asarray(batch.status._value) == int(_closure._code(closure.RESULTS.deferred)), axis=1)
     assert lanes[1] == False and lanes[0] == (predictor == "coarse")  # noqa: E712
+
+
+def test_coarse_predictor_is_the_hermite_interpolant_of_the_exact_solution():
+    # `Coarse` interpolates between continuation nodes 6 inputs apart with cubic
+    # Hermite polynomials whose slopes are the implicit function theorem's tangents
+    # (taken from each node's last Newton step): its guesses must equal that
+    # interpolant built here from the closed form and its derivative (to the accuracy
+    # of a tangent at Newton's last iterate), an O(h⁴) predictor
+    us = jnp.linspace(-1.0, 1.0, 41)
+    opts = _closure._Options(fn=residual, branch=None, atol=1e-10, xtol=1e-10, max_steps=24)
+    pred = closure.Coarse(stride=6).predict(opts, jnp.array([1.2, 0.0]), us, P)
+    assert bool(jnp.all(pred.reached))
+    u = np.asarray(us)
+    x = np.asarray(jax.vmap(exact, (0, None))(us, P))
+    dx = np.asarray(jax.vmap(jax.jacfwd(exact), (0, None))(us, P))
+    nodes = list(range(0, 41, 6)) + [40]
+    want = np.empty_like(x)
+    for a, b in zip(nodes[:-1], nodes[1:]):
+        h = u[b] - u[a]
+        for k in range(a, b + 1):
+            t = (u[k] - u[a]) / h
+            h00, h10, h01, h11 = 2 * t**3 - 3 * t**2 + 1, t**3 - 2 * t**2 + t, -2 * t**3 + 3 * t**2, t**3 - t**2
+            want[k] = h00 * x[a] + h10 * h * dx[a] + h01 * x[b] + h11 * h * dx[b]
+    np.testing.assert_allclose(np.asarray(pred.guess), want, rtol=0, atol=1e-11)
+    assert 1e-6 < np.abs(want - x).max() < 1e-3  # an interpolant, not the solution
+
+
+def test_det_branch_and_conditioning_come_from_the_corrector_jacobian():
+    # branch="det": the closure Jacobian's determinant, here (x + a y) / r, positive on
+    # the '+' intersection and zero only at the motion limit, so the sweep stops where
+    # the explicit invariant stops it; its conditioning equals the 1-norm condition
+    # number computed apart at each solution (NaN where nothing converged)
+    us = jnp.linspace(-1.0, 1.8, 57)
+    for predictor in (closure.Coarse(stride=5), closure.ClosedForm(_closed_form)):
+        d = closure.sweep(residual, jnp.array([1.2, 0.0]), us, P, branch="det", predictor=predictor)
+        c = closure.sweep(residual, jnp.array([1.2, 0.0]), us, P, branch=branch, predictor=predictor)
+        np.testing.assert_array_equal(d.converged, c.converged)
+        np.testing.assert_array_equal(d.status._value, c.status._value)
+        ok = np.asarray(d.converged)
+        assert 0 < ok.sum() < ok.size
+        ref = [float(closure.condition(residual, x, u, P)) for x, u in zip(d.value[ok], us[ok])]
+        np.testing.assert_allclose(np.asarray(d.condition)[ok], ref, rtol=1e-13)
+        assert np.all(np.isnan(np.asarray(d.condition)[~ok]))
+    with pytest.raises(ValueError, match="branch must be a callable, 'det' or None"):
+        closure.sweep(residual, jnp.array([1.2, 0.0]), us, P, branch="determinant")

@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from .. import _closure, _linalg
+from .. import _closure
 from .._result import AbstractResult, finish
 from .._validate import is_traced
 from .._xla import COMPILER_OPTIONS
@@ -120,21 +120,27 @@ def simulate_functional(
     another assembly mode fails (`branch_switch`) instead of flipping silently.
     `fallback`: the core's (`diffmech.closure.Continuation()` by default, or
     `Deferred()`). `throw`: as `simulate`."""
+    motion, _ = _simulate(lk, inputs, branch, condition, fallback, probe=False)
+    return finish(motion, throw, f"linkage {lk.name!r}: simulate")
+
+
+def _simulate(lk, inputs, branch, condition, fallback, probe):
+    """`simulate_functional`, and with `probe` the residual's max-norm and the closure
+    Jacobian at the initial configuration (input 0) from the sweep's own corrector."""
     inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
     prep = _prepare(lk)
-
-    def det_sign(x, u, p):  # the branch invariant: it changes sign only through a singular configuration
-        return _linalg.det(jax.jacfwd(_residual)(x, u, p))
-
-    sol = _closure.sweep(
+    sol, probed = _closure._sweep(
         _residual,
         lk.x0(),
         inputs,
         prep,
-        branch=det_sign if branch else None,
+        # the branch invariant: the closure Jacobian's determinant, whose sign changes
+        # only through a singular configuration
+        branch="det" if branch else None,
         condition=condition,
         max_steps=10,
         fallback=fallback,
+        probe=(lk.x0(), jnp.zeros((), inputs.dtype)) if probe else None,
     )
     converged, status, cond = sol.converged, sol.status, sol.condition
     coords = jax.vmap(lambda x, u: _coords(x, u, prep))(sol.value, inputs)
@@ -148,14 +154,15 @@ def simulate_functional(
         names=lk.names,
         widths=widths(lk),
     )
-    return finish(out, throw, f"linkage {lk.name!r}: simulate")
+    return out, probed
 
 
 def _simulate_program(lk, inputs, branch, condition, check, deferred):
     fallback = _closure.Deferred() if deferred else None
-    motion = simulate_functional(lk, inputs, branch=branch, condition=condition, fallback=fallback)
-    # the initial configuration's check, in the same program (one call from the eager API)
-    return motion, (_initial_values(lk) if check else None), _closure.has_deferred(motion.status)
+    # the initial configuration's check in the same program (one call from the eager
+    # API), its residual and Jacobian from the corrector's code (one more lane)
+    motion, probed = _simulate(lk, inputs, branch, condition, fallback, probe=check)
+    return motion, probed, _closure.has_deferred(motion.status)
 
 
 _simulate_jit = jax.jit(
@@ -215,8 +222,8 @@ def simulate(
     motion, values, deferred = program(lk, inputs, branch, condition, check, eager)
     if check:
         assert values is not None  # computed in the program when `check`
-        r, Jx, Ju = values
-        _raise_if_bad_initial(lk, r, Jx, Ju)
+        r, Jx = values
+        _raise_if_bad_initial(lk, r, Jx)
         _CHECKED[id(lk)] = lk  # a reference keeps the id from being reused
         while len(_CHECKED) > 16:
             _CHECKED.popitem(last=False)
@@ -268,13 +275,21 @@ def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: floa
     return _rank_info(*_jacobians(x, u, lk), rtol)
 
 
-def _raise_if_bad_initial(lk, r, Jx, Ju, tol: float = 1e-10) -> None:
+def _raise_if_bad_initial(lk, r, Jx, Ju=None, tol: float = 1e-10) -> None:
+    """Raise unless the initial configuration closes to `tol` and `Jx` has full rank
+    (then `[Jx, Ju]`, with as many rows as `Jx` has columns, has rank `n` too, and
+    the mobility is 1: `Ju` is needed only to report the mobility of a failure)."""
     r = np.asarray(r)
     if r.size and not np.all(np.abs(r) <= tol):
         raise LinkageError(
             f"linkage {lk.name!r}: the initial configuration violates its own constraints "
             f"(max residual {np.abs(r).max():.2e} > {tol:g})"
         )
+    s_x = np.linalg.svd(np.asarray(Jx), compute_uv=False)
+    if Ju is None and s_x[-1] > 1e-6 * max(s_x[0], 1e-300):
+        return  # clearly full rank, so mobility 1 (the common case: no second program)
+    if Ju is None:
+        Ju = _jacobians(lk.x0(), jnp.zeros((), lk.coords.dtype), lk)[1]
     m = _rank_info(Jx, Ju, 1e-9)
     if m["rank_x"] < m["n_unknowns"] or m["mobility"] != 1:
         raise LinkageError(

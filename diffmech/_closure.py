@@ -1106,6 +1106,54 @@ def _sweep(
     return _finish(opts, inputs, params, rows), probed
 
 
+def _resume(
+    fn,
+    sol: SweepSolution,
+    params,
+    *,
+    branch=None,
+    branch_sign=None,
+    atol=1e-10,
+    xtol=1e-10,
+    max_steps=24,
+    condition=True,
+) -> SweepSolution:
+    """Finish one sweep that `Deferred()` left `deferred`: the sequential fallback's
+    work alone (continuation from the first deferred input, the rows before it kept),
+    so that an eager caller pays for the fallback, not for a second predictor and
+    corrector. The result equals `sweep` with `Continuation()` (same arguments)."""
+    inputs = sol.inputs
+    dtype = sol.value.dtype
+    opts = _Options(
+        fn=fn, branch=branch, atol=_tolerance(atol, dtype), xtol=xtol, max_steps=max_steps, condition=condition
+    )
+    p_in, p_par = jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params)
+    n_in = sol.value.shape[0]
+    code = _code(sol.status).astype(jnp.int32)
+    first = jnp.argmax(code == _DEFERRED)
+    rows = _Rows(
+        x=jax.lax.stop_gradient(sol.value),
+        ok=sol.converged,
+        code=code,
+        residual=sol.residual,
+        steps=sol.steps,
+        condition=sol.condition,
+    )
+    # the branch sign the parallel pass took at the first input (certified when
+    # `first > 0`; else the continuation derives it from its own first solution)
+    if branch is None:
+        sign0 = jnp.asarray(1.0, dtype)
+    elif branch_sign is not None:
+        sign0 = jnp.sign(jnp.asarray(branch_sign, dtype))
+    else:
+        x0, u0 = rows.x[0], _take(p_in, 0)
+        b0 = opts.checks(jacobian(fn)(x0, u0, p_par))[0] if isinstance(branch, str) else branch(x0, u0, p_par)
+        sign0 = jnp.sign(b0)
+    derive = jnp.asarray(branch is not None and branch_sign is None) & (first == 0)
+    rows, _, _ = _continue(opts, p_par, p_in, _arc_length(p_in, n_in, dtype), rows, first, sign0, derive)
+    return _finish(opts, inputs, params, rows)
+
+
 def mask_after(
     converged: Bool[Array, "*batch N"], status: RESULTS, bad: Bool[Array, "*batch N"], reason: RESULTS
 ) -> tuple[Bool[Array, "*batch N"], RESULTS]:

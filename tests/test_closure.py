@@ -406,3 +406,23 @@ def test_det_branch_and_conditioning_come_from_the_corrector_jacobian():
         assert np.all(np.isnan(np.asarray(d.condition)[~ok]))
     with pytest.raises(ValueError, match="branch must be a callable, 'det' or None"):
         closure.sweep(residual, jnp.array([1.2, 0.0]), us, P, branch="determinant")
+
+
+@pytest.mark.parametrize("invariant", [branch, "det"])
+def test_resumed_deferred_sweep_equals_the_one_program_sweep(invariant):
+    # the eager entry points finish a `Deferred()` sweep with the fallback alone, from
+    # its first deferred input: the same mask, statuses, solutions and conditioning as
+    # the sweep with the sequential fallback in one program
+    us = jnp.linspace(-1.0, 1.8, 57)
+    kw = dict(branch=invariant, predictor=closure.Coarse(stride=5))
+    part = closure.sweep(residual, jnp.array([1.2, 0.0]), us, P, fallback=closure.Deferred(), **kw)
+    assert bool(closure.has_deferred(part.status))
+    done = _closure._resume(residual, part, P, branch=invariant)
+    full = closure.sweep(residual, jnp.array([1.2, 0.0]), us, P, **kw)
+    np.testing.assert_array_equal(done.converged, full.converged)
+    np.testing.assert_array_equal(done.status._value, full.status._value)
+    ok = np.asarray(full.converged)
+    assert 0 < ok.sum() < ok.size
+    np.testing.assert_allclose(done.value[ok], full.value[ok], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(done.condition[ok], full.condition[ok], rtol=1e-14)
+    np.testing.assert_array_equal(done.steps, full.steps)  # the corrector's rows kept, not redone

@@ -357,17 +357,19 @@ def test_motion_limit_is_reported_and_the_branch_kept():
 
 def test_eager_simulate_compiles_the_fallback_only_when_needed():
     # the eager entry runs the program without the sequential fallback first; it compiles
-    # and runs the full program only where an input was left deferred (a motion limit the
-    # coarse predictor cannot prove: the spherical Watt-I's, after 49 steps). Its result
-    # is the one-program result (simulate_functional, default fallback)
+    # and runs the fallback (alone, from the first deferred input) only where an input
+    # was left deferred (a motion limit the coarse predictor cannot prove: the spherical
+    # Watt-I's, after 49 steps). Its result is the one-program result
+    # (simulate_functional, default fallback)
     from diffmech.linkage import _simulate as S
 
     for name, needed in (("spherical_rrpr", False), ("spherical_watt1", True)):
         lk = getattr(dm.examples, name)()
         steps = 71 if name == "spherical_watt1" else 73  # input lengths no other test compiles
-        before = S._simulate_jit._cache_size()
+        before = S._simulate_jit._cache_size(), S._resume_jit._cache_size()
         m = L.simulate(lk, steps=steps)
-        assert S._simulate_jit._cache_size() - before == (2 if needed else 1), name
+        assert S._simulate_jit._cache_size() - before[0] == 1, name
+        assert S._resume_jit._cache_size() - before[1] == (1 if needed else 0), name
         one = jax.jit(lambda lk_, u: L.simulate_functional(lk_, u))(lk, m.inputs)
         np.testing.assert_array_equal(m.converged, one.converged)
         np.testing.assert_array_equal(m.status._value, one.status._value)

@@ -120,13 +120,17 @@ def simulate_functional(
     another assembly mode fails (`branch_switch`) instead of flipping silently.
     `fallback`: the core's (`diffmech.closure.Continuation()` by default, or
     `Deferred()`). `throw`: as `simulate`."""
-    motion, _ = _simulate(lk, inputs, branch, condition, fallback, probe=False)
+    motion, _, _ = _simulate(lk, inputs, branch, condition, fallback, probe=False)
     return finish(motion, throw, f"linkage {lk.name!r}: simulate")
+
+
+_SWEEP = dict(max_steps=10)  # the core's options for every linkage sweep
 
 
 def _simulate(lk, inputs, branch, condition, fallback, probe):
     """`simulate_functional`, and with `probe` the residual's max-norm and the closure
-    Jacobian at the initial configuration (input 0) from the sweep's own corrector."""
+    Jacobian at the initial configuration (input 0) from the sweep's own corrector;
+    also the core's `SweepSolution` (for `_resume_program`)."""
     inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
     prep = _prepare(lk)
     sol, probed = _closure._sweep(
@@ -138,36 +142,48 @@ def _simulate(lk, inputs, branch, condition, fallback, probe):
         # only through a singular configuration
         branch="det" if branch else None,
         condition=condition,
-        max_steps=10,
         fallback=fallback,
         probe=(lk.x0(), jnp.zeros((), inputs.dtype)) if probe else None,
+        **_SWEEP,
     )
-    converged, status, cond = sol.converged, sol.status, sol.condition
-    coords = jax.vmap(lambda x, u: _coords(x, u, prep))(sol.value, inputs)
-    out = Motion(
-        inputs=inputs,
+    return _motion(lk, prep, sol), probed, sol
+
+
+def _motion(lk, prep, sol: _closure.SweepSolution) -> "Motion":
+    coords = jax.vmap(lambda x, u: _coords(x, u, prep))(sol.value, sol.inputs)
+    return Motion(
+        inputs=sol.inputs,
         coords=coords,
-        converged=converged,
-        status=status,
-        condition=cond,
+        converged=sol.converged,
+        status=sol.status,
+        condition=sol.condition,
         residual=sol.residual,
         names=lk.names,
         widths=widths(lk),
     )
-    return out, probed
 
 
 def _simulate_program(lk, inputs, branch, condition, check, deferred):
     fallback = _closure.Deferred() if deferred else None
     # the initial configuration's check in the same program (one call from the eager
     # API), its residual and Jacobian from the corrector's code (one more lane)
-    motion, probed = _simulate(lk, inputs, branch, condition, fallback, probe=check)
-    return motion, probed, _closure.has_deferred(motion.status)
+    motion, probed, sol = _simulate(lk, inputs, branch, condition, fallback, probe=check)
+    return motion, probed, _closure.has_deferred(motion.status), sol
 
 
+def _resume_program(lk, sol, branch, condition):
+    """The rest of a sweep that the eager program left deferred: the sequential
+    fallback alone, from its first deferred input (`closure._resume`)."""
+    prep = _prepare(lk)
+    branch_ = "det" if branch else None
+    return _motion(lk, prep, _closure._resume(_residual, sol, prep, branch=branch_, condition=condition, **_SWEEP))
+
+
+# plain jit: cheaper calls
 _simulate_jit = jax.jit(
     _simulate_program, static_argnames=("branch", "condition", "check", "deferred"), compiler_options=COMPILER_OPTIONS
-)  # plain jit: cheaper calls
+)
+_resume_jit = jax.jit(_resume_program, static_argnames=("branch", "condition"), compiler_options=COMPILER_OPTIONS)
 
 
 def simulate(
@@ -219,7 +235,7 @@ def simulate(
     # compile); the one with it is compiled and run only if an input needs it
     # inside a transformation: the program itself (compiler options are a top-level jit's)
     program = _simulate_jit if eager else _simulate_program
-    motion, values, deferred = program(lk, inputs, branch, condition, check, eager)
+    motion, values, deferred, sol = program(lk, inputs, branch, condition, check, eager)
     if check:
         assert values is not None  # computed in the program when `check`
         r, Jx = values
@@ -228,7 +244,9 @@ def simulate(
         while len(_CHECKED) > 16:
             _CHECKED.popitem(last=False)
     if eager and deferred:
-        motion = _simulate_jit(lk, inputs, branch, condition, False, False)[0]
+        # some input needs the sequential fallback: run it alone, from the first
+        # deferred input (its own small program, compiled only for such sweeps)
+        motion = _resume_jit(lk, sol, branch, condition)
     return finish(motion, throw, f"linkage {lk.name!r}: simulate")
 
 

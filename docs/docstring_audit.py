@@ -1,0 +1,48 @@
+"""Which public callables' docstrings do not name every parameter (issue 24, item 4):
+a worklist for the docstring audit, not a test. A parameter counts as named when the
+docstring writes it as `` `name` ``, `` `name, `` or ``name:``. Run from the
+repository root:
+
+    python docs/docstring_audit.py
+"""
+
+import importlib
+import inspect
+import os
+import sys
+
+import jax
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+jax.config.update("jax_enable_x64", True)
+
+import hooks  # noqa: E402  (docs/hooks.py: the API reference's list of public names)
+
+
+def main() -> None:
+    missing, seen, total = {}, set(), 0
+    for short in hooks.MODULES:
+        module = "diffmech" if short == "diffmech" else f"diffmech.{short}"
+        mod = importlib.import_module(module)
+        for name in hooks.public_names(module):
+            obj = getattr(mod, name)
+            if id(obj) in seen or not (inspect.isfunction(obj) or inspect.isclass(obj)):
+                continue
+            seen.add(id(obj))
+            try:
+                sig = inspect.signature(obj)
+            except (TypeError, ValueError):
+                continue
+            doc = inspect.getdoc(obj) or ""
+            params = [p for p in sig.parameters if p not in ("self", "args", "kwargs")]
+            total += 1
+            miss = [p for p in params if f"`{p}`" not in doc and f"{p}:" not in doc and f"`{p}," not in doc]
+            if miss:
+                missing[f"{module}.{name}"] = miss
+    print(total, "public callables;", len(missing), "with parameters their docstring does not name")
+    for k, v in missing.items():
+        print(" ", k, v)
+
+
+if __name__ == "__main__":
+    main()

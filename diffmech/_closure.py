@@ -49,7 +49,12 @@ def jacobian(fn: Residual) -> Callable[[Float[Array, " n"], Any, PyTree], Float[
     """`∂fn/∂x` as a function of `(x, u, params)`: the residual's own `fn.jacobian` if
     it carries one (a family that knows its Jacobian in closed form, e.g. the parallel
     mechanisms' screw matrices), else `jax.jacfwd(fn)` (one forward pass per unknown).
-    Every Newton step, rate and condition number of the core goes through this."""
+    Every Newton step, rate and condition number of the core goes through this.
+
+    **Arguments:** `fn`: a residual `fn(x, u, params) -> r`, `x` and `r` of shape `(n,)`.
+
+    **Returns:** a function of `(x, u, params)` returning the `(n, n)` Jacobian.
+    """
     own = getattr(fn, "jacobian", None)
     return own if own is not None else jax.jacfwd(fn)
 
@@ -593,7 +598,14 @@ def continuation(
 
     Needed where no guess for every input exists before solving (large input steps,
     a warm start for a later parallel pass, the coarse nodes of `Coarse`); `sweep`
-    is faster wherever its predictor applies. Arguments and result as `sweep`.
+    is faster wherever its predictor applies.
+
+    **Arguments** as `sweep`: `fn`, `x0`, `params`, `atol`, `xtol`, `max_steps` as
+    `root`; `inputs` (a pytree with leading axis `N`); `branch` (a callable
+    `(x, u, params) -> scalar`, `"det"` or None) and `branch_sign`; `condition`;
+    `throw`.
+
+    **Returns:** a `SweepSolution` (`steps` per input: the Newton steps it took).
     """
     x0 = jax.lax.stop_gradient(jnp.asarray(x0))
     _warn_if_float32(x0)
@@ -649,7 +661,12 @@ class AbstractPredictor(eqx.Module):
 class ClosedForm(AbstractPredictor):
     """A family's closed form: `solution(u, params) -> (x, assemblable)`, evaluated
     for all inputs at once (vmapped). Where `assemblable` is False the input is
-    reported as a motion limit without a fallback."""
+    reported as a motion limit without a fallback.
+
+    **Arguments:** `solution`: for one input `u` and the sweep's `params`, the state
+    `x` `(n,)` on the branch to follow and a boolean scalar, False where the
+    mechanism cannot be assembled at `u`.
+    """
 
     solution: Callable[[Any, PyTree], tuple[Float[Array, " n"], Bool[Array, ""]]] = eqx.field(static=True)
 
@@ -713,7 +730,16 @@ class Coarse(AbstractPredictor):
 class Newton(eqx.Module):
     """The corrector: `steps` Newton steps on every input at once (a fixed number: a
     convergence-tested `while_loop` under `vmap` costs more here even when it
-    iterates no further)."""
+    iterates no further).
+
+    **Arguments:**
+
+    - `steps`: Newton steps per input (0: certify the predictor's guesses as they are);
+    - `certify`: the largest relative size of the last update for which an input is
+      certified (the error left is about its square);
+    - `exact`: a guess whose residual is at most `exact`·ε·(1 + |x|∞) is already exact
+      (round-off) and is not moved.
+    """
 
     steps: int = eqx.field(static=True, default=3)
     certify: float = eqx.field(static=True, default=1e-9)
@@ -807,7 +833,12 @@ class Deferred(eqx.Module):
 
 
 def has_deferred(status: RESULTS) -> Bool[Array, ""]:
-    """Whether any input of a (batch of) sweep(s) was left `RESULTS.deferred`."""
+    """Whether any input of a (batch of) sweep(s) was left `RESULTS.deferred`.
+
+    **Arguments:** `status`: a sweep's per-input `RESULTS` (any batch shape).
+
+    **Returns:** a boolean scalar (solve such sweeps again with the default fallback).
+    """
     return jnp.any(_code(status) == _DEFERRED)
 
 
@@ -958,8 +989,9 @@ def sweep(
        its last update at most `corrector.certify` (relative: the error left is
        about its square, round-off) or its guess already closed the loop to
        round-off;
-    3. the branch invariant `branch(x, u, params)` is checked on all solutions: its
-       sign must stay `branch_sign` (default: its sign at the first input).
+    3. the branch invariant (`branch`: a callable `branch(x, u, params) -> scalar`)
+       is checked on all solutions: its sign must stay `branch_sign` (default: its
+       sign at the first input).
        `branch="det"`: the determinant of the closure Jacobian, which changes sign
        only through a singular configuration, taken with the conditioning from the
        corrector's last Jacobian (no second evaluation);
@@ -1192,7 +1224,12 @@ def rates(
     use the Jacobian at `x` (`jac`, when the caller has it already: it must be
     `jacobian(fn)(x, u, params)`). Exact to round-off; differentiable.
 
-    **Returns:** `(xdot, xddot)`.
+    **Arguments:** `fn`, `x` `(n,)` (a solution at `u`), `u`, `params` as `root`;
+    `udot`, `uddot`: the input's first and second time derivatives, pytrees like `u`;
+    `jac`: `∂fn/∂x` at `(x, u)` if already computed.
+
+    **Returns:** `(xdot, xddot)`, each `(n,)`, in `x`'s units per unit time and per
+    unit time squared.
     """
     if uddot is None:
         uddot = jax.tree.map(jnp.zeros_like, udot)
@@ -1215,13 +1252,26 @@ def rates(
 
 
 def condition(fn: Residual, x: Float[Array, " n"], u: Any, params: PyTree) -> Float[Array, ""]:
-    """The 1-norm condition number of the closure Jacobian `∂fn/∂x` at `(x, u)`."""
+    """The 1-norm condition number `‖J‖₁‖J⁻¹‖₁` of the closure Jacobian `J = ∂fn/∂x`
+    at `(x, u)` (inf where `J` is singular: a toggle or dead position).
+
+    **Arguments:** `fn`, `x` `(n,)`, `u`, `params` as `root`.
+
+    **Returns:** a scalar ≥ 1 (dimensionless; meaningful when `fn` is scaled so that
+    `J` is O(1), see `root`).
+    """
     return _linalg.condition_1(jacobian(fn)(x, u, params))
 
 
 def velocity(fn: Residual, x: Float[Array, " n"], u: Any, params: PyTree, udot: Any) -> Float[Array, " n"]:
     """`ẋ = −Φ_x⁻¹ Φ_u u̇`: the velocity half of `rates` (one solve, no second
-    derivative), e.g. the closure's tangent `x′(u)` for `udot = 1`."""
+    derivative), e.g. the closure's tangent `x′(u)` for `udot = 1`.
+
+    **Arguments:** `fn`, `x` `(n,)` (a solution at `u`), `u`, `params` as `root`;
+    `udot`: the input's rate, a pytree like `u` (per unit time, or 1 for `dx/du`).
+
+    **Returns:** `ẋ`, shape `(n,)`, in `x`'s units per unit of `udot`'s time.
+    """
     J = jacobian(fn)(x, u, params)
     _, phi_u = jax.jvp(lambda u_: fn(x, u_, params), (u,), (udot,))
     return _linalg.solve(J, -phi_u)

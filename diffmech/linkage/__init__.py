@@ -29,5 +29,11 @@ from ._simulate import (
 
 def load(path, **kw) -> Linkage:
     """Load a linkage description from a JSON or TOML file (see `Linkage.from_dict`
-    for the format); errors name the file, the item and the reason."""
+    for the format); errors name the file, the item and the reason.
+
+    **Arguments:** `path`: the file (`.json` or `.toml`); `kw`: keyword arguments for
+    `Linkage.from_dict`.
+
+    **Returns:** a `Linkage`.
+    """
     return Linkage.load(path, **kw)

@@ -610,5 +610,11 @@ def _residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " n"]:
 
 def residual(x: Float[Array, " n"], u, lk: Linkage) -> Float[Array, " n"]:
     """The rigidity equations at input `u` (square; each form has an O(1), full-rank
-    Jacobian; see the module docstring)."""
+    Jacobian; see the module docstring).
+
+    **Arguments:** `x` `(n,)`: the state (the unknown coordinates, `lk.x0()` at the
+    initial configuration); `u`: the input; `lk`: the linkage.
+
+    **Returns:** the residual `(n,)`, zero on a closed configuration.
+    """
     return _residual(x, u, _prepare(lk))

@@ -22,7 +22,14 @@ from ._model import Linkage, LinkageError, _coords, _prepare, _residual, residua
 def solve(lk: Linkage, u, guess: Float[Array, " n"] | None = None, *, throw: bool = True) -> _closure.Solution:
     """The configuration at input `u` by Newton from `guess` (default: the initial
     configuration). `throw` as `diffmech.closure.root` (with `throw=False`, check
-    `.result`). `.value` is the state; `lk.full(value, u)` gives every joint."""
+    `.result`). `.value` is the state; `lk.full(value, u)` gives every joint.
+
+    **Arguments:** `lk`: the linkage; `u`: the input (radians for a revolute input,
+    length units for a prismatic joint or an actuator, from 0 at the initial
+    configuration); `guess`: a state `(n,)`.
+
+    **Returns:** a `diffmech.closure.Solution`.
+    """
     u = jnp.asarray(u, dtype=lk.coords.dtype)
     x0 = lk.x0() if guess is None else guess
     sol = _closure.root(_residual, jax.lax.stop_gradient(x0), u, _prepare(lk), throw=False)
@@ -90,7 +97,8 @@ def widths(lk):
 
 def default_inputs(lk: Linkage, steps: int | None = None, step: float | None = None):
     """The seed's range: `steps` inputs `0, step, 2 step, …` (default 180 of 2π/180,
-    or the linkage's own `steps`/`step`)."""
+    or the linkage's own `steps`/`step`) of the linkage `lk`, as an `(N,)` array in
+    its dtype."""
     return jnp.asarray(_default_inputs(lk, steps, step))
 
 
@@ -135,7 +143,15 @@ def simulate_functional(
     the sign of the Jacobian's determinant is the branch invariant: an input solved on
     another assembly mode fails (`branch_switch`) instead of flipping silently.
     `fallback`: the core's (`diffmech.closure.Continuation()` by default, or
-    `Deferred()`). `throw`: as `simulate`."""
+    `Deferred()`). `throw`: as `simulate`.
+
+    **Arguments:** `lk`: the linkage (or a batch of designs under `vmap`); `inputs`
+    `(N,)`: input values in the units of `simulate`'s `step`, starting at 0;
+    `condition`: compute the closure Jacobian's condition number per input (NaN
+    where False, or where an input did not converge).
+
+    **Returns:** a `Motion`.
+    """
     motion, _, _ = _simulate(lk, inputs, branch, condition, fallback, probe=False)
     return finish(motion, throw, f"linkage {lk.name!r}: simulate")
 
@@ -225,6 +241,8 @@ def simulate(
       sphere). Defaults: the linkage's (the seed's 180 steps of 2°, 0.01 for the 5-SS);
     - `inputs`: explicit input values instead (1-D, starting at 0);
     - `branch`: keep the assembly branch (see `simulate_functional`);
+    - `condition`: the closure Jacobian's 1-norm condition number per input (NaN
+      where False);
     - `check`: verify the initial configuration first (`check`, eager only);
     - `throw`: raise at the first failed input (`diffmech.MotionLimitError`,
       `diffmech.BranchSwitchError`, ...; see `diffmech._result`). Default False: an
@@ -301,6 +319,10 @@ def _rank_info(Jx, Ju, rtol):
 def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: float = 1e-9) -> dict:
     """Degrees of freedom at a configuration from the Jacobian's rank (eager).
 
+    **Arguments:** `lk`: the linkage; `x`: a state `(n,)` (default: the initial
+    configuration) converged at input `u`; `rtol`: singular values below `rtol` times
+    the largest count as zero.
+
     **Returns:** a dict with `mobility` (`n + 1 − rank[∂Φ/∂x, ∂Φ/∂u]`: 1 for a
     linkage the input drives; 0 if locked), `rank` and `n_unknowns`, `rank_x`
     (`rank ∂Φ/∂x`: below `n` at a singular configuration, where the input does not
@@ -339,9 +361,10 @@ _initial_jit = eqx.filter_jit(_initial_values)
 
 
 def check_initial(lk: Linkage, tol: float = 1e-10) -> None:
-    """Raise `LinkageError` unless the initial configuration satisfies its own
-    equations (to `tol`) and the input determines the linkage there (the closure
-    Jacobian has full rank `n` and the mobility is 1)."""
+    """Raise `LinkageError` unless the initial configuration of the linkage `lk`
+    satisfies its own equations (to `tol`, in the solver's units) and the input
+    determines the linkage there (the closure Jacobian has full rank `n` and the
+    mobility is 1)."""
     _raise_if_bad_initial(lk, *_initial_jit(lk), tol=tol)
 
 
@@ -355,7 +378,15 @@ def rates(
     `Motion.coords`) at the state `x` (converged at input `u`) for an input motion
     `(u, u̇, ü)`, by the implicit function theorem through the closure (the seed uses
     numerical differentiation). Exact to round-off; jittable and differentiable.
-    Arguments in the order of every family's `rates`: state, input, input rates."""
+    Arguments in the order of every family's `rates`: state, input, input rates.
+
+    **Arguments:** `lk`: the linkage; `x` `(n,)`: a state converged at input `u`;
+    `udot`, `uddot`: the input's rate and acceleration (rad/s and rad/s² for a revolute
+    input, length units per s and s² otherwise).
+
+    **Returns:** `(velocities, accelerations)`, each `(J, 3)` in the rows of
+    `Motion.coords`.
+    """
     dt = lk.coords.dtype
     u, udot, uddot = (jnp.asarray(v, dt) for v in (u, udot, uddot))
     prep = _prepare(lk)

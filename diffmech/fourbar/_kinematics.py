@@ -29,6 +29,11 @@ def residual(x: Float[Array, "4"], theta_A, fb: FourBar) -> Float[Array, "4"]:
 
     `x = (qB, qD)`; rows 1–2: the loop `(l1 qA + l2 qB − l3 qD − l4 e1) / (l2 + l3)`;
     rows 3–4: `(|qB|² − 1)/2`, `(|qD|² − 1)/2`.
+
+    **Arguments:** `x` `(4,)`: the coupler and rocker attitude vectors `(qB, qD)`;
+    `theta_A`: the crank angle (rad); `fb`: the design.
+
+    **Returns:** the dimensionless residual `(4,)`, zero on a closed configuration.
     """
     l1, l2, l3, l4 = fb.lengths[0], fb.lengths[1], fb.lengths[2], fb.lengths[3]
     qA = attitude(theta_A)
@@ -102,8 +107,9 @@ def closed_form(fb: FourBar, theta_A, sign=None) -> tuple[Float[Array, "4"], Flo
     """The configuration on `fb.branch` by circle intersection (the sweeps' warm start,
     and the synthesis layer's assembly).
 
-    `sign`: the sign of qB × qD to assemble on (default: `branch_sign_at(fb, theta_A)`);
-    a traced ±1 lets one compiled program hold designs of both branches.
+    **Arguments:** `fb`: one design; `theta_A`: the crank angle (rad); `sign`: the
+    sign of qB × qD to assemble on (default: `branch_sign_at(fb, theta_A)`); a traced
+    ±1 lets one compiled program hold designs of both branches.
 
     **Returns:** `(x, gap)` with `x = (qB, qD)` and `gap ≤ 0` where the design can be
     assembled at `theta_A`; `gap > 0` is how far |BD| lies outside
@@ -146,6 +152,9 @@ def solve(
     `.result`: `motion_limit` where the circle intersection proves the angle
     unassemblable, `branch_switch` if Newton converged on the other branch, else
     the core's cause). One design (no batch axis): `jax.vmap` it for batches.
+
+    **Arguments:** `fb`: one design; `theta_A`: the crank angle (rad); `guess`: `(qB,
+    qD)` `(4,)`; `condition`: also compute the closure Jacobian's condition number.
 
     **Returns:** a `diffmech.closure.Solution` whose `value` is `(qB, qD)`.
     """
@@ -262,7 +271,13 @@ def _lengths_like(fb: FourBar, q) -> Array:
 
 def closure_residual(fb: FourBar, q: Float[Array, "*n 6"]) -> Float[Array, "*n"]:
     """The physical closure error of `q = (qA, qB, qD)`: the max of the loop gap of
-    Eq. (25) in metres and of `| |q_i| − 1 |` for the three attitude vectors."""
+    Eq. (25) in metres and of `| |q_i| − 1 |` for the three attitude vectors.
+
+    **Arguments:** `fb`: the design (or a batch matching `q`'s leading axes); `q`
+    `(..., 6)`: configurations.
+
+    **Returns:** the error per configuration, shape `q.shape[:-1]`.
+    """
     l = _lengths_like(fb, q)
     qA, qB, qD = q[..., 0:2], q[..., 2:4], q[..., 4:6]
     e1 = jnp.array([1.0, 0.0], dtype=q.dtype)
@@ -527,7 +542,8 @@ def angular_velocities(q: Float[Array, "6"], qdot: Float[Array, "6"]) -> Float[A
 
 
 def joint_positions(fb: FourBar, q: Float[Array, "*n 6"]) -> dict[str, Float[Array, "*n 2"]]:
-    """Positions of the joints A, B, C, D for configurations `q`."""
+    """Positions of the joints A, B, C, D (metres, A at the origin, D on +x) of the
+    design `fb` for configurations `q` `(..., 6)`: a dict of `(..., 2)` arrays."""
     l = _lengths_like(fb, q)
     qA, qB = q[..., 0:2], q[..., 2:4]
     B = l[..., 0:1] * qA
@@ -538,7 +554,8 @@ def joint_positions(fb: FourBar, q: Float[Array, "*n 6"]) -> dict[str, Float[Arr
 
 def coupler_point(fb: FourBar, q: Float[Array, "*n 6"], point: Float[Array, "2"]) -> Float[Array, "*n 2"]:
     """A point carried by the coupler: `B + p_x qB + p_y S1 qB`, with `point = (p_x, p_y)`
-    in the coupler frame (origin B, x along B→C)."""
+    in the coupler frame (origin B, x along B→C; metres), for the design `fb` at
+    configurations `q` `(..., 6)`. Returns `(..., 2)` (metres)."""
     point = jnp.asarray(point, dtype=q.dtype)
     l = _lengths_like(fb, q)
     qA, qB = q[..., 0:2], q[..., 2:4]
@@ -578,6 +595,9 @@ def grashof(fb: FourBar, rtol: float = 1e-12) -> str:
       `"change-point"`.
 
     `crank_limits` gives the input's range in closed form (jittable).
+
+    **Arguments:** `fb`: one concrete design; `rtol`: the relative tolerance of the
+    equality `s + ℓ = p + q`.
     """
     if fb.batch_shape:
         raise ValueError(f"grashof: expects one design; got batch shape {fb.batch_shape}")
@@ -631,7 +651,8 @@ def crank_limit_cosines(lengths: Float[Array, "*batch 4"]) -> tuple[Array, Array
 
 
 def crank_limits(fb: FourBar) -> CrankRange:
-    """The crank's angular limits (closed form; jittable and batched).
+    """The crank's angular limits of the design(s) `fb` (closed form; jittable and
+    batched), as a `CrankRange` of angles in radians.
 
     B = l1 qA is at distance `d(θ) = √(l1² + l4² − 2 l1 l4 cos θ)` from D; the loop
     closes iff `|l2 − l3| ≤ d ≤ l2 + l3`, i.e. `θ_min ≤ |θ| ≤ θ_max` with

@@ -316,8 +316,10 @@ def inverse_dynamics(
 
 
 def wrench_rank(mech: AbstractParallelMechanism, labels, rtol: float = 1e-10) -> tuple[int, int]:
-    """Eager: numerical rank of the wrench system's matrix at joint labels `labels`,
-    and its number of equations."""
+    """Eager: numerical rank of the wrench system's matrix of the mechanism `mech` at
+    joint labels `labels` `(n_joints,)` (rad for R joints, metres for P joints;
+    singular values below `rtol` times the largest count as zero), and its number of
+    equations: `(rank, equations)`."""
     theta = np.asarray(labels) - np.asarray(mech.home_labels())
     rows = []
     C = len(mech.chains)
@@ -334,9 +336,10 @@ def wrench_rank(mech: AbstractParallelMechanism, labels, rtol: float = 1e-10) ->
 
 
 def body_motion(mechanism: AbstractParallelMechanism, kinematics: Kinematics) -> dict:
-    """Absolute motion of every massive chain link (exact-mode kinematics): arrays
-    `(N, B, 3)` `omega`, `alpha` (angular velocity and acceleration), `com`,
-    `com_velocity`, `com_acceleration`; links in chain order (`names` gives them)."""
+    """Absolute motion of every massive chain link of `mechanism` along `kinematics`
+    (its exact-mode `Kinematics`): arrays `(N, B, 3)` `omega`, `alpha` (angular
+    velocity and acceleration, rad/s and rad/s²), `com`, `com_velocity`,
+    `com_acceleration` (m, m/s, m/s²); links in chain order (`names` gives them)."""
     mech = mechanism
 
     def links(th, thd):

@@ -38,7 +38,8 @@ from ._model import AbstractParallelMechanism, Chain
 
 
 def chain_poses(chain: Chain, theta: Float[Array, " n"]):
-    """Displacements from home of the links after every joint (product of
+    """Displacements from home of the links after every joint of `chain` at joint
+    displacements `theta` `(n,)` (rad for R joints, metres for P joints; product of
     exponentials): `(R (n, 3, 3), p (n, 3))`; entry `j` is the link after joint `j`.
 
     One `lax.scan` over the joints (R and P joints share the step, selected by a mask),
@@ -68,7 +69,7 @@ def _joint_displacement(s, th, is_p):
 
 
 def chain_screws(chain: Chain, theta: Float[Array, " n"], poses=None) -> Float[Array, "6 n"]:
-    """The chain's screw matrix `S = [ξ'_1 … ξ'_n]` at displacement `theta`: each unit
+    """The `chain`'s screw matrix `S = [ξ'_1 … ξ'_n]` at displacement `theta`: each unit
     joint twist moved by the displacement of the links before it (Eqs. 6–7 of seed 002).
     `poses`: `chain_poses(chain, theta)` if already computed (else one scan computes
     the displacements and the columns together, `_end_and_screws`)."""
@@ -204,9 +205,11 @@ def platform_state(phi, d, phid, dd):
 
 
 def screw_rates(mech: AbstractParallelMechanism, theta, platform_twist) -> Float[Array, " n"]:
-    """Joint rates (displacement `theta` `(n_joints,)`) by least squares on every chain's screw matrix,
-    `θ̇_c = (S_cᵀ S_c)⁻¹ S_cᵀ V` (Eq. 14 of seed 002, Eq. 7 of seed 004), where `V` is
-    the platform's space twist (the chain's last link is the platform)."""
+    """Joint rates of the mechanism `mech` (displacement `theta` `(n_joints,)`) by least
+    squares on every chain's screw matrix, `θ̇_c = (S_cᵀ S_c)⁻¹ S_cᵀ V` (Eq. 14 of seed
+    002, Eq. 7 of seed 004), where `V` is `platform_twist`, the platform's space twist
+    `(6,)` (ω in rad/s, then v in m/s; the chain's last link is the platform).
+    Returns `(n_joints,)` rates (rad/s or m/s)."""
     out = []
     for ch, th in zip(mech.chains, split_joints(mech, theta)):
         S = chain_screws(ch, th)
@@ -517,7 +520,9 @@ def raise_failure(mech: AbstractParallelMechanism, kin: Kinematics) -> None:
 
 
 def chain_ranks(mech: AbstractParallelMechanism, labels, rtol: float = 1e-9) -> dict[str, int]:
-    """Numerical rank of every chain's screw matrix at joint labels `labels` (eager)."""
+    """Numerical rank of every chain's screw matrix of `mech` at joint labels `labels`
+    (eager; singular values below `rtol` times the largest count as zero): a dict
+    from chain name to rank."""
     theta = jnp.asarray(labels) - mech.home_labels()
     out = {}
     for ch, th in zip(mech.chains, split_joints(mech, theta)):
@@ -577,7 +582,8 @@ def _pose_screws(mechanism, R, pos):
 def mobility(mechanism: AbstractParallelMechanism, pose=None, *, rtol: float = 1e-9) -> Mobility:
     """Degrees of freedom, free twists and constraint wrenches at a platform pose.
 
-    **Arguments:** `pose`: `None` (home) or `(R, position)` of the platform's reference
+    **Arguments:** `mechanism`: the parallel mechanism; `pose`: `None` (home) or
+    `(R, position)` of the platform's reference
     point, where the chains are closed by Newton from home first (`ValueError` if they
     cannot be); `rtol`: relative singular-value threshold for ranks.
     """

@@ -136,7 +136,8 @@ def chain(kinds: str, axes, points, home, *, actuated=None, bodies=(), attach, n
 
 
 def cylinder_inertia(mass, length, radius, axis):
-    """Inertia of a solid cylinder about its centre of mass, symmetry axis `axis`."""
+    """Inertia tensor `(3, 3)` (kg m²) of a solid cylinder of `mass` (kg), `length` and
+    `radius` (m) about its centre of mass, symmetry axis `axis` (any length)."""
     axis = _unit(axis)
     across = mass * (3 * radius**2 + length**2) / 12
     along = mass * radius**2 / 2

@@ -83,7 +83,8 @@ def _rz(a):
 
 
 def uniform_times(duration: float = 10.0, dt: float = 1e-3) -> Float[Array, " N"]:
-    """`N = round(duration / dt)` times `k·dt`, k = 0..N−1 (the seeds' 10,000 steps)."""
+    """`N = round(duration / dt)` times `k·dt`, k = 0..N−1 (the seeds' 10,000 steps);
+    `duration` and `dt` in seconds."""
     n = int(round(duration / dt))
     return jnp.arange(n, dtype=float) * dt
 

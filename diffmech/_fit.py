@@ -28,7 +28,12 @@ def masked_mean(residuals: Float[Array, "n ..."], valid: Bool[Array, " n"], pena
     value (a NaN produced upstream *with a NaN derivative* would still reach `grad`:
     the closure core returns finite guesses on failure for this reason), plus `penalty` × the
     fraction of invalid samples (a value, no gradient: a line search sees a step into
-    unassemblable designs as an increase and rejects it)."""
+    unassemblable designs as an increase and rejects it).
+
+    **Arguments:** `residuals` `(n, ...)`; `valid` `(n,)`: which samples are valid;
+    `penalty`: the value added per unit fraction of invalid samples. **Returns:** a
+    scalar.
+    """
     r = jnp.asarray(residuals)
     v = jnp.reshape(valid, valid.shape + (1,) * (r.ndim - valid.ndim))
     safe = jnp.where(v, r, 0.0)
@@ -214,7 +219,7 @@ def fit(
     - `steps`: the most iterations; `gtol`: stop when the gradient norm (unconstrained
       parameters) falls below it; `ftol`: stop when the relative loss decrease of an
       iteration falls below it (0: off).
-    - `starts`: multi-start: `starts` runs in one vmapped program, each from the
+    - `starts`, `spread`: multi-start: `starts` runs in one vmapped program, each from the
       trainable leaves perturbed by `exp(spread · N(0, 1))` (positive) or
       `+ spread · |x| · N(0, 1)`; start 0 is the given model. `seed` makes it reproducible.
     - `batch`: the starts are given: every array leaf of `model` has a leading axis of

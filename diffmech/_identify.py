@@ -115,7 +115,11 @@ class LinkageFit(eqx.Module):
 
 
 def linkage_params(lk: Linkage) -> Float[Array, " p"]:
-    """A planar linkage's geometry as two numbers per joint (see `LinkageFit`)."""
+    """A planar linkage's geometry as two numbers per joint (see `LinkageFit`).
+
+    **Arguments:** `lk`: a planar linkage. **Returns:** `(p,)`: its joints' coordinates
+    (m; a line as its angle and offset).
+    """
     C = lk.coords
     rows = [
         jnp.stack([jnp.arctan2(C[j, 1], C[j, 0]), C[j, 2] / jnp.hypot(C[j, 0], C[j, 1])]) if t == "P" else C[j, :2]
@@ -276,7 +280,11 @@ def fourbar_base_parameters(fb: FourBar) -> Float[Array, "*batch 8"]:
     motion is homogeneous in them, so only their ratios are (a common scale of all
     masses and inertias is invisible). `tests/test_identify.py` checks both counts
     against the rank of the regressor and that designs with equal base parameters move
-    identically."""
+    identically.
+
+    **Arguments:** `fb`: the design(s). **Returns:** `(..., 8)` in `BASE_NAMES`' order
+    (kg·m², kg·m).
+    """
     l1, l2, l3 = fb.lengths[..., 0], fb.lengths[..., 1], fb.lengths[..., 2]
     m, J, rho = fb.masses, fb.inertias, fb.com
     Z = J + m * jnp.sum(rho**2, axis=-1)
@@ -317,7 +325,12 @@ def fourbar_from_base(fb: FourBar, base) -> FourBar:
 def fourbar_regressor(fb: FourBar, theta_A, omega_A, alpha_A) -> Float[Array, "N 8"]:
     """Y with `crank_torque(design, θA, ωA, αA) = Y @ fourbar_base_parameters(design)`
     for every design with `fb`'s lengths and gravity (the equation of motion is linear
-    in the base parameters; Y is its exact Jacobian)."""
+    in the base parameters; Y is its exact Jacobian).
+
+    **Arguments:** `fb`: the design (its lengths and gravity); `theta_A`, `omega_A`,
+    `alpha_A` `(N,)`: the crank's angle (rad), rate (rad/s) and acceleration (rad/s²).
+    **Returns:** `Y` `(N, 8)` (torque per unit base parameter).
+    """
 
     def torque(beta):
         return fbd.crank_torque(fourbar_from_base(fb, beta), theta_A, omega_A, alpha_A)
@@ -603,7 +616,11 @@ _SYM = ((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))
 def payload_parameters(mechanism) -> Float[Array, " 10"]:
     """The platform's 10 inertial parameters in which the actuator forces are affine
     (`PAYLOAD_NAMES`): mass m, first moment m·c and the inertia K about the world
-    origin, all at home in space axes (K = I_c + m(|c|² 1 − c cᵀ))."""
+    origin, all at home in space axes (K = I_c + m(|c|² 1 − c cᵀ)).
+
+    **Arguments:** `mechanism`: a parallel mechanism (its platform's mass properties).
+    **Returns:** `(10,)` (kg, kg·m, kg·m²).
+    """
     m, c, I = mechanism.mass, mechanism.com, mechanism.inertia
     K = I + m * (jnp.dot(c, c) * jnp.eye(3, dtype=c.dtype) - jnp.outer(c, c))
     return jnp.concatenate([m[None], m * c, jnp.stack([K[i, j] for i, j in _SYM])])
@@ -637,7 +654,12 @@ def payload_regressor(mechanism, trajectory, external_wrench=None, *, kinematics
     `trajectory` for every platform on `mechanism`'s chains (Y `(N, a, 10)`: the exact
     Jacobian of `parallel.inverse_dynamics`'s forces, which are affine in these
     parameters; f0: the forces with a massless platform, legs and external wrench
-    only)."""
+    only).
+
+    **Arguments:** `mechanism`: the parallel mechanism; `trajectory`: the platform's
+    `Trajectory`; `external_wrench` `(6,)` (N, N·m; default zero); `kinematics`: its
+    `Kinematics` if already computed; `method`: `parallel.inverse_dynamics`'s method.
+    """
     kin = kinematics if kinematics is not None else pk.inverse_kinematics(mechanism, trajectory)
     N = kin.times.shape[0]
     fe = (

@@ -82,7 +82,12 @@ def message(codes) -> str:
 
 class ClosureError(ValueError):
     """A solve failed. Attributes: `status` (the message of its `RESULTS` item),
-    `index` (the failed sample, `None` for a single solve), `residual`."""
+    `index` (the failed sample, `None` for a single solve), `residual`.
+
+    **Arguments:** `msg`: the message; `status`: the failed status's message (a
+    `RESULTS` text); `index`: the failed input's index in its batch or sweep;
+    `residual`: the closure residual there (the solver's units).
+    """
 
     def __init__(
         self,
@@ -98,26 +103,41 @@ class ClosureError(ValueError):
 
 class AssemblyError(ClosureError):
     """The mechanism cannot be closed at the requested input (on the requested
-    branch)."""
+    branch).
+
+    Constructed as `ClosureError` (arguments `msg`, `status`, `index`, `residual`).
+    """
 
 
 class MotionLimitError(AssemblyError):
     """No closed configuration at the input: beyond a motion limit (a joint limit,
-    a leg that cannot reach the pose, a crank that cannot turn that far)."""
+    a leg that cannot reach the pose, a crank that cannot turn that far).
+
+    Constructed as `ClosureError` (arguments `msg`, `status`, `index`, `residual`).
+    """
 
 
 class BranchSwitchError(AssemblyError):
-    """The solution left the requested assembly branch."""
+    """The solution left the requested assembly branch.
+
+    Constructed as `ClosureError` (arguments `msg`, `status`, `index`, `residual`).
+    """
 
 
 class SingularError(ClosureError):
     """A singular configuration: the Jacobian (or the wrench system) has no inverse
-    there, so the rates, the wrenches or the Newton step are not determined."""
+    there, so the rates, the wrenches or the Newton step are not determined.
+
+    Constructed as `ClosureError` (arguments `msg`, `status`, `index`, `residual`).
+    """
 
 
 class ConvergenceError(ClosureError):
     """The solve did not finish: non-finite values, too many steps, an integrator's
-    failure, or an input left deferred or not reached."""
+    failure, or an input left deferred or not reached.
+
+    Constructed as `ClosureError` (arguments `msg`, `status`, `index`, `residual`).
+    """
 
 
 def error_class(c: int) -> type[ClosureError]:

@@ -30,7 +30,10 @@ def matvec(A: Float[Array, "*b 3 3"], v: Float[Array, "*b 3"]) -> Float[Array, "
 
 
 def skew(a: Float[Array, "*b 3"]) -> Float[Array, "*b 3 3"]:
-    """The matrix `â` with `â x = a × x`."""
+    """The matrix `â` with `â x = a × x`.
+
+    **Arguments:** `a` `(..., 3)`. **Returns:** `[a]×` `(..., 3, 3)`.
+    """
     z = jnp.zeros_like(a[..., 0])
     x, y, w = a[..., 0], a[..., 1], a[..., 2]
     return jnp.stack([jnp.stack([z, -w, y], -1), jnp.stack([w, z, -x], -1), jnp.stack([-y, x, z], -1)], -2)
@@ -49,7 +52,11 @@ def rotation(axis: Float[Array, "*b 3"], angle: Float[Array, "*b"]) -> Float[Arr
 
 
 def rotation_vector(phi: Float[Array, "*b 3"]) -> Float[Array, "*b 3 3"]:
-    """`exp(φ̂)`, the rotation by `|φ|` about `φ/|φ|`; smooth (and differentiable) at φ = 0."""
+    """`exp(φ̂)`, the rotation by `|φ|` about `φ/|φ|`; smooth (and differentiable) at φ = 0.
+
+    **Arguments:** `phi` `(..., 3)`: a rotation vector (rad). **Returns:** `(..., 3,
+    3)`.
+    """
     t2 = jnp.sum(phi * phi, -1)
     small = t2 < 1e-8
     t2s = jnp.where(small, 1.0, t2)
@@ -71,7 +78,11 @@ def prismatic(axis: Float[Array, "*b 3"]) -> Float[Array, "*b 6"]:
 
 
 def wrench(force: Float[Array, "*b 3"], point: Float[Array, "*b 3"], moment=None) -> Float[Array, "*b 6"]:
-    """The wrench `(f; r × f + m)` of a force `f` acting at `point` plus a couple `m`."""
+    """The wrench `(f; r × f + m)` of a force `f` acting at `point` plus a couple `m`.
+
+    **Arguments:** `force` `(..., 3)` (N) applied at `point` `(..., 3)` (m); `moment`
+    `(..., 3)` (N·m, default zero). **Returns:** `(..., 6)`.
+    """
     tau = jnp.cross(point, force)
     if moment is not None:
         tau = tau + moment
@@ -79,19 +90,31 @@ def wrench(force: Float[Array, "*b 3"], point: Float[Array, "*b 3"], moment=None
 
 
 def reciprocal(twist: Float[Array, "*b 6"], wrench_: Float[Array, "*b 6"]) -> Float[Array, "*b"]:
-    """Reciprocal product `twistᵀ N wrench = ω·τ + v·f` (the power of the wrench on the twist)."""
+    """Reciprocal product `twistᵀ N wrench = ω·τ + v·f` (the power of the wrench on the twist).
+
+    **Arguments:** `twist`, `wrench_` `(..., 6)`. **Returns:** the reciprocal product (W
+    when the twist is a velocity in rad/s and m/s and the wrench in N and N·m).
+    """
     return jnp.sum(twist[..., :3] * wrench_[..., 3:] + twist[..., 3:] * wrench_[..., :3], -1)
 
 
 def adjoint(R: Float[Array, "*b 3 3"], p: Float[Array, "*b 3"]) -> Float[Array, "*b 6 6"]:
     """The 6×6 matrix moving a twist `(ω; v)` — or, identically in this ordering, a
-    wrench `(f; τ)` — with the displacement `(R, p)`: `(Rω; p × Rω + R v)`."""
+    wrench `(f; τ)` — with the displacement `(R, p)`: `(Rω; p × Rω + R v)`.
+
+    **Arguments:** `R` `(..., 3, 3)`: a rotation; `p` `(..., 3)`: a translation (m).
+    **Returns:** `(..., 6, 6)`.
+    """
     Z = jnp.zeros_like(R)
     return jnp.concatenate([jnp.concatenate([R, Z], -1), jnp.concatenate([matmul(skew(p), R), R], -1)], -2)
 
 
 def transform(R: Float[Array, "*b 3 3"], p: Float[Array, "*b 3"], s: Float[Array, "*b 6"]) -> Float[Array, "*b 6"]:
-    """`adjoint(R, p) @ s` without forming the matrix."""
+    """`adjoint(R, p) @ s` without forming the matrix.
+
+    **Arguments:** `R` `(..., 3, 3)`, `p` `(..., 3)`: a displacement; `s` `(..., 6)`: a
+    screw. **Returns:** the moved screw `(..., 6)`.
+    """
     a = matvec(R, s[..., :3])
     b = matvec(R, s[..., 3:])
     return jnp.concatenate([a, jnp.cross(p, a) + b], -1)
@@ -99,7 +122,11 @@ def transform(R: Float[Array, "*b 3 3"], p: Float[Array, "*b 3"], s: Float[Array
 
 def exp(twist: Float[Array, "*b 6"], theta: Float[Array, "*b"], prismatic_: bool):
     """Displacement `(R, p)` of the unit joint twist moved by `theta`: a rotation by
-    `theta` about the axis (revolute), or a translation `theta·e` (prismatic)."""
+    `theta` about the axis (revolute), or a translation `theta·e` (prismatic).
+
+    **Arguments:** `twist` `(..., 6)`: a unit joint twist; `theta`: the displacement
+    (rad, or m for a prismatic joint); `prismatic_`: whether the joint is prismatic.
+    """
     if prismatic_:
         R = jnp.broadcast_to(jnp.eye(3, dtype=twist.dtype), twist.shape[:-1] + (3, 3))
         return R, theta[..., None] * twist[..., 3:]
@@ -118,6 +145,10 @@ def compose(a, b):
 
 def twist_of(R, p, Rdot, pdot) -> Float[Array, "*b 6"]:
     """Space twist `(ω; v)` of a moving displacement with time derivative `(Ṙ, ṗ)`:
-    `ω̂ = Ṙ Rᵀ`, `v = ṗ − ω × p`."""
+    `ω̂ = Ṙ Rᵀ`, `v = ṗ − ω × p`.
+
+    **Arguments:** `R`, `p`: a pose (rotation, position in m); `Rdot`, `pdot`: their
+    time derivatives. **Returns:** the space twist `(..., 6)` (rad/s, m/s).
+    """
     w = vee(matmul(Rdot, jnp.swapaxes(R, -1, -2)))
     return jnp.concatenate([w, pdot - jnp.cross(w, p)], -1)

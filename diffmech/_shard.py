@@ -37,7 +37,11 @@ AXIS = "batch"
 
 def devices(spec: str | int | Sequence = "all") -> list:
     """The devices a batch is spread over: `"all"` (every device of every process,
-    `jax.devices()`), `n` (the first n of them) or a list of devices."""
+    `jax.devices()`), `n` (the first n of them) or a list of devices.
+
+    **Arguments:** `spec`: `"all"`, a count or a list of devices. **Returns:** a list of
+    devices.
+    """
     every = jax.devices()
     if isinstance(spec, str):
         if spec != "all":
@@ -58,7 +62,10 @@ def devices(spec: str | int | Sequence = "all") -> list:
 
 
 def mesh(devs: str | int | Sequence = "all") -> Mesh:
-    """A one-axis mesh (axis name `"batch"`) over `devices(devs)`."""
+    """A one-axis mesh (axis name `"batch"`) over `devices(devs)`.
+
+    **Arguments:** `devs`: as `devices`' `spec`.
+    """
     return Mesh(np.asarray(devices(devs)), (AXIS,))
 
 
@@ -77,7 +84,11 @@ def batch_size(batch) -> int:
 
 def pad(batch, multiple: int):
     """Pad the leading axis of every array leaf to a multiple of `multiple` by repeating
-    the last element; returns `(padded, n)` with `n` the original size."""
+    the last element; returns `(padded, n)` with `n` the original size.
+
+    **Arguments:** `batch`: a pytree whose array leaves share their leading size;
+    `multiple` as above.
+    """
     n = batch_size(batch)
     extra = -n % multiple
 
@@ -91,14 +102,22 @@ def pad(batch, multiple: int):
 
 
 def strip(batch, n: int):
-    """The first `n` elements of every array leaf (undo `pad`)."""
+    """The first `n` elements of every array leaf (undo `pad`).
+
+    **Arguments:** `batch`: a padded pytree; `n`: the original size.
+    """
     return jax.tree.map(lambda x: x[:n] if eqx.is_array_like(x) and np.ndim(x) > 0 else x, batch)
 
 
 def initialize(coordinator: str, num_processes: int, process_id: int, local_devices: int | None = None) -> None:
     """Join a multi-process run (`jax.distributed.initialize`) before any other JAX
     call. On CPU the cross-process collectives use gloo. `local_devices`: force this
-    many CPU devices in this process (XLA_FLAGS must not have been read yet)."""
+    many CPU devices in this process (XLA_FLAGS must not have been read yet).
+
+    **Arguments:** `coordinator`: `host:port` of process 0; `num_processes`: the number
+    of processes; `process_id`: this process's index (0 … num_processes − 1);
+    `local_devices` as above.
+    """
     import os
 
     if local_devices is not None:
@@ -156,10 +175,10 @@ def run(
     with the leading axis removed from its array leaves; non-array leaves are static);
     `batch`; `devices` as in `devices()`; `per_device`: elements each device evaluates
     per chunk (the compiled shape: the same on one device and on many); `progress`: a
-    text progress bar on stderr; `on_chunk(k, start, stop, result)`: called with each
-    finished chunk (host arrays, padding stripped), e.g. to save it; `skip(k, start,
-    stop)`: return a finished chunk's result (e.g. loaded from disk) to skip
-    evaluating it, or None.
+    text progress bar on stderr; `on_chunk`: `on_chunk(k, start, stop, result)` is
+    called with each finished chunk (host arrays, padding stripped), e.g. to save it;
+    `skip`: `skip(k, start, stop)` returns a finished chunk's result (e.g. loaded from
+    disk) to skip evaluating it, or None.
 
     **Returns:** `fn`'s outputs for the whole batch, as host (NumPy) arrays with the
     leading axis of `batch`.

@@ -166,7 +166,10 @@ class Synthesis(eqx.Module):
 class InfeasibleError(RuntimeError):
     """No start gave a design that assembles through the targets and meets every
     constraint. `closest` is the start that came nearest (a `PlacedFourBar`, or None if
-    none assembled) and `violations` names what it violates."""
+    none assembled) and `violations` names what it violates.
+
+    **Arguments:** `message`: what failed; `closest`, `violations` as above.
+    """
 
     def __init__(self, message, closest=None, violations=()):
         super().__init__(message)
@@ -946,7 +949,8 @@ def path_generation(
     - `steps`, `optimizer`, `gtol`: as in `diffmech.fit.fit`;
     - `tol`: a start succeeds when its relative path error is ≤ `tol`;
     - `margin`: keep every target at least this far (relative to the targets' size) from
-      a toggle position of the crank.
+      a toggle position of the crank;
+    - `progress`: a text progress bar on stderr (as in `diffmech.fit.fit`).
 
     **Returns:** a `Synthesis`: the best design (a `PlacedFourBar` or a `Linkage`) that
     meets every constraint as the closure core measures it, its absolute crank angles at
@@ -1056,7 +1060,8 @@ def motion_generation(
     Burmester circle-point/centre-point pairs); more poses, in the least-squares sense
     of `objective` = Σ‖Cᵢ − pᵢ‖² + Σ(ℓ Δφᵢ)² (ℓ: the positions' RMS distance from their
     centroid). `frame`, `bounds`, `grashof`, `full_rotation`, `transmission`, `starts`,
-    ...: as in `path_generation`.
+    `steps`, `seed`, `optimizer`, `gtol`, `tol`, `margin`, `progress`: as in
+    `path_generation`.
 
     **Returns:** a `Synthesis` (`points`: the coupler point at the poses;
     `constraints["max_angle_error"]`: the largest body-angle error, rad).
@@ -1119,7 +1124,8 @@ def function_generation(
     constant is added to each side (two more design variables: five pairs are exact).
     The ground link's length is `ground` unless `bounds["lengths"]` leaves it free.
     `bounds` (`"lengths"`, and `"phase"` for the input offset), `grashof`,
-    `full_rotation`, `transmission`, `starts`, ...: as in `path_generation`.
+    `full_rotation`, `transmission`, `starts`, `steps`, `seed`, `optimizer`, `gtol`,
+    `tol`, `margin`, `progress`: as in `path_generation`.
 
     **Returns:** a `Synthesis` (`design.lengths`; `points`: the pairs (crank angle,
     rocker angle) the closure core gives; `constraints["offsets"]`).
@@ -1252,7 +1258,10 @@ _simulate_batch = eqx.filter_jit(
 
 def save_design(result: Synthesis, path) -> None:
     """Write a synthesised design as a linkage description (JSON, loadable by
-    `diffmech.linkage.load`), assembled at its first target."""
+    `diffmech.linkage.load`), assembled at its first target.
+
+    **Arguments:** `result`: a `Synthesis`; `path`: the JSON file to write.
+    """
     d = result.design
     spec = d.to_linkage_dict(float(result.inputs[0])) if isinstance(d, PlacedFourBar) else d.to_dict()
     with open(path, "w") as f:

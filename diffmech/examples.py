@@ -12,14 +12,21 @@ NAMES = ("fourbar", "stephenson2", "theo_jansen", "spherical_rrpr", "spherical_w
 
 
 def path(name: str) -> Path:
-    """The bundled description file of an example."""
+    """The bundled description file of an example.
+
+    **Arguments:** `name`: one of `NAMES`. **Returns:** the file's path (`ValueError`
+    naming the available examples otherwise).
+    """
     if name not in NAMES:
         raise ValueError(f"diffmech.examples: unknown example {name!r}; available: {NAMES}")
     return _DATA / f"{name}.json"
 
 
 def load(name: str) -> Linkage:
-    """An example by name (one of `NAMES`)."""
+    """An example by name (one of `NAMES`).
+
+    **Arguments:** `name`: one of `NAMES`. **Returns:** a `Linkage`.
+    """
     return Linkage.load(path(name))
 
 

@@ -19,7 +19,11 @@ def _axes(ax, **kw) -> Any:
 def fourbar_attitudes(sweeps: dict, fig=None):
     """Bai et al. Fig. 3: the components of qB and qD over the crank angle and the
     error ‖q‖ − 1, one marker style per labelled sweep (`{label: Sweep}`).
-    The error panel is on a symmetric-log scale, so exact zeros show."""
+    The error panel is on a symmetric-log scale, so exact zeros show.
+
+    **Arguments:** `sweeps`: `{label: Sweep}`; `fig`: a figure to draw in (default: a
+    new one). **Returns:** the figure.
+    """
     import matplotlib.pyplot as plt
 
     fig = fig or plt.figure(figsize=(10, 6.5))
@@ -51,7 +55,11 @@ def fourbar_attitudes(sweeps: dict, fig=None):
 def fourbar_track(fb, q, *, every: int = 10, point=None, ax=None, color="C0"):
     """Bai et al. Fig. 4: the mechanism drawn at every `every`-th configuration of `q`
     (`(N, 6)`, converged rows only), with the paths of B and C (and of a coupler
-    point `point` in the coupler frame, if given)."""
+    point `point` in the coupler frame, if given).
+
+    **Arguments:** `fb`: the design; `q`, `every`, `point` as above; `ax`: axes to draw
+    in (default: new ones); `color`: a matplotlib colour. **Returns:** the axes.
+    """
     ax = _axes(ax, figsize=(6, 5))
     q = np.asarray(q)
     P = {k: np.asarray(v) for k, v in _fb.joint_positions(fb, jnp.asarray(q)).items()}
@@ -75,7 +83,11 @@ def fourbar_track(fb, q, *, every: int = 10, point=None, ax=None, color="C0"):
 def fourbar_dynamics(traj, *, title: str = "", fig=None):
     """Bai et al. Figs. 5 and 7: the crank momentum Π1 and the attitude components
     (qA, qB, qD) against time, with the loop-closure residual (symmetric-log scale, so
-    exact zeros show) and the relative energy error H(t)/H(0) − 1."""
+    exact zeros show) and the relative energy error H(t)/H(0) − 1.
+
+    **Arguments:** `traj`: a `fourbar.simulate` trajectory; `title`: the figure's title;
+    `fig`: a figure to draw in (default: a new one). **Returns:** the figure.
+    """
     import matplotlib.pyplot as plt
 
     fig = fig or plt.figure(figsize=(10, 6.5))
@@ -108,7 +120,11 @@ def fourbar_dynamics(traj, *, title: str = "", fig=None):
 
 def animate_fourbar(fb, sweep, *, point=None, interval: int = 30):
     """A `matplotlib.animation.FuncAnimation` of a four-bar sweep (display it in a
-    notebook with `IPython.display.HTML(anim.to_jshtml())`)."""
+    notebook with `IPython.display.HTML(anim.to_jshtml())`).
+
+    **Arguments:** `fb`: the design; `sweep`: its `Sweep`; `point`: a coupler point
+    `(p_x, p_y)` (m) whose path is drawn; `interval`: ms per frame.
+    """
     import matplotlib.pyplot as plt
     from matplotlib.animation import FuncAnimation
 
@@ -150,7 +166,12 @@ def linkage_curve(lk, motion, *, tracers=None, every: int = 15, ax: Any = None, 
     over the converged steps, the mechanism drawn at its initial configuration (solid)
     and every `every`-th step (faint), planar lines drawn across the view. 2-D for
     planar linkages, 3-D (with the unit sphere for a spherical one) otherwise.
-    Returns the axes."""
+    Returns the axes.
+
+    **Arguments:** `lk`: the linkage; `motion`: its `Motion`; `tracers`: the joints
+    whose paths are drawn (default: the tracers); `every`; `ax`: axes (default: new
+    ones); `title`: the axes' title.
+    """
     import matplotlib.pyplot as plt
 
     three = lk.dim == 3
@@ -198,7 +219,10 @@ def linkage_curve(lk, motion, *, tracers=None, every: int = 15, ax: Any = None, 
 
 def animate_linkage(lk, motion, *, interval: int = 40):
     """A `matplotlib.animation.FuncAnimation` of a linkage's motion over its converged
-    steps, with the tracer paths (in a notebook: `HTML(anim.to_jshtml())`)."""
+    steps, with the tracer paths (in a notebook: `HTML(anim.to_jshtml())`).
+
+    **Arguments:** `lk`: the linkage; `motion`: its `Motion`; `interval`: ms per frame.
+    """
     import matplotlib.pyplot as plt
     from matplotlib.animation import FuncAnimation
 
@@ -232,7 +256,12 @@ __all__ = [
 
 def time_series(times, values, labels, *, ax=None, title: str = "", ylabel: str = ""):
     """Plot the columns of `values` `(N, k)` against `times`, one labelled line each
-    (the joint and force histories of the parallel-mechanism figures)."""
+    (the joint and force histories of the parallel-mechanism figures).
+
+    **Arguments:** `times` `(N,)`; `values` `(N, k)`; `labels`: k line labels; `ax`:
+    axes (default: new ones); `title`, `ylabel`: the axes' title and y label.
+    **Returns:** the axes.
+    """
     ax = _axes(ax)
     t, v = np.asarray(times), np.asarray(values)
     for i, lab in enumerate(labels):
@@ -248,7 +277,11 @@ def synthesis(result, targets, *, ax=None, title: str | None = None):
     """Target points against a synthesised design (`diffmech.synthesis.path_generation`):
     the targets, the design's coupler curve (closure core; a four-bar over one crank
     revolution from its first target, a linkage over its input range), its points at
-    the targets and the mechanism at the first target."""
+    the targets and the mechanism at the first target.
+
+    **Arguments:** `result`: a `Synthesis`; `targets` `(n, 2)`: the target points (m);
+    `ax`: axes (default: new ones); `title`: the axes' title. **Returns:** the axes.
+    """
     import jax.numpy as jnp
 
     from . import linkage as _lk

@@ -10,6 +10,7 @@ import importlib
 import inspect
 import os
 import pathlib
+import sys
 import tempfile
 
 from mkdocs.plugins import event_priority
@@ -17,38 +18,10 @@ from mkdocs.structure.files import File
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
-MODULES = (
-    "diffmech",
-    "closure",
-    "fourbar",
-    "linkage",
-    "parallel",
-    "screw",
-    "synthesis",
-    "identify",
-    "fit",
-    "shard",
-    "plot",
-    "examples",
-)
-
-
-def public_names(module: str) -> list[str]:
-    """The public names of a module: its classes and functions defined in diffmech
-    (not what it imports for itself, such as `typing.Any`) and its constants
-    (upper-case names), not underscored."""
-    mod = importlib.import_module(module)
-    out = []
-    for n in sorted(dir(mod)):
-        obj = getattr(mod, n)
-        if n.startswith("_") or inspect.ismodule(obj):
-            continue
-        if inspect.isclass(obj) or inspect.isfunction(obj):
-            if (getattr(obj, "__module__", "") or "").startswith("diffmech"):
-                out.append(n)
-        elif n.isupper() and isinstance(obj, (tuple, dict, str, int, float, frozenset)):
-            out.append(n)
-    return out
+# the public modules and their names (docs/api_names.py: shared with the docstring
+# audit); mkdocs loads this file by path, so its folder is put on the import path
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from api_names import MODULES, public_names  # noqa: E402
 
 
 def api_page(short: str) -> str:

@@ -41,7 +41,12 @@ def _links(q):
 
 def com_positions(fb: FourBar, q: Float[Array, "6"]) -> Float[Array, "3 2"]:
     """Centres of mass of crank, coupler, rocker (Eqs. (37)–(46) with the offsets of
-    `fb.com` in the link frames from A, B, D)."""
+    `fb.com` in the link frames from A, B, D).
+
+    **Arguments:** `fb`: the design (with its centres of mass); `q` `(6,)`: a
+    configuration. **Returns:** `(3, 2)`: the crank's, coupler's and rocker's centres of
+    mass (m).
+    """
     l1, l4 = fb.lengths[0], fb.lengths[3]
     qA, qB, qD = _links(q)
     rho = fb.com
@@ -63,14 +68,22 @@ def link_rates(fb: FourBar, q: Float[Array, "6"], linearised: bool = False) -> F
 
 def tangent(fb: FourBar, q: Float[Array, "6"], linearised: bool = False) -> Float[Array, "6"]:
     """δq = S_q K_N: the tangent of the constraint manifold per unit crank rate
-    (Eq. (20) for each attitude vector, q̇ᵢ = ωᵢ S1 qᵢ)."""
+    (Eq. (20) for each attitude vector, q̇ᵢ = ωᵢ S1 qᵢ).
+
+    **Arguments:** `fb`: the design; `q` `(6,)`: a closed configuration; `linearised`:
+    use the paper's linearised velocity ratios.
+    """
     w = link_rates(fb, q, linearised)
     qA, qB, qD = _links(q)
     return jnp.concatenate([w[0] * perp(qA), w[1] * perp(qB), w[2] * perp(qD)])
 
 
 def sigma(fb: FourBar, q: Float[Array, "6"], linearised: bool = False) -> Float[Array, ""]:
-    """Σ(q) of Eq. (83): 2T/ω1², the generalised inertia about the crank."""
+    """Σ(q) of Eq. (83): 2T/ω1², the generalised inertia about the crank.
+
+    **Arguments:** `fb`: the design; `q` `(6,)`: a closed configuration; `linearised`:
+    use the paper's linearised velocity ratios (Eqs. 80–81) instead of Eq. (35).
+    """
     w = link_rates(fb, q, linearised)
     _, v = jax.jvp(lambda qq: com_positions(fb, qq), (q,), (tangent(fb, q, linearised),))
     return jnp.sum(fb.inertias * w**2) + jnp.sum(fb.masses * jnp.sum(v**2, axis=-1))
@@ -78,17 +91,28 @@ def sigma(fb: FourBar, q: Float[Array, "6"], linearised: bool = False) -> Float[
 
 def potential(fb: FourBar, q: Float[Array, "6"]) -> Float[Array, ""]:
     """V = −Σ mᵢ gᵀ rᵢ (Eq. (53) with gravity as a vector; the paper's sign is
-    `gravity = (0, +g)`)."""
+    `gravity = (0, +g)`).
+
+    **Arguments:** `fb`: the design; `q` `(6,)`: a configuration. **Returns:** `V` (J).
+    """
     return -jnp.sum(fb.masses * (com_positions(fb, q) @ fb.gravity))
 
 
 def momentum(fb: FourBar, q: Float[Array, "6"], omega_A) -> Float[Array, ""]:
-    """Π1 = Σ(q) ωA (Eq. (82))."""
+    """Π1 = Σ(q) ωA (Eq. (82)).
+
+    **Arguments:** `fb`: the design; `q` `(6,)`: a closed configuration; `omega_A`: the
+    crank's rate (rad/s). **Returns:** Π1 (kg·m²/s).
+    """
     return sigma(fb, q) * omega_A
 
 
 def energy(fb: FourBar, Pi, q: Float[Array, "*n 6"]) -> Float[Array, "*n"]:
-    """Total mechanical energy H = Π1²/(2Σ) + V (batched over leading axes of q)."""
+    """Total mechanical energy H = Π1²/(2Σ) + V (batched over leading axes of q).
+
+    **Arguments:** `fb`: the design; `Pi`: the crank momentum Π1 (kg·m²/s); `q` `(...,
+    6)`: configurations. **Returns:** `H = T + V` (J).
+    """
 
     def one(P, qq):
         return P**2 / (2 * sigma(fb, qq)) + potential(fb, qq)
@@ -104,7 +128,12 @@ def crank_torque(fb: FourBar, theta_A, omega_A, alpha_A) -> Float[Array, "*n"]:
     damping), from the reduced model's equation of motion
     τ = Σ(q) αA + ½ δΣ ωA² + δV (Eqs. (82)–(84) solved for the torque; δ: the
     derivative along the constraint per unit crank angle). Batched over leading axes
-    of the three arguments; q from the closure core on `fb.branch`."""
+    of the three arguments; q from the closure core on `fb.branch`.
+
+    **Arguments:** `fb`: the design; `theta_A`, `omega_A`, `alpha_A`: the crank's angle
+    (rad), rate (rad/s) and acceleration (rad/s²), each of shape `*n`. **Returns:** the
+    torque (N·m), shape `*n`.
+    """
     th, w, a = jnp.broadcast_arrays(*(jnp.asarray(v, dtype=fb.lengths.dtype) for v in (theta_A, omega_A, alpha_A)))
 
     def one(th_, w_, a_):
@@ -122,9 +151,9 @@ def crank_torque(fb: FourBar, theta_A, omega_A, alpha_A) -> Float[Array, "*n"]:
 class Drive(eqx.Module):
     """Applied crank torque and viscous joint damping.
 
-    - `torque(t, theta_A, omega_A) -> τ` (N m on the crank about A), or None;
-    - `damping`: coefficients (cA, cB, cC, cD) (N m s) of the joints A (crank–ground),
-      B (coupler–crank), C (rocker–coupler), D (rocker–ground).
+    - `torque`: `torque(t, theta_A, omega_A) -> τ` (N m on the crank about A), or None;
+    - `damping` `(4,)`: coefficients (cA, cB, cC, cD) (N m s) of the joints A
+      (crank–ground), B (coupler–crank), C (rocker–coupler), D (rocker–ground).
     """
 
     torque: Callable | None = eqx.field(static=True, default=None)
@@ -253,7 +282,11 @@ _SOLVERS = {"tsit5": diffrax.Tsit5, "dopri5": diffrax.Dopri5, "dopri8": diffrax.
 
 def project(fb: FourBar, q0) -> Float[Array, "6"]:
     """Project an approximate configuration onto the constraint: keep the crank angle
-    of `q0` (atan2 of qA) and solve the closure on `fb.branch`."""
+    of `q0` (atan2 of qA) and solve the closure on `fb.branch`.
+
+    **Arguments:** `fb`: the design; `q0` `(6,)`: an approximate configuration.
+    **Returns:** `q` `(6,)` on the constraint.
+    """
     q0 = jnp.asarray(q0, dtype=fb.lengths.dtype)
     theta = jnp.arctan2(q0[1], q0[0])
     q, _ = closure_q(fb, theta)
@@ -316,6 +349,8 @@ def simulate(
     exactly (`is_parallelogram_mode`).
 
     **Returns:** a `Simulation`.
+
+    `max_steps`: the integrator's step budget (Diffrax's `max_steps`).
     """
     if mode not in _MODES:
         raise ValueError(f"simulate: `mode` must be one of {_MODES}; got {mode!r}")

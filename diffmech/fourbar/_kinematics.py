@@ -49,7 +49,10 @@ def _dot(a, b):
 
 
 def branch_sign(fb: FourBar) -> Array:
-    """The sign of qB × qD on `fb.branch` (see `FourBar`): `branch · sign(l4 − l1)`."""
+    """The sign of qB × qD on `fb.branch` (see `FourBar`): `branch · sign(l4 − l1)`.
+
+    **Arguments:** `fb`: the design(s). **Returns:** ±1 per design.
+    """
     s = jnp.sign(fb.lengths[..., 3] - fb.lengths[..., 0])
     return fb.branch * jnp.where(s == 0, 1.0, s)
 
@@ -57,7 +60,11 @@ def branch_sign(fb: FourBar) -> Array:
 def is_change_point(fb: FourBar, rtol: float = 1e-12) -> Array:
     """True where `s + ℓ = p + q` (jittable): the two assembly branches cross at the
     change points (B, C, D collinear with a zero-size triangle), so no sign tells them
-    apart there; continuation follows the smooth branch through the crossing."""
+    apart there; continuation follows the smooth branch through the crossing.
+
+    **Arguments:** `fb`: the design(s); `rtol`: the tolerance of the equality, relative
+    to the perimeter. **Returns:** a boolean per design.
+    """
     # s + ℓ = p + q  ⇔  one of the three pairings of the four lengths has equal sums
     # (the other two pairings can only be equal when this one is); no sort, which
     # would cost a sort per lane and step inside a sweep
@@ -77,6 +84,9 @@ def is_parallelogram_mode(fb: FourBar, rtol: float = 1e-12) -> Array:
     such designs. Derivatives with respect to the lengths are then those of the
     parallelogram family (perturbing l1 alone leaves it): tie l1 = l3 and l2 = l4 when
     differentiating.
+
+    **Arguments:** `fb`: the design(s); `rtol`: relative to the perimeter. **Returns:**
+    a boolean per design.
     """
     l1, l2, l3, l4 = (fb.lengths[..., i] for i in range(4))
     tol = rtol * (l1 + l2 + l3 + l4)
@@ -99,6 +109,9 @@ def branch_sign_at(fb: FourBar, theta_A) -> Array:
     four joints are collinear and the two modes cross), so there the branch is the
     sign of `sign(l4 − l1) · (qB × qD) · sin θA`: `branch = +1` is the parallelogram
     mode of a parallelogram (qB = e1, qD = qA), `−1` the anti-parallelogram.
+
+    **Arguments:** `fb`: the design(s); `theta_A`: the crank angle (rad). **Returns:**
+    ±1.
     """
     return branch_sign(fb) * _change_point_flip(fb, theta_A)
 
@@ -323,7 +336,12 @@ def sweep_functional(
     `sign`: the sign of qB × qD to follow (default `branch_sign(fb)`), traced, so one
     program can follow designs of both branches (see `closed_form`). `fallback`:
     the core's (`diffmech.closure.Continuation()` by default, or `Deferred()`).
-    `throw`: as `sweep`."""
+    `throw`: as `sweep`.
+
+    **Arguments:** `fb`: one design; `theta_A` `(N,)`: crank angles (rad); `condition`:
+    the closure Jacobian's condition number per angle (NaN where False). **Returns:** a
+    `Sweep`.
+    """
     sigma = branch_sign(fb) if sign is None else jnp.asarray(sign, fb.lengths.dtype)
     sigma = jax.lax.stop_gradient(sigma)
 
@@ -411,6 +429,9 @@ def velocity_ratios(fb: FourBar, q: Float[Array, "6"]) -> Float[Array, "2"]:
     `K = −l1 / (l2 l3 qDᵀS1qB) · (l3 qDᵀS1qA, l2 qBᵀS1qA)`. Singular where qB ∥ qD
     (toggle positions); `(0, 1)` on a parallelogram's parallelogram mode
     (`is_parallelogram_mode`), whose change points are not singular for the motion.
+
+    **Arguments:** `fb`: the design; `q` `(6,)`: a closed configuration. **Returns:**
+    `K` `(2,)` (dimensionless).
     """
     l1, l2, l3 = fb.lengths[0], fb.lengths[1], fb.lengths[2]
     qA, qB, qD = q[0:2], q[2:4], q[4:6]
@@ -490,6 +511,9 @@ def velocity_ratios_linearised(fb: FourBar, q: Float[Array, "6"]) -> Float[Array
     Eqs. (78)/(79) is singular, so the sine qBᵀS1qD is evaluated directly and the
     other two sines follow from Eq. (78); and δKB of Eqs. (71), (73), (81) has the
     wrong sign.
+
+    **Arguments:** `fb`: the design; `q` `(6,)`: a closed configuration. **Returns:**
+    `K` `(2,)`.
     """
     par = is_parallelogram_mode(fb)
     # a regular stand-in where unused, so that no 0/0 reaches a reverse-mode cotangent
@@ -506,6 +530,10 @@ def angular_accelerations(fb: FourBar, q: Float[Array, "6"], omega_A, alpha_A) -
     `αB l2 S1qB − αD l3 S1qD + αA l1 S1qA = ωB² l2 qB − ωD² l3 qD + ωA² l1 qA`;
     the paper prints `− ωA² l1 qA` (in Eq. (23) too), which is wrong (see
     `tests/test_fourbar_kinematics.py::test_printed_eq29_sign_is_wrong`).
+
+    **Arguments:** `fb`: the design; `q` `(6,)`: a closed configuration; `omega_A`,
+    `alpha_A`: the crank's rate (rad/s) and acceleration (rad/s²). **Returns:** `(αB,
+    αD)` (rad/s²).
     """
     l1, l2, l3 = fb.lengths[0], fb.lengths[1], fb.lengths[2]
     qA, qB, qD = q[0:2], q[2:4], q[4:6]
@@ -526,6 +554,10 @@ def rates(
 
     Arguments in the order of every family's `rates`: the configuration (`q`, which
     must be converged at `theta_A`, e.g. from `assemble`), the input, its rates.
+
+    **Arguments:** `fb`: the design; `q` `(6,)`: a closed configuration at crank angle
+    `theta_A` (rad); `omega_A`, `alpha_A`: the crank's rate (rad/s) and acceleration
+    (rad/s²).
     """
     dt = fb.lengths.dtype
     theta_A, omega_A, alpha_A = (jnp.asarray(v, dtype=dt) for v in (theta_A, omega_A, alpha_A))
@@ -537,7 +569,11 @@ def rates(
 
 
 def angular_velocities(q: Float[Array, "6"], qdot: Float[Array, "6"]) -> Float[Array, "3"]:
-    """(ωA, ωB, ωD) from attitude rates: q̇ = ω S1 q (Eq. (19)) ⇒ ω = q × q̇."""
+    """(ωA, ωB, ωD) from attitude rates: q̇ = ω S1 q (Eq. (19)) ⇒ ω = q × q̇.
+
+    **Arguments:** `q` `(6,)`: the attitude vectors `(qA, qB, qD)`; `qdot` `(6,)`: their
+    time derivatives. **Returns:** `(ωA, ωB, ωD)` (rad/s).
+    """
     return jnp.stack([cross(q[i : i + 2], qdot[i : i + 2]) for i in (0, 2, 4)])
 
 
@@ -555,7 +591,11 @@ def joint_positions(fb: FourBar, q: Float[Array, "*n 6"]) -> dict[str, Float[Arr
 def coupler_point(fb: FourBar, q: Float[Array, "*n 6"], point: Float[Array, "2"]) -> Float[Array, "*n 2"]:
     """A point carried by the coupler: `B + p_x qB + p_y S1 qB`, with `point = (p_x, p_y)`
     in the coupler frame (origin B, x along B→C; metres), for the design `fb` at
-    configurations `q` `(..., 6)`. Returns `(..., 2)` (metres)."""
+    configurations `q` `(..., 6)`. Returns `(..., 2)` (metres).
+
+    **Arguments:** `fb`: the design; `q` `(..., 6)`: configurations; `point`: `(p_x,
+    p_y)` in the coupler frame (m).
+    """
     point = jnp.asarray(point, dtype=q.dtype)
     l = _lengths_like(fb, q)
     qA, qB = q[..., 0:2], q[..., 2:4]
@@ -622,7 +662,11 @@ class CrankRange(eqx.Module):
     """The crank angles at which a four-bar can be assembled: `theta_min ≤ |θA| ≤ theta_max`
     (angles wrapped to (−π, π]). `full_rotation` when it is the whole circle; `empty`
     when no angle works. At each limit B, C, D are collinear and the two assembly
-    branches meet."""
+    branches meet.
+
+    **Fields:** `theta_min`, `theta_max` (rad, shape `*batch`): the crank turns in
+    `θ_min ≤ |θ| ≤ θ_max`; an empty range has `theta_max < 0` or `theta_min > π`.
+    """
 
     theta_min: Float[Array, "*batch"]
     theta_max: Float[Array, "*batch"]

@@ -298,7 +298,10 @@ def _omegas(f, df, body: _Inertial):
 class Drive(eqx.Module):
     """What acts on the input besides gravity: `torque(t, u, udot)` (N m on a
     revolute input, N on a prismatic input or an actuator), or None; `damping`, a
-    viscous coefficient `c` on the input (a generalised force `−c u̇`)."""
+    viscous coefficient `c` on the input (a generalised force `−c u̇`).
+
+    **Fields:** `torque`, `damping` as above.
+    """
 
     torque: Callable | None = eqx.field(static=True, default=None)
     damping: Float[Array, ""] | float = 0.0
@@ -373,7 +376,11 @@ def _inertia_slope(x, u, tan, prep, body):
 def generalised_inertia(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, Array]:
     """`M(u)` and `M′(u)` of the reduced equation at a converged state `x` (at input
     `u`): the kinetic energy is `½ M u̇²`. One compiled program per linkage
-    topology; jittable, differentiable."""
+    topology; jittable, differentiable.
+
+    **Arguments:** `lk`: the linkage; `x` `(n,)`: a state converged at input `u`.
+    **Returns:** `(M, M′)` (kg·m² for a revolute input, kg for a prismatic one).
+    """
     _bodies(lk)  # the mass properties, checked eagerly where they are concrete
     return _generalised_inertia(lk, jnp.asarray(x), jnp.asarray(u, lk.coords.dtype))
 
@@ -381,7 +388,11 @@ def generalised_inertia(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, A
 def potential(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, Array]:
     """The potential energy `V(u) = −Σ m g · c` (gravity) plus the springs' energy,
     and `V′(u)`, at a converged state `x` (at input `u`). One compiled program per
-    linkage topology; jittable, differentiable."""
+    linkage topology; jittable, differentiable.
+
+    **Arguments:** `lk`: the linkage; `x` `(n,)`: a state converged at input `u`.
+    **Returns:** `(V, V′)` (J and J per unit input).
+    """
     _bodies(lk)
     return _potential(lk, jnp.asarray(x), jnp.asarray(u, lk.coords.dtype))
 
@@ -498,6 +509,8 @@ def simulate_dynamics(
     first save not reached or not closed (default False: read `converged`).
 
     **Returns:** a `Simulation`.
+
+    `lk`: the linkage (with masses); `max_steps`: the integrator's step budget.
     """
     drive = Drive() if drive is None else drive
     solver = diffrax.Dopri8() if solver is None else solver
@@ -893,6 +906,10 @@ def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> 
       `singular_configuration`, by its condition number.
 
     **Returns:** a `JointForces`.
+
+    **Arguments:** `lk`: the linkage; `u`, `udot`, `uddot`: the input's value, rate and
+    acceleration (`(N,)` arrays or scalars, in the input's units); `throw`: raise if the
+    closure fails at an input.
     """
     dt = lk.coords.dtype
     u = jnp.asarray(u, dt)

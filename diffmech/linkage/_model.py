@@ -255,6 +255,11 @@ class Linkage(eqx.Module):
     bundled example (`diffmech.examples`). Construction validates the description and
     raises `LinkageError` naming the item; `check()` verifies the initial configuration
     (its residual and its mobility from the Jacobian's rank).
+
+    Built by `Linkage.from_dict` or `diffmech.linkage.load`, not by hand; its other
+    fields are derived there: `description` (the parsed description), `masses`, `coms`,
+    `inertias` (per link: kg, a joint or point, kg·m² about the centre of mass),
+    `gravity` (m/s²) and the loads' `load_kinds`, `load_index` and `load_params`.
     """
 
     coords: Float[Array, "J 3"]

@@ -57,6 +57,9 @@ class Motion(AbstractResult):
 
     `motion["J8"]` is a joint's `(N, dim)` path (`(N, 3)` for a line or plane) and
     `motion.as_dict()` all of them by name.
+
+    `widths` (static): each joint's number of coordinates (2 for a planar point, 3
+    otherwise).
     """
 
     inputs: Float[Array, " N"]

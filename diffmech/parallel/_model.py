@@ -111,7 +111,16 @@ class Chain(eqx.Module):
 
 def chain(kinds: str, axes, points, home, *, actuated=None, bodies=(), attach, name, lower=None, upper=None) -> Chain:
     """Build a `Chain` from a kind string such as `"RRPRR"`; `bodies` lists
-    `(after_joint, mass, com, inertia)` tuples."""
+    `(after_joint, mass, com, inertia)` tuples.
+
+    **Arguments** (the fields of `Chain`, which says more): `kinds`: one letter per
+    joint (`R` or `P`), base to platform; `axes` `(n, 3)`, `points` `(n, 3)`: each
+    joint's unit axis and a point on it at home (m); `home` `(n,)`: the joint labels at
+    home (rad or m); `actuated`: which joints are driven (default: the P joints);
+    `bodies`: the massive links; `attach` `(3,)`: the chain's platform-side joint
+    centre at home; `name`: a label; `lower`, `upper` `(n,)`: limits on the labels
+    (default: none).
+    """
     n = len(kinds)
     actuated = tuple(k == "P" for k in kinds) if actuated is None else tuple(bool(a) for a in actuated)
     masses = jnp.asarray([b[1] for b in bodies], dtype=float).reshape(len(bodies))
@@ -158,6 +167,9 @@ class AbstractParallelMechanism(eqx.Module):
     **Fields:** `chains`; the platform's `mass`, `com` (home), `inertia` (about the
     centre of mass, home, space axes); `reference` (the platform point the trajectory
     moves, at home); `gravity`; `length_scale` (static, scales the position residuals).
+
+    `task_dim`: the platform's degrees of freedom (6 for the Gough–Stewart platform, 3
+    for the 3UPS–UPU–S).
     """
 
     chains: eqx.AbstractVar[tuple[Chain, ...]]

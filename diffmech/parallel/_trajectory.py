@@ -93,7 +93,13 @@ def stewart_spiral(mechanism, times=None, *, radius=0.005, rise=0.0005, roll=0.1
     """The six-degree-of-freedom spiral of seed 002 as reconstructed in
     `docs/parallel_models.md`: the platform centre on a helix,
     `P(t) = P0 + (−a sin t, a (1 − cos t), c t)`, and `R = Rz(γ) Ry(β) Rx(α)` with
-    `α = roll (1 − cos t)`, `β = pitch sin t`, `γ = −yaw (1 − cos t)`."""
+    `α = roll (1 − cos t)`, `β = pitch sin t`, `γ = −yaw (1 − cos t)`.
+
+    **Arguments:** `mechanism`: the platform; `times` `(N,)` (s; default:
+    `uniform_times()`; `t` in the formulas, used as the angle in rad); `radius` (m):
+    the helix's radius `a`; `rise` (m per unit of `t`): its rise `c`; `roll`, `pitch`,
+    `yaw` (rad): the amplitudes of `α`, `β`, `γ`.
+    """
     times = uniform_times() if times is None else times
     P0 = jnp.asarray(mechanism.reference)
 
@@ -110,7 +116,11 @@ def tilt_circle(mechanism, times=None, *, amplitude=0.1, offset=-0.1) -> Traject
     """The trajectory of seed 004 (Eqs. 50–51 read as rotations, `docs/parallel_models.md`):
     `R(t) = Rx(α) Ry(β)`, `α = amplitude·cos t + offset`, `β = amplitude·sin t`, and the
     reference point E at `R(t)·E0` (the platform turns about O). With the default
-    offset the motion starts at home; the paper's printed offset is +0.2."""
+    offset the motion starts at home; the paper's printed offset is +0.2.
+
+    **Arguments:** `mechanism`: the 3UPS–UPU–S; `times` `(N,)` (s; default:
+    `uniform_times()`); `amplitude`, `offset` (rad): the tilt's amplitude and offset.
+    """
     times = uniform_times() if times is None else times
     E0 = jnp.asarray(mechanism.reference)
 

@@ -59,15 +59,6 @@ def jacobian(fn: Residual) -> Callable[[Float[Array, " n"], Any, PyTree], Float[
     return own if own is not None else jax.jacfwd(fn)
 
 
-def _residual_and_jacobian(fn: Residual) -> Callable[[Float[Array, " n"], Any, PyTree], tuple]:
-    """`(fn(x, u, params), ∂fn/∂x)` as a function of `(x, u, params)`."""
-    jac = jacobian(fn)
-    # (the residual evaluated on its own: taken from the forward passes' primal, it
-    # rounded differently in a batch of sweeps and in one sweep at XLA's -O0, and the
-    # two then converged to different round-off points near a motion limit)
-    return lambda x, u, params: (fn(x, u, params), jac(x, u, params))
-
-
 _warned_float32 = False
 
 
@@ -791,14 +782,17 @@ class Newton(eqx.Module):
             x, r, last = jax.lax.fori_loop(0, self.steps, step, (x, r, last), unroll=_unroll(x))
             return x, _max_abs(r), last, exact_start, None
 
-        both = _residual_and_jacobian(fn)
+        jacobian_of = jacobian(fn)
 
         def body(k, carry):
             # iteration k evaluates the residual and Jacobian at the k-th iterate and,
             # for k < steps, takes the step (the last iteration only evaluates; `k` is
             # not batched, so the solve is skipped there, not masked)
             x, _, _, last, exact_start = carry
-            r, J = both(x, u, params)
+            # (the residual evaluated on its own: taken from the forward passes' primal,
+            # it rounded differently in a batch of sweeps and in one sweep at XLA's -O0,
+            # and the two then converged to different round-off points near a limit)
+            r, J = fn(x, u, params), jacobian_of(x, u, params)
             exact_start = jnp.where(k == 0, _max_abs(r) <= eps2, exact_start)
 
             def newton():

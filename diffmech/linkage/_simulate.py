@@ -168,9 +168,10 @@ def _simulate(lk, inputs, branch, condition, fallback, probe):
     also the core's `SweepSolution` (for `_resume_program`)."""
     inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
     prep = _prepare(lk)
+    x0 = lk.x0()
     sol, probed = _closure._sweep(
         _residual,
-        lk.x0(),
+        x0,
         inputs,
         prep,
         # the branch invariant: the closure Jacobian's determinant, whose sign changes
@@ -178,7 +179,7 @@ def _simulate(lk, inputs, branch, condition, fallback, probe):
         branch="det" if branch else None,
         condition=condition,
         fallback=fallback,
-        probe=(lk.x0(), jnp.zeros((), inputs.dtype)) if probe else None,
+        probe=(x0, jnp.zeros((), inputs.dtype)) if probe else None,
         **_SWEEP,
     )
     return _motion(lk, prep, sol), probed, sol

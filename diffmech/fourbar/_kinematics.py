@@ -401,23 +401,25 @@ def sweep(fb: FourBar, theta_A_values, *, condition: bool = True, throw: bool = 
     **Returns:** a `Sweep` (attributes `theta_A`, `q`, `converged`, `status`,
     `residual`, `condition`).
     """
-    if is_traced(theta_A_values):
+    traced = is_traced(fb, theta_A_values)
+    if traced:
         theta = jnp.asarray(theta_A_values, dtype=fb.lengths.dtype)
     else:  # validated with NumPy on the host: the only call into JAX is the compiled program
         theta = np.asarray(theta_A_values, dtype=np.dtype(fb.lengths.dtype))
-        if not np.all(np.isfinite(theta)):
+        if not np.isfinite(theta).all():
             raise ValueError(f"sweep: `theta_A_values` must be finite; got {theta}")
     if theta.ndim != 1 or theta.shape[0] < 1:
         raise ValueError(
             f"sweep: `theta_A_values` must be a non-empty 1-D array of crank angles; got shape {theta.shape}"
         )
-    if is_traced(fb, theta):
+    if traced:
         # inside a transformation: the program itself (compiler options are a top-level jit's)
         return finish(_sweep_program(fb, jnp.asarray(theta), condition, False)[0], throw, "fourbar.sweep")
     # eager: the program without the sequential fallback first (half the compile time);
-    # the one with it is compiled and run only if an input needs it
+    # the one with it is compiled and run only if an input needs it. The flag is read
+    # through NumPy: `bool()` of a JAX scalar costs 5 µs more, a sixth of the sweep
     out, deferred = _sweep_jit(fb, theta, condition, True)
-    return finish(_sweep_jit(fb, theta, condition, False)[0] if deferred else out, throw, "fourbar.sweep")
+    return finish(_sweep_jit(fb, theta, condition, False)[0] if np.asarray(deferred) else out, throw, "fourbar.sweep")
 
 
 # --------------------------------------------------------------------------- rates

@@ -283,7 +283,7 @@ def simulate(
         _CHECKED[id(lk)] = lk  # a reference keeps the id from being reused
         while len(_CHECKED) > 16:
             _CHECKED.popitem(last=False)
-    if eager and deferred:
+    if eager and np.asarray(deferred):  # through NumPy: `bool()` of a JAX scalar costs 5 µs more
         # some input needs the sequential fallback: run it alone, from the first
         # deferred input (its own small program, compiled only for such sweeps)
         motion = _resume_jit(lk, sol, branch, condition)

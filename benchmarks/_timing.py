@@ -32,3 +32,32 @@ def timed(f, *args, repeats):
         runs.append(time.perf_counter() - t)
     med = statistics.median(runs)
     return out, max(first - med, 0.0), med
+
+
+def add_dispatch_flag(ap):
+    """The `--async-dispatch` option of the benchmark scripts (see `set_dispatch`)."""
+    ap.add_argument(
+        "--async-dispatch",
+        action="store_true",
+        help="keep JAX's default asynchronous CPU dispatch (default: off, as the README recommends)",
+    )
+
+
+def set_dispatch(async_dispatch: bool) -> bool:
+    """Choose how JAX's CPU client runs a program; call before JAX's first array.
+
+    By default (`jax_cpu_enable_async_dispatch=True`) the CPU client hands every program
+    that is not trivially cheap to a pool thread and returns a future: the caller then
+    waits for that thread to wake, 50–80 µs per call on this 2-core machine (measured,
+    docs/benchmarks.md), more than a whole 180-step four-bar sweep costs. With it off the
+    caller's thread runs the program: the same compiled code and results, without the
+    hand-over. The README recommends it off for CPU work made of many small calls; the
+    benchmarks run with it off unless `--async-dispatch` is given, and record which.
+    The setting is read once, when JAX starts its CPU backend.
+    """
+    from jax._src import xla_bridge
+
+    if xla_bridge.backends_are_initialized():
+        raise RuntimeError("set_dispatch must run before JAX starts its backend (before the first array)")
+    jax.config.update("jax_cpu_enable_async_dispatch", async_dispatch)
+    return async_dispatch

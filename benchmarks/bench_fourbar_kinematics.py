@@ -23,6 +23,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import diffmech as dm  # noqa: E402
+from benchmarks._timing import add_dispatch_flag, set_dispatch  # noqa: E402
 from diffmech import (
     _closure,  # noqa: E402
     fourbar as fbk,
@@ -58,7 +59,9 @@ def main(argv=None):
     ap.add_argument("--angles", type=int, default=360)
     ap.add_argument("--quick", action="store_true", help="small sizes (smoke test)")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "fourbar_kinematics.json"))
+    add_dispatch_flag(ap)
     a = ap.parse_args(argv)
+    async_dispatch = set_dispatch(a.async_dispatch)
     n, N = (200, 90) if a.quick else (a.designs, a.angles)
     reps_single, reps_batch = (20, 2) if a.quick else (300, 5)
     out = {
@@ -69,6 +72,7 @@ def main(argv=None):
             "device": str(jax.devices()[0]),
             "date": time.strftime("%Y-%m-%d"),
             "compiler_options": COMPILER_OPTIONS,
+            "jax_cpu_enable_async_dispatch": async_dispatch,
         },
         "sizes": {"designs": n, "angles": N},
     }

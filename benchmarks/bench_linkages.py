@@ -24,6 +24,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import diffmech as dm  # noqa: E402
+from benchmarks._timing import add_dispatch_flag, set_dispatch  # noqa: E402
 from diffmech import _closure, _linalg, linkage as L  # noqa: E402
 from diffmech.linkage import _model  # noqa: E402
 
@@ -142,7 +143,9 @@ def main(argv=None):
     ap.add_argument(
         "--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "linkages.json")
     )
+    add_dispatch_flag(ap)
     a = ap.parse_args(argv)
+    async_dispatch = set_dispatch(a.async_dispatch)
     names = a.examples.split(",")
     if a.quick:
         a.designs, a.repeats, names = 4, 3, ["fourbar", "spherical_rrpr"]
@@ -154,6 +157,7 @@ def main(argv=None):
             jax=jax.__version__,
             backend=jax.default_backend(),
             devices=[str(d) for d in jax.devices()],
+            jax_cpu_enable_async_dispatch=async_dispatch,
         ),
         examples=[],
     )

@@ -388,3 +388,36 @@ def test_batched_sweep_certifies_the_closed_form_without_the_fallback(monkeypatc
     need = np.concatenate(needs)
     assert need.size == n and not need.any(), np.nonzero(need)[0]
     assert 0.5 < float(np.mean(conv)) < 1.0  # motion limits occur, and are proven by the closed form
+
+
+def test_eager_sweep_runs_the_full_program_when_an_angle_was_deferred(monkeypatch):
+    # The eager sweep runs the program without the sequential fallback first and reads
+    # back one flag; a four-bar's circle intersection certifies every angle, so the flag
+    # is never raised by a real design. Raise it (and spoil that program's answer): the
+    # eager layer must then return the full program's result, closed to round-off.
+    from diffmech.fourbar import _kinematics as impl
+
+    real = impl._sweep_jit
+    calls = []
+
+    def spy(fb_, theta, condition, deferred):
+        out, flag = real(fb_, theta, condition, deferred)
+        calls.append(deferred)
+        assert not bool(flag)  # the real flag: nothing deferred
+        if deferred:
+            return type(out)(
+                theta_A=out.theta_A,
+                q=jnp.full_like(out.q, jnp.nan),
+                converged=out.converged,
+                status=out.status,
+                residual=out.residual,
+                condition=out.condition,
+            ), jnp.asarray(True)
+        return out, flag
+
+    monkeypatch.setattr(impl, "_sweep_jit", spy)
+    fb = dm.FourBar.seed_crank_rocker()
+    s = fbk.sweep(fb, np.linspace(0.0, 2 * np.pi, 37))
+    assert calls == [True, False]
+    assert bool(jnp.all(s.converged))
+    assert float(jnp.max(fbk.closure_residual(fb, s.q))) <= 1e-14

@@ -29,6 +29,11 @@ os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", _CACHE)
 jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
 
+# The suite tests JAX's default CPU dispatch (asynchronous). The notebooks turn it off, as
+# the README recommends, but they run in this process: starting the backend here, before
+# any test or notebook, keeps the whole suite in one mode (the setting is read at start).
+jax.devices()
+
 
 # --- scheduling (pytest-xdist `--dist loadgroup`, see pyproject) -----------------------
 # The suite is trace- and compile-bound. A notebook shares most of its programs with the

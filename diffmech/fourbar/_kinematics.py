@@ -417,7 +417,7 @@ def sweep(fb: FourBar, theta_A_values, *, condition: bool = True, throw: bool = 
         )
     if traced:
         # inside a transformation: the program itself (compiler options are a top-level jit's)
-        return finish(_sweep_program(fb, jnp.asarray(theta), condition, False)[0], throw, "fourbar.sweep")
+        return finish(_sweep_program(fb, theta, condition, False)[0], throw, "fourbar.sweep")
     # eager: the program without the sequential fallback first (half the compile time);
     # the one with it is compiled and run only if an input needs it. The flags are read
     # through NumPy: `bool()` of a JAX scalar costs 5 µs more, a sixth of the sweep

@@ -2,7 +2,6 @@
 the input as one jitted scan, mobility from the Jacobian's rank, and exact rates by
 the implicit function theorem."""
 
-import collections
 import math
 from typing import ClassVar
 
@@ -14,7 +13,7 @@ from jaxtyping import Array, Bool, Float
 
 from .. import _closure
 from .._result import AbstractResult, finish
-from .._validate import is_traced
+from .._validate import Recent, is_traced
 from .._xla import COMPILER_OPTIONS
 from ._model import Linkage, LinkageError, _coords, _prepare, _residual, residual
 
@@ -270,7 +269,7 @@ def simulate(
     # the initial configuration is checked once per linkage object (a Linkage is
     # immutable), inside the same compiled program as its first simulation
     eager = not is_traced(lk, inputs)
-    check = check and eager and _CHECKED.get(id(lk)) is not lk
+    check = check and eager and lk not in _CHECKED
     # eager: the program without the sequential fallback first (a smaller program to
     # compile); the one with it is compiled and run only if an input needs it
     # inside a transformation: the program itself (compiler options are a top-level jit's)
@@ -280,9 +279,7 @@ def simulate(
         assert values is not None  # computed in the program when `check`
         r, Jx = values
         _raise_if_bad_initial(lk, r, Jx)
-        _CHECKED[id(lk)] = lk  # a reference keeps the id from being reused
-        while len(_CHECKED) > 16:
-            _CHECKED.popitem(last=False)
+        _CHECKED.add(lk)
     if eager and np.asarray(deferred):  # through NumPy: `bool()` of a JAX scalar costs 5 µs more
         # some input needs the sequential fallback: run it alone, from the first
         # deferred input (its own small program, compiled only for such sweeps)
@@ -290,7 +287,7 @@ def simulate(
     return finish(motion, throw, f"linkage {lk.name!r}: simulate")
 
 
-_CHECKED: "collections.OrderedDict[int, Linkage]" = collections.OrderedDict()
+_CHECKED = Recent()  # the linkages whose initial configuration was checked
 
 
 # --------------------------------------------------------------------------- checks

@@ -69,7 +69,7 @@ class FourBar(eqx.Module):
             com = jnp.stack([links / 2, jnp.zeros_like(links)], axis=-1)
         check_array(owner, "com", com, (3, 2), batch_shape=batch)
         gravity = _as_float(gravity)
-        if not is_traced(gravity) and gravity.ndim == 1 and batch:
+        if gravity.ndim == 1 and batch:  # traced or not: inside `jit` the default is traced
             gravity = jnp.broadcast_to(gravity, batch + (2,))
         check_array(owner, "gravity", gravity, (2,), batch_shape=batch)
         self.lengths = lengths

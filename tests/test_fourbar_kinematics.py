@@ -253,11 +253,20 @@ def test_batched_sweep_in_chunks_equals_each_design_alone(monkeypatch):
     # 3 designs a chunk, 7 designs (one proper, one stopping at its crank limit, one
     # never assembling, four perturbed) make three chunks and two padded lanes. Every
     # design's result must equal its own unbatched sweep, in its own place
+    from diffmech import _closure
     from diffmech._result import code
     from diffmech.fourbar import _kinematics as impl
 
     th = jnp.linspace(0, 2 * jnp.pi, 41)
     monkeypatch.setattr(impl, "_SWEEP_CHUNK", 3 * th.shape[0])
+    chunks = []
+    real = _closure.vmap_chunked
+
+    def spy(fn, xs, chunk):
+        chunks.append(chunk)
+        return real(fn, xs, chunk)
+
+    monkeypatch.setattr(_closure, "vmap_chunked", spy)
     rng = np.random.default_rng(5)
     L = np.concatenate(
         [
@@ -267,6 +276,7 @@ def test_batched_sweep_in_chunks_equals_each_design_alone(monkeypatch):
     ).reshape(7, 4)
     batched = jax.jit(lambda le: fbk.sweep(dm.FourBar(lengths=le), th))(jnp.asarray(L))
     assert batched.q.shape == (7, 41, 6)
+    assert chunks == [3]  # 7 designs in chunks of 3 (on the CPU, where the suite runs)
     conv = np.asarray(batched.converged)
     assert conv[0].all() and 0 < conv[1].sum() < 41 and not conv[2].any()
     for i in range(7):

@@ -196,29 +196,15 @@ def solve(
 def _batched(fn, fb: FourBar, *args, chunk: int | None = None):
     """Apply a single-design function to every design of a (possibly batched) FourBar.
 
-    `chunk`: vmap at most this many designs at a time (a loop over chunks, each written
-    in place into the output; the last chunk overlaps the one before it rather than
-    padding the batch, whose output would then be sliced: a copy of all of it). None:
-    the whole batch in one vmap.
+    `chunk`: vmap at most this many designs at a time (`_closure.vmap_chunked`; None:
+    the whole batch in one vmap).
     """
     batch = fb.batch_shape
     if not batch:
         return fn(fb, *args)
     n = math.prod(batch)
     flat = jax.tree.map(lambda v: v.reshape((n,) + v.shape[len(batch) :]), fb)
-    vfn = jax.vmap(fn, in_axes=(0,) + (None,) * len(args))
-    if chunk is None or n <= chunk:
-        out = vfn(flat, *args)
-    else:
-
-        def run(i, out):
-            start = jnp.minimum(i * chunk, n - chunk)  # the last chunk ends at the batch's end
-            part = vfn(jax.tree.map(lambda v: jax.lax.dynamic_slice_in_dim(v, start, chunk), flat), *args)
-            return jax.tree.map(lambda o, p: jax.lax.dynamic_update_slice_in_dim(o, p, start, 0), out, part)
-
-        shapes = jax.eval_shape(vfn, jax.tree.map(lambda v: v[:chunk], flat), *args)
-        out = jax.tree.map(lambda s: jnp.zeros((n,) + s.shape[1:], s.dtype), shapes)
-        out = jax.lax.fori_loop(0, -(-n // chunk), run, out)
+    out = _closure.vmap_chunked(lambda f: fn(f, *args), flat, chunk)
     return jax.tree.map(lambda v: v.reshape(batch + v.shape[1:]), out)
 
 
@@ -392,11 +378,17 @@ def sweep_functional(
     return finish(out, throw, "fourbar.sweep")
 
 
-# a batch of sweeps is solved in chunks of about this many configurations (designs ×
-# angles): each chunk's arrays then stay in the CPU's caches. 10⁴ designs × 360 angles
-# on a 2-core CPU (jax 0.10.2, 2026-11-25): 254 ms in one vmap, 145–157 ms in chunks
-# of 100–625 designs (36k–225k configurations), 164 ms at 1000, 248 ms at 5000
+# on the CPU a batch of sweeps is solved in chunks of about this many configurations
+# (designs × angles): each chunk's arrays then stay in the caches. 10⁴ designs × 360
+# angles on a 2-core CPU (jax 0.10.2, 2026-11-25): 254 ms in one vmap, 145–157 ms in
+# chunks of 100–625 designs (36k–225k configurations), 164 ms at 1000, 248 ms at 5000.
+# Other backends get the whole batch at once (a GPU wants wide kernels, and each chunk
+# would add its kernels' launch latency; not measured: no GPU was available)
 _SWEEP_CHUNK = 1 << 16
+
+
+def _sweep_chunk(n_angles: int) -> int | None:
+    return max(1, _SWEEP_CHUNK // n_angles) if jax.default_backend() == "cpu" else None
 
 
 def _sweep_program(fb, theta_A, condition, deferred):
@@ -404,7 +396,7 @@ def _sweep_program(fb, theta_A, condition, deferred):
     out = _batched(
         lambda f: sweep_functional(f, theta_A, condition=condition, fallback=fallback),
         fb,
-        chunk=max(1, _SWEEP_CHUNK // theta_A.shape[0]),
+        chunk=_sweep_chunk(theta_A.shape[0]),
     )
     # the one number the eager call reads back: 1 if an input was left to the fallback,
     # + 2 if an angle is not finite (checked here, not on the host: 4 µs less a call)

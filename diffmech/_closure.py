@@ -901,7 +901,15 @@ def vmap_chunked(fn: Callable, xs: PyTree, chunk: int | None) -> PyTree:
     four-bar sweeps of 360 angles: 254 ms in one `vmap`, 145–157 ms in chunks of
     100–625 sweeps; jax 0.10.2, 2-core CPU, 2026-11-25). The last chunk overlaps the one
     before it instead of padding the input (slicing a padded output copies all of it:
-    45 ms more there). Derivatives as `vmap`'s. `chunk` None or ≥ n: one `vmap`.
+    45 ms more there). Worth it for many cheap, element-wise problems (a batch of
+    sweeps); the 42×42 solves of a parallel mechanism's samples gained nothing. On a
+    GPU use one `vmap` (wide kernels).
+
+    **Arguments:** `fn`: a function of one element of `xs`; `xs`: the batch, a pytree
+    whose leaves share the leading axis `n`; `chunk`: elements per chunk (None or ≥ n:
+    one `vmap`).
+
+    **Returns:** `jax.vmap(fn)(xs)`, the same values; derivatives as `vmap`'s.
     """
     vfn = jax.vmap(fn)
     n = jax.tree.leaves(xs)[0].shape[0]

@@ -20,5 +20,6 @@ from ._closure import (
     root as root,
     sweep as sweep,
     velocity as velocity,
+    vmap_chunked as vmap_chunked,
 )
 from ._result import AbstractResult as AbstractResult

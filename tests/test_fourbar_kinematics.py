@@ -450,8 +450,8 @@ def test_eager_sweep_runs_the_full_program_when_an_angle_was_deferred(monkeypatc
     real = impl._sweep_jit
     calls = []
 
-    def spy(fb_, theta, condition, deferred):
-        out, flag = real(fb_, theta, condition, deferred)
+    def spy(lengths, theta, condition, deferred, branch):
+        out, flag = real(lengths, theta, condition, deferred, branch)
         calls.append(deferred)
         assert int(flag) == 0  # the real flags: nothing deferred, every angle finite
         if deferred:

@@ -406,8 +406,16 @@ def _sweep_program(fb, theta_A, condition, deferred):
     return eqx.tree_at(lambda s: s.theta_A, out, theta_A), flags
 
 
+def _sweep_lengths_program(lengths, theta_A, condition, deferred, branch):
+    # the eager program takes the lengths alone (all a sweep reads, with the static
+    # branch): each array argument of a call costs its dispatch, and a FourBar has five
+    return _sweep_program(FourBar(lengths=lengths, branch=branch), theta_A, condition, deferred)
+
+
 # plain jit: eqx.filter_jit costs ~0.2 ms a call here
-_sweep_jit = jax.jit(_sweep_program, static_argnames=("condition", "deferred"), compiler_options=COMPILER_OPTIONS)
+_sweep_jit = jax.jit(
+    _sweep_lengths_program, static_argnames=("condition", "deferred", "branch"), compiler_options=COMPILER_OPTIONS
+)
 
 
 def sweep(fb: FourBar, theta_A_values, *, condition: bool = True, throw: bool = False) -> Sweep:
@@ -445,11 +453,13 @@ def sweep(fb: FourBar, theta_A_values, *, condition: bool = True, throw: bool = 
     # eager: the program without the sequential fallback first (half the compile time);
     # the one with it is compiled and run only if an input needs it. The flags are read
     # through NumPy: `bool()` of a JAX scalar costs 5 µs more, a sixth of the sweep
-    out, flags = _sweep_jit(fb, theta, condition, True)
+    out, flags = _sweep_jit(fb.lengths, theta, condition, True, fb.branch)
     flags = int(np.asarray(flags))
     if flags & 2:
         raise ValueError(f"sweep: `theta_A_values` must be finite; got {theta}")
-    return finish(_sweep_jit(fb, theta, condition, False)[0] if flags & 1 else out, throw, "fourbar.sweep")
+    if flags & 1:
+        out = _sweep_jit(fb.lengths, theta, condition, False, fb.branch)[0]
+    return finish(out, throw, "fourbar.sweep")
 
 
 # --------------------------------------------------------------------------- rates

@@ -336,3 +336,31 @@ def test_theta_A_agrees_with_absolute_coordinate_model(name, mode):
         q = np.asarray(tr.q)
         assert np.max(np.abs(q[:, 2:4] - [1.0, 0.0])) <= 2e-16
         assert np.max(np.abs(q[:, 0:2] - q[:, 4:6])) <= 2e-16
+
+
+def test_closure_of_the_right_hand_side_is_at_round_off_with_implicit_derivatives():
+    # the minimal mode's closure (`closure_q`: the circle intersection certified by the
+    # core, no Newton step) on random crank-rockers: closed to round-off at every angle,
+    # unreachable angles of a crank that cannot turn flagged, and the derivatives with
+    # respect to the lengths equal to central differences
+    from diffmech.fourbar import _dynamics as fbd
+
+    rng = np.random.default_rng(11)
+    th = jnp.linspace(0.0, 2 * jnp.pi, 97)
+    for _ in range(5):
+        L = jnp.asarray(np.array([0.12, 0.25, 0.26, 0.30]) * (1 + 0.1 * rng.uniform(-1, 1, 4)))
+        fb = dm.FourBar(lengths=L)
+        assert fbk.grashof(fb) == "crank-rocker"
+        q, ok = jax.vmap(lambda t, fb=fb: fbd.closure_q(fb, t))(th)
+        assert bool(jnp.all(ok))
+        assert float(jnp.max(fbk.closure_residual(fb, q))) <= 4.5e-16
+
+        def f(le, t=1.3):
+            return fbd.closure_q(dm.FourBar(lengths=le), t)[0]
+
+        fd = central_diff(lambda le: np.asarray(f(jnp.asarray(le))), np.asarray(L), 1e-6)
+        assert rel_err(jax.jacfwd(f)(L), fd) <= 1e-8
+        assert rel_err(jax.jacrev(f)(L), fd) <= 1e-8
+    limited = dm.FourBar(lengths=jnp.array([0.3, 0.3, 0.3, 0.5]))  # its crank stops short of π
+    _, ok = jax.vmap(lambda t: fbd.closure_q(limited, t))(jnp.array([0.5, 2.5, 3.0]))
+    assert np.asarray(ok).tolist() == [True, False, False]

@@ -170,11 +170,11 @@ def _newton(f, jac, x0, *, atol, xtol, max_steps, min_steps, robust=False, m_tan
         r = f(x)
         if m_tangents:
             J, Fu = jac(x)
-            sol = _linalg.solve(J, jnp.concatenate([-r[:, None], -Fu], axis=1))
+            sol = _linalg.step(J, jnp.concatenate([-r[:, None], -Fu], axis=1))
             dx, T = sol[:, 0], sol[:, 1:]
         else:
             J, T = jac(x), None
-            dx = _linalg.solve(J, -r)
+            dx = _linalg.step(J, -r)
         if robust:
             # a step through a singular Jacobian (non-finite) becomes a damped
             # least-squares step; and a configuration already exact to round-off is
@@ -776,7 +776,7 @@ class Newton(eqx.Module):
 
             def step(_, carry):
                 x, r, _ = carry
-                dx = _linalg.solve(jac(x), -r)
+                dx = _linalg.step(jac(x), -r)
                 dx = jnp.where((_max_abs(r) <= eps2) | freeze, 0.0, dx)  # already exact: do not move
                 x = x + dx
                 return x, f(x), _max_abs(dx) / (1 + _max_abs(x - dx))
@@ -800,7 +800,7 @@ class Newton(eqx.Module):
             exact_start = jnp.where(k == 0, _max_abs(r) <= eps2, exact_start)
 
             def newton():
-                dx = _linalg.solve(J, -r)
+                dx = _linalg.step(J, -r)
                 return jnp.where((_max_abs(r) <= eps2) | freeze, 0.0, dx)  # already exact: do not move
 
             dx = jax.lax.cond(k < self.steps, newton, lambda: jnp.zeros_like(x))

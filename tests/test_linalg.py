@@ -69,3 +69,22 @@ def test_batched_large_systems_without_batched_lapack(n):
         assert g[idx] == pytest.approx(fd, rel=1e-6, abs=1e-8)
     gf = jax.jacfwd(lambda A: jax.vmap(_linalg.solve)(A, b))(jnp.asarray(A))
     assert np.isfinite(np.asarray(gf)).all()
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 4, 6])
+def test_newton_step_solve_equals_solve_and_keeps_singular_steps_non_finite(n):
+    # `step` is `solve` routed through a product with the identity (so that XLA
+    # computes an unrolled solve once for its several readers): the same values,
+    # bit for bit, one system or a batch, vector or matrix right-hand side
+    rng = np.random.default_rng(n)
+    A = jnp.asarray(rng.normal(size=(64, n, n)) + 3 * np.eye(n))
+    b = jnp.asarray(rng.normal(size=(64, n)))
+    B = jnp.asarray(rng.normal(size=(64, n, 2)))
+    for rhs in (b, B):
+        ref = jax.jit(jax.vmap(_linalg.solve))(A, rhs)
+        out = jax.jit(jax.vmap(_linalg.step))(A, rhs)
+        np.testing.assert_array_equal(np.asarray(out), np.asarray(ref))
+        np.testing.assert_array_equal(np.asarray(_linalg.step(A[0], rhs[0])), np.asarray(_linalg.solve(A[0], rhs[0])))
+        assert float(jnp.max(jnp.abs(jnp.einsum("kij,kj...->ki...", A, out) - rhs))) <= 1e-13
+    singular = jnp.zeros((n, n)).at[0, 0].set(1.0) if n > 1 else jnp.zeros((1, 1))
+    assert not bool(jnp.all(jnp.isfinite(jax.jit(_linalg.step)(singular, jnp.ones(n)))))

@@ -909,7 +909,8 @@ def vmap_chunked(fn: Callable, xs: PyTree, chunk: int | None) -> PyTree:
     whose leaves share the leading axis `n`; `chunk`: elements per chunk (None or ≥ n:
     one `vmap`).
 
-    **Returns:** `jax.vmap(fn)(xs)`, the same values; derivatives as `vmap`'s.
+    **Returns:** `jax.vmap(fn)(xs)`'s values and derivatives (to round-off: a chunk's
+    program is compiled on its own and may round a few values differently).
     """
     vfn = jax.vmap(fn)
     n = jax.tree.leaves(xs)[0].shape[0]

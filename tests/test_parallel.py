@@ -155,6 +155,22 @@ def test_stewart_against_dasgupta_newton_euler():
         assert np.abs(np.asarray(d.actuator_forces) - F).max() <= 1e-8 * np.abs(F).max(), method
 
 
+def test_exact_mode_from_a_coarse_interpolant_reaches_round_off():
+    """Exact mode at a stride (continuation through every stride-th sample, Newton on
+    all samples from the cubic Hermite interpolant) equals the continuation through
+    every sample (stride 1) to round-off, however coarse the stride: Newton takes the
+    steps the interpolant needs (one at a fine stride, more at a coarse one)."""
+    mech, traj, kin, _ = _stewart()
+    assert int(traj.times.shape[0]) // 400 <= 1  # the fixture's own run is stride 1: the reference
+    scale = float(jnp.abs(kin.state).max())
+    for stride in (25, 150):
+        k = par.inverse_kinematics(mech, traj, stride=stride, throw=False)
+        assert bool(k.converged.all()), stride
+        assert float(k.residual.max()) <= 2e-15, stride
+        assert float(jnp.abs(k.state - kin.state).max()) <= 4e-15 * scale, stride
+        assert float(jnp.abs(k.state_rate - kin.state_rate).max()) <= 1e-13 * float(jnp.abs(kin.state_rate).max())
+
+
 def _energy_power_residual(mech, kin, dyn, load):
     """Σ actuator power + external power − d(kinetic + potential energy)/dt, with the
     energy's rate taken by jvp of an energy function of the closure state (no wrenches)."""

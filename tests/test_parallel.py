@@ -171,6 +171,47 @@ def test_exact_mode_from_a_coarse_interpolant_reaches_round_off():
         assert float(jnp.abs(k.state_rate - kin.state_rate).max()) <= 1e-13 * float(jnp.abs(kin.state_rate).max())
 
 
+@pytest.mark.parametrize("mech", [par.StewartPlatform(), par.ThreeUPSUPUS()], ids=["stewart", "3ups_upu_s"])
+def test_wrench_solve_and_its_condition_number_against_numpy(mech):
+    """One step's wrench system, restated in NumPy from the equations of
+    `diffmech.parallel._dynamics` (a row `ξ_jᵀ N w_end` per passive joint, the
+    platform's balance `Σ w_end`), with random screws and requirements: the solution
+    satisfies it (least norm where it is underdetermined) and the condition number is
+    NumPy's (`cond(A, 1)`; `sqrt(cond(A Aᵀ, 1))` for redundant actuation)."""
+    rng = np.random.default_rng(3)
+    Ss = [jnp.asarray(rng.normal(size=(6, ch.n))) for ch in mech.chains]
+    Hs = [jnp.asarray(rng.normal(size=(ch.n, 6))) for ch in mech.chains]
+    hP = jnp.asarray(rng.normal(size=6))
+    wrenches, _, cond, res = _dynamics._solve(mech, Ss, Hs, hP)
+    C = len(mech.chains)
+    rows, rhs = [], []
+    for c, (ch, S, H) in enumerate(zip(mech.chains, Ss, Hs)):
+        S, H = np.asarray(S), np.asarray(H)
+        for j in range(ch.n):
+            if not ch.actuated[j]:
+                row = np.zeros(6 * C)
+                row[6 * c : 6 * c + 6] = np.concatenate([S[3:, j], S[:3, j]])  # ξ_jᵀ N
+                rows.append(row)
+                rhs.append(-(S[3:, j] @ H[j, :3] + S[:3, j] @ H[j, 3:]))
+    A = np.vstack([np.array(rows), np.tile(np.eye(6), (1, C))])
+    b = np.concatenate([rhs, np.asarray(hP)])
+    ends = np.concatenate(
+        [
+            np.asarray(w)[-1] - np.asarray(H)[-1]
+            for w, H in zip(np.split(np.asarray(wrenches), np.cumsum([ch.n for ch in mech.chains])[:-1]), Hs)
+        ]
+    )
+    assert np.abs(A @ ends - b).max() <= 1e-12 * np.abs(b).max()
+    if A.shape[0] == A.shape[1]:
+        expected = np.linalg.cond(A, 1)
+    else:
+        assert A.shape[0] < A.shape[1]
+        expected = np.sqrt(np.linalg.cond(A @ A.T, 1))
+        assert np.abs(ends - np.linalg.pinv(A) @ b).max() <= 1e-12 * np.abs(ends).max()  # the least-norm solution
+    assert float(cond) == pytest.approx(expected, rel=1e-10)
+    assert float(res) <= 1e-14
+
+
 def _energy_power_residual(mech, kin, dyn, load):
     """Σ actuator power + external power − d(kinetic + potential energy)/dt, with the
     energy's rate taken by jvp of an energy function of the closure state (no wrenches)."""

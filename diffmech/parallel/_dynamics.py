@@ -144,17 +144,22 @@ def _solve(mech: AbstractParallelMechanism, Ss, Hs, hP):
     A = jnp.concatenate([jnp.stack(rows), jnp.tile(jnp.eye(6, dtype=hP.dtype), (1, C))])
     b = jnp.concatenate([jnp.stack(rhs), hP])
     m, n = A.shape
+    # the solution and the inverse (for the condition number) from one solve with
+    # `[b | I]`: one factorisation instead of two (Stewart, 10,000 steps: see
+    # docs/benchmarks.md)
     if m == n:
-        cond = _linalg.condition_1(A)
-        W = _linalg.solve(A, b)
-    elif m < n:
-        G = A @ A.T
-        cond = jnp.sqrt(_linalg.condition_1(G))
-        W = A.T @ _linalg.solve(G, b)
+        M, rhs = A, b
+    elif m < n:  # underdetermined (redundant actuation): the least-norm solution
+        M, rhs = A @ A.T, b
     else:
-        G = A.T @ A
-        cond = jnp.sqrt(_linalg.condition_1(G))
-        W = _linalg.solve(G, A.T @ b)
+        M, rhs = A.T @ A, A.T @ b
+    X = _linalg.solve(M, jnp.concatenate([rhs[:, None], jnp.eye(M.shape[0], dtype=M.dtype)], axis=1))
+    cond = _linalg.condition_from_inverse(M, X[:, 1:])
+    W = X[:, 0]
+    if m != n:
+        cond = jnp.sqrt(cond)
+    if m < n:
+        W = A.T @ W
     res = jnp.max(jnp.abs(A @ W - b)) / (jnp.max(jnp.abs(b)) + jnp.max(jnp.abs(A)) * jnp.max(jnp.abs(W)) + 1e-300)
     W = W.reshape(C, 6)
     wrenches, forces = [], []

@@ -120,6 +120,23 @@ def test_bad_input_is_named():
     assert not bool(kin.converged.all())
 
 
+def test_mobility_names_a_pose_the_mechanism_cannot_take():
+    """`mobility` at a pose: a pose the chains cannot close is named (not an error from
+    inside the compiled solve), and so is one the closure reaches only in part (the
+    3UPS–UPU–S's trajectory prescribes the platform normal; its S joint fixes the
+    position), instead of the mobility of another pose."""
+    from diffmech import _screw
+
+    stewart = par.StewartPlatform()
+    tilted = np.asarray(_screw.rotation_vector(jnp.array([2.0, 0.0, 0.0])))
+    with pytest.raises(ValueError, match="cannot reach this pose"):
+        par.mobility(stewart, (tilted, np.asarray(stewart.reference)))
+    ups = par.ThreeUPSUPUS()
+    assert par.mobility(ups, (np.eye(3), np.asarray(ups.reference))).dof == 2
+    with pytest.raises(ValueError, match=r"cannot take this pose.*closes at position"):
+        par.mobility(ups, (np.eye(3), np.asarray(ups.reference) + np.array([0.3, 0.0, 0.3])))
+
+
 def eqx_set(tree, name, value):
     import equinox as eqx
 

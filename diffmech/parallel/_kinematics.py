@@ -595,10 +595,19 @@ def _null(M, rtol):
 @eqx.filter_jit
 def _pose_screws(mechanism, R, pos):
     """Close the chains at the pose (R, pos) from home by Newton, one compiled program;
-    returns (converged, residual, screw matrix of every chain)."""
-    sol = _closure.root(residual, jnp.zeros(mechanism.n_joints + 6), (R, pos - R @ mechanism.reference), mechanism)
-    th = split_joints(mechanism, sol.value[: mechanism.n_joints])
-    return sol.converged, sol.residual, [chain_screws(ch, t) for ch, t in zip(mechanism.chains, th)]
+    returns (converged, residual, screw matrix of every chain, the platform's pose
+    reached `(R, position)`: the task may prescribe only part of the pose)."""
+    sol = _closure.root(
+        residual,
+        jnp.zeros(mechanism.n_joints + 6),
+        (R, pos - R @ mechanism.reference),
+        mechanism,
+        throw=False,  # `mobility` names a pose the chains cannot reach
+    )
+    th, phi, d = split(mechanism, sol.value)
+    R_at = _screw.rotation_vector(phi)
+    reached = (R_at, R_at @ mechanism.reference + d)
+    return sol.converged, sol.residual, [chain_screws(ch, t) for ch, t in zip(mechanism.chains, th)], reached
 
 
 def mobility(mechanism: AbstractParallelMechanism, pose=None, *, rtol: float = 1e-9) -> Mobility:
@@ -607,18 +616,31 @@ def mobility(mechanism: AbstractParallelMechanism, pose=None, *, rtol: float = 1
     **Arguments:** `mechanism`: the parallel mechanism; `pose`: `None` (home) or
     `(R, position)` of the platform's reference
     point, where the chains are closed by Newton from home first (`ValueError` if they
-    cannot be); `rtol`: relative singular-value threshold for ranks.
+    cannot be, or if the pose they close at is not this one: a mechanism whose
+    trajectory prescribes only part of the pose, as the 3UPS–UPU–S's platform normal,
+    takes the rest from its closure); `rtol`: relative singular-value threshold for
+    ranks.
     """
     N6 = np.asarray(_screw.N_MATRIX)
     if pose is None:
         R, pos = jnp.eye(3), mechanism.reference
     else:
         R, pos = (jnp.asarray(v, dtype=float) for v in pose)
-    converged, res, screws = _pose_screws(mechanism, R, pos)
+    converged, res, screws, (R_at, pos_at) = _pose_screws(mechanism, R, pos)
     if not bool(converged):
         raise ValueError(
             f"mobility: the chains of {type(mechanism).__name__} cannot reach this pose "
             f"(closure residual {float(res):.3g})"
+        )
+    # the task may prescribe only part of the pose (the 3UPS–UPU–S: the platform normal);
+    # the rest is what the closure gives, and must be the pose asked for
+    dR = float(jnp.max(jnp.abs(R_at - R)))
+    dp = float(jnp.max(jnp.abs(pos_at - pos)))
+    if dR > 1e-9 or dp > 1e-9 * (1.0 + float(jnp.max(jnp.abs(pos)))):
+        raise ValueError(
+            f"mobility: {type(mechanism).__name__} cannot take this pose: with the coordinates its "
+            f"trajectory prescribes it closes at position {np.round(np.asarray(pos_at), 9).tolist()} "
+            f"(asked {np.round(np.asarray(pos), 9).tolist()}; orientation differs by {dR:.3g})"
         )
     cons, act, ranks = [], [], {}
     for ch, S in zip(mechanism.chains, screws):

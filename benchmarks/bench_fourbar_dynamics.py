@@ -14,7 +14,9 @@ model of the tests (tests/reference/fourbar_absolute.py), run here at rtol 1e-13
 Measures (compile time separately; wall times are medians of repeated runs):
 - `closure`: the loop gap |C_coupler − C_rocker| in metres, max over the run;
 - `drift`: max |E(t) − E(0)| / max T(t) (T the kinetic energy);
-- `sim_per_wall`: simulated seconds per wall second.
+- `sim_per_wall`: simulated seconds per wall second (batched: one `vmap` of all the
+  trajectories, and `chunked_sim_per_wall`: the same in chunks of `CHUNK` trajectories,
+  `closure.vmap_chunked`).
 """
 
 import argparse
@@ -120,40 +122,54 @@ def random_releases(rng, n):
     return jnp.asarray(rng.uniform(-np.pi, np.pi, n)), jnp.asarray(rng.uniform(-3, 3, n))
 
 
+# trajectories per chunk of the chunked batched runs (`closure.vmap_chunked`): 128–256
+# measured fastest at 1024 and 8192 trajectories (64: slower), 2026-11-25
+CHUNK = 128
+
+
 def throughput(fb, batches, t1, rtol, repeats):
+    """Simulated seconds per wall second of `n` released trajectories in one program:
+    one `vmap` of all of them, and (above `CHUNK`) the same `vmap` run `CHUNK`
+    trajectories at a time (`closure.vmap_chunked`), whose final angles must equal the
+    one `vmap`'s."""
     rows = []
     rng = np.random.default_rng(1)
+
+    def one(a):
+        tr = released(fb, a[0], a[1], t1, rtol)
+        return tr.theta_A[-1], tr.ok
+
     for n in batches:
         th0, w0 = random_releases(rng, n)
-
-        @jax.jit
-        def run(th0, w0):
-            def one(th, w):
-                tr = released(fb, th, w, t1, rtol)
-                return tr.theta_A[-1], tr.ok
-
-            return jax.vmap(one)(th0, w0)
-
-        t = time.perf_counter()
-        _, ok = jax.block_until_ready(run(th0, w0))
-        first = time.perf_counter() - t
-        wall = _median_time(lambda: run(th0, w0), repeats)
-        rows.append(
-            dict(
-                batch=n,
-                t1=t1,
-                rtol=rtol,
-                compile_s=max(first - wall, 0.0),
-                wall_s=wall,
-                sim_per_wall=n * t1 / wall,
-                all_ok=bool(jnp.all(ok)),
+        row = dict(batch=n, t1=t1, rtol=rtol)
+        for key, chunk in (("", None), ("chunked_", CHUNK)):
+            if chunk is not None and n <= chunk:
+                continue
+            run = jax.jit(lambda th, w, c=chunk: dm.closure.vmap_chunked(one, (th, w), c))
+            t = time.perf_counter()
+            theta, ok = jax.block_until_ready(run(th0, w0))
+            first = time.perf_counter() - t
+            wall = _median_time(lambda: run(th0, w0), repeats)
+            row.update(
+                {
+                    f"{key}compile_s": max(first - wall, 0.0),
+                    f"{key}wall_s": wall,
+                    f"{key}sim_per_wall": n * t1 / wall,
+                    f"{key}all_ok": bool(jnp.all(ok)),
+                }
             )
-        )
-        print(
-            f"  diffmech batch {n:5d} (minimal, rtol {rtol:.0e}, {t1} s each): {wall:.3f} s, "
-            f"{n * t1 / wall:,.0f} simulated s per s, all ok: {rows[-1]['all_ok']}",
-            flush=True,
-        )
+            if chunk is None:
+                theta_one = theta
+            else:
+                row["chunk"] = chunk
+                row["chunked_max_abs_diff_theta_A"] = float(jnp.max(jnp.abs(theta - theta_one)))
+            print(
+                f"  diffmech batch {n:5d} (minimal, rtol {rtol:.0e}, {t1} s each"
+                + (f", in chunks of {chunk}" if chunk else "")
+                + f"): {wall:.3f} s, {n * t1 / wall:,.0f} simulated s per s, all ok: {bool(jnp.all(ok))}",
+                flush=True,
+            )
+        rows.append(row)
     return rows
 
 

@@ -32,6 +32,9 @@ from diffmech.linkage import _model  # noqa: E402
 PAPER_S = dict(fourbar=1.4, stephenson2=3.79, theo_jansen=3.81, spherical_rrpr=1.49, spherical_watt1=3.33, ss5=0.28)
 
 
+BATCH_CHUNK = 64  # designs per chunk of the batched runs
+
+
 def timed(f, *args, repeats):
     t = time.perf_counter()
     compiled = f.lower(*args).compile()
@@ -100,13 +103,17 @@ def bench_example(name, designs, repeats):
         speedup_of_sweep=run_s / res["single_lean"]["run_s"],
     )
     batch = perturbed(lk, designs)
-    # vmapped in chunks of 256 inside one jit (`lax.map(batch_size=…)`): a single vmap
-    # of 1024 5-SS designs (15 unknowns, LAPACK solves) stalls XLA:CPU in jax 0.10.2
+    # vmapped in chunks of 64 designs inside one jit (`lax.map(batch_size=…)`): a single
+    # vmap of 1024 5-SS designs (15 unknowns, LAPACK solves) stalls XLA:CPU in jax
+    # 0.10.2, and smaller chunks stay in the caches (1024 designs, 2026-11-25: chunks of
+    # 256 / 128 / 64 / 32 / 16 took 1.88 / 1.55 / 1.52 / 1.52 / 3.78 s for the
+    # Stephenson-II; 64 against 256: Theo Jansen 1.53 against 1.90 s, Watt-I 1.53
+    # against 1.83 s, 5-SS 6.20 against 7.82 s)
     f = jax.jit(
         lambda b: jax.lax.map(
             lambda c: L.simulate_functional(eqx.tree_at(lambda l: l.coords, lk, c), inputs, condition=False),
             b,
-            batch_size=min(256, designs),
+            batch_size=min(BATCH_CHUNK, designs),
         )
     )
     c_s, run_s, m = timed(f, batch, repeats=max(3, repeats // 5))

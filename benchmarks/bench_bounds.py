@@ -55,11 +55,8 @@ def main(argv=None):
 
     small, large = (10, 2) if a.quick else (a.repeats, 5)
 
-    def timed(f, *args, repeats):
-        """`f` jitted as the library's eager programs are (and as
-        `bench_fourbar_kinematics.py` times them): the median of `repeats` calls after
-        a warm-up, in seconds."""
-        g = jax.jit(f, compiler_options=COMPILER_OPTIONS)
+    def median_call(g, args, repeats):
+        """The median of `repeats` calls of the compiled `g(*args)` after a warm-up, in seconds."""
         jax.block_until_ready(g(*args))
         runs = []
         for _ in range(repeats):
@@ -67,6 +64,11 @@ def main(argv=None):
             jax.block_until_ready(g(*args))
             runs.append(time.perf_counter() - t)
         return float(np.median(runs))
+
+    def timed(f, *args, repeats):
+        """`f` jitted as the library's eager programs are (and as
+        `bench_fourbar_kinematics.py` times them), `median_call`."""
+        return median_call(jax.jit(f, compiler_options=COMPILER_OPTIONS), args, repeats)
 
     out = dict(
         machine=dict(
@@ -132,14 +134,7 @@ def main(argv=None):
         """Microseconds per sample of `f(*args)` (Equinox's jit: the mechanism and the
         trajectory are modules; these programs run for milliseconds, so its call
         overhead does not count)."""
-        g = eqx.filter_jit(f)
-        jax.block_until_ready(g(*args))
-        runs = []
-        for _ in range(large):
-            t = time.perf_counter()
-            jax.block_until_ready(g(*args))
-            runs.append(time.perf_counter() - t)
-        return float(np.median(runs)) / n * 1e6
+        return median_call(eqx.filter_jit(f), args, large) / n * 1e6
 
     def rates(x, R, d, Rd, dd, Rdd, ddd, J):
         return jax.vmap(lambda x_, u, ud, udd, J_: _closure.rates(_kinematics.residual, x_, u, mech, ud, udd, jac=J_))(

@@ -468,9 +468,10 @@ def inverse_kinematics(
       or `"one_step"` (the seeds' explicit scheme; needs uniform time steps).
     - `stride`: exact mode: the continuation runs sequentially through every
       `stride`-th sample (default: `max(1, N // 400)`); all samples are then solved in parallel by Newton from the
-      cubic Hermite interpolant (positions and IFT rates) of the continuation. The
-      condition number reported for a sample is the larger of its two continuation
-      samples'.
+      cubic Hermite interpolant (positions and IFT rates) of the continuation, until
+      the update is at most 1e-9 (relative; one step at least, eight at most), so that
+      any stride gives the same solutions to round-off. The condition number reported
+      for a sample is the larger of its two continuation samples'.
     - `throw`: raise at the first sample that failed: eagerly a
       `diffmech.MotionLimitError` (a joint limit, naming the joint; or a leg that
       cannot reach the pose) or `diffmech.SingularError`, naming the sample, its

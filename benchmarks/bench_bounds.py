@@ -51,7 +51,7 @@ def main(argv=None):
     from diffmech._xla import COMPILER_OPTIONS
     from diffmech.fourbar import _kinematics as fbk
     from diffmech.linkage._simulate import _prepare, _residual
-    from diffmech.parallel import _dynamics, _kinematics
+    from diffmech.parallel import _kinematics
 
     small, large = (10, 2) if a.quick else (a.repeats, 5)
 
@@ -141,10 +141,10 @@ def main(argv=None):
             x, (R, d), (Rd, dd), (Rdd, ddd), J
         )
 
-    def wrench_solve(m, k):
-        """The dynamics' per-step wrench solve alone: `_dynamics._solve` with the seed's
-        load, on the screws and requirements of the exact kinematics."""
-        return _dynamics.inverse_dynamics(m, traj, LOADS["stewart"], kinematics=k).condition
+    def dynamics(m, k):
+        """The inverse dynamics given the exact kinematics, with the seed's load: every
+        body's motion, the Newton–Euler wrench solve and its condition number."""
+        return par.inverse_dynamics(m, traj, LOADS["stewart"], kinematics=k).condition
 
     out["stewart_exact_us_per_sample"] = {
         "closure residual": per_sample(jax.vmap(lambda x_, R, d: _kinematics.residual(x_, (R, d), mech)), x, R_t, d_t),
@@ -158,7 +158,9 @@ def main(argv=None):
         "inverse kinematics (exact)": per_sample(
             lambda m, t: par.inverse_kinematics(m, t, method="exact").state_accel, mech, traj
         ),
-        "inverse dynamics given the kinematics (wrench solve and condition)": per_sample(wrench_solve, mech, kin),
+        "inverse dynamics given the kinematics (body motions, wrench solve, condition)": per_sample(
+            dynamics, mech, kin
+        ),
         "whole pipeline": per_sample(lambda m, t: pipeline("exact")(m, t, LOADS["stewart"])[1], mech, traj),
     }
     out["stewart_samples"] = n

@@ -293,8 +293,9 @@ COND_LIMIT = 1e12
 
 
 # exact mode, Newton from the interpolant: stop after an update of at most `_FINE_XTOL`
-# (relative; as `closure.Newton`'s `certify`), else at `_FINE_MAX_STEPS` steps
-_FINE_XTOL, _FINE_MAX_STEPS = 1e-9, 8
+# (relative: the sweep corrector's `certify`, whose reasoning it shares), else at
+# `_FINE_MAX_STEPS` steps
+_FINE_XTOL, _FINE_MAX_STEPS = _closure.Newton().certify, 8
 
 
 def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride: int) -> Kinematics:

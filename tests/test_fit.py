@@ -93,3 +93,39 @@ def test_fourbar_tracer_identification_exact_without_noise_and_statistically_con
     assert np.max(np.abs(np.asarray(rn.fourbar.lengths - true.lengths))) < 30 * sigma
     with pytest.raises(ValueError, match="must match"):
         identify.fourbar_tracer(theta, clean[:5], start, (0.09, 0.06))
+
+
+class _TwoLosses(eqx.Module):
+    x: jax.Array
+    kinked: jax.Array
+
+
+def test_a_stalled_start_stops_unconverged_and_no_start_pays_for_a_stopped_one():
+    # A kinked loss (|x − 1| + |y − 1| + a quadratic) stalls L-BFGS near its kink: its
+    # line search fails at every step there, and a step that does not lower the loss
+    # stops the start, reported not converged. Rosenbrock's function converges by gtol.
+    # Under `vmap` every start's line search runs as long as the slowest one's, so a
+    # stopped start must cost nothing: the batch {kinked, Rosenbrock} evaluates the loss
+    # at most as often as the batches {Rosenbrock, Rosenbrock} and {kinked, kinked}
+    # together (counted on the host, once per batched evaluation).
+    calls = []
+
+    def loss(m):
+        jax.debug.callback(lambda: calls.append(1))
+        x, y = m.x[0], m.x[1]
+        kink = jnp.abs(x - 1.0) + jnp.abs(y - 1.0) + 0.1 * ((x - 1.0) ** 2 + (y - 1.0) ** 2)
+        return jnp.where(m.kinked, kink, (1 - x) ** 2 + 100.0 * (y - x * x) ** 2)
+
+    def run(kinked):
+        calls.clear()
+        m = _TwoLosses(x=jnp.array([[-1.2, 1.0]] * 2), kinked=jnp.array(kinked))
+        r = F.fit(loss, m, trainable=lambda m: m.x, batch=True, steps=200, gtol=1e-10)
+        return len(calls), r
+
+    n_mixed, r = run([True, False])
+    n_rosen, r_rosen = run([False, False])
+    n_kink, _ = run([True, True])
+    assert not bool(r.converged[0]) and int(r.steps[0]) < 200 and float(r.loss[0]) < 1e-6
+    assert bool(r.converged[1]) and float(r.loss[1]) < 1e-20
+    np.testing.assert_allclose(np.asarray(r.params.x[1]), np.asarray(r_rosen.params.x[1]), rtol=1e-12)
+    assert n_mixed <= n_rosen + n_kink, (n_mixed, n_rosen, n_kink)

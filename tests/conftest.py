@@ -9,10 +9,18 @@ import os
 # (jaxlib 0.11 removed the fusion-emitter flag, and an unknown XLA flag aborts the process)
 from importlib.metadata import version as _version  # noqa: E402
 
+#
+# Each xdist worker runs its programs on one thread (`--xla_cpu_multi_thread_eigen=false`):
+# the workers already fill the cores, and two processes whose XLA:CPU runtimes each split
+# work over a pool of every core wait on each other's threads. Measured on 2 cores
+# (2026-11-26, jax 0.10.2): tests/test_identify.py beside tests/test_linkage.py, each in
+# its own process, 208 s and 311 s with the pools, 78 s and 187 s without; the Stewart
+# payload test alone 16 s, 134 s beside the other file with the pools, 27 s without.
 _old_emitters = tuple(int(p) for p in _version("jaxlib").split(".")[:2]) < (0, 11)
 os.environ.setdefault(
     "XLA_FLAGS",
-    "--xla_backend_optimization_level=0" + (" --xla_cpu_use_fusion_emitters=false" if _old_emitters else ""),
+    "--xla_backend_optimization_level=0 --xla_cpu_multi_thread_eigen=false"
+    + (" --xla_cpu_use_fusion_emitters=false" if _old_emitters else ""),
 )
 
 import jax  # noqa: E402

@@ -4,6 +4,8 @@ to keep in git, and made by `docs/figures.py` (which names each file it writes).
 import pathlib
 import re
 
+import pytest
+
 ROOT = pathlib.Path(__file__).parent.parent
 
 
@@ -60,3 +62,31 @@ def test_every_public_callable_names_each_of_its_parameters_in_its_docstring():
     total, missing = docstring_audit.undocumented()
     assert total >= 150, total  # the audit sees the whole API
     assert not missing, missing
+
+
+def test_the_site_renders_only_notebooks_executed_from_their_current_source(tmp_path):
+    """docs/hooks.py renders the notebooks the suite executed (build/notebooks/); the
+    check it runs refuses a notebook with no executed copy or a copy of another source,
+    naming each, and returns the copies otherwise."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(ROOT / "docs"))
+    try:
+        import executed
+    finally:
+        sys.path.remove(str(ROOT / "docs"))
+    src, built = tmp_path / "notebooks", tmp_path / "built"
+    src.mkdir(), built.mkdir()
+    for name in ("01_a.ipynb", "02_b.ipynb"):
+        (src / name).write_text(json.dumps({"cells": [], "metadata": {}, "name": name}))
+    with pytest.raises(executed.NotExecuted, match=r"01_a\.ipynb: not executed[\s\S]*02_b\.ipynb: not executed"):
+        executed.executed_notebooks(src, built)
+    for name in ("01_a.ipynb", "02_b.ipynb"):
+        meta = {executed.SOURCE_KEY: executed.source_hash(src / name)}
+        (built / name).write_text(json.dumps({"cells": [], "metadata": meta}))
+    assert [p.name for p in executed.executed_notebooks(src, built)] == ["01_a.ipynb", "02_b.ipynb"]
+    (src / "02_b.ipynb").write_text(json.dumps({"cells": [], "metadata": {}, "edited": True}))
+    with pytest.raises(executed.NotExecuted, match=r"02_b\.ipynb: .* another version") as e:
+        executed.executed_notebooks(src, built)
+    assert "01_a" not in str(e.value)

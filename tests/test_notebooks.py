@@ -7,18 +7,36 @@ strict runs unchanged under standard), and part of JAX's cache key, so a noteboo
 under standard promotion would recompile everything. In-process, a notebook reuses the programs the tests of its
 subject compiled in this worker already (same library functions, same shapes): each
 notebook is put in one `xdist_group` with those tests and ordered after them
-(`conftest.py`), which halves the notebooks' share of the suite's time on 2 cores."""
+(`conftest.py`), which halves the notebooks' share of the suite's time on 2 cores.
 
+Each cell's outputs are kept as a kernel would record them (its printed text, every
+`display`, the value of its last expression, and each figure left open at its end, as
+PNG, as Jupyter's inline backend shows it), and a notebook that ran through is written
+with them to `build/notebooks/`. The documentation site renders those (`docs/hooks.py`)
+instead of executing the notebooks a second time; it refuses a notebook that is missing
+there or was executed from another version of its source (`docs/executed.py`)."""
+
+import base64
 import contextlib
 import io
+import os
 import pathlib
+import sys
 
+import matplotlib
 import matplotlib.pyplot as plt
 import nbformat
 import pytest
+from IPython.core.displaypub import DisplayPublisher
 from IPython.core.interactiveshell import InteractiveShell
+from IPython.core.pylabtools import select_figure_formats
 
-NOTEBOOKS = sorted((pathlib.Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+ROOT = pathlib.Path(__file__).parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+sys.path.insert(0, str(ROOT / "docs"))
+from executed import BUILT, SOURCE_KEY, source_hash  # noqa: E402  (where the site reads them: docs/executed.py)
+
+sys.path.remove(str(ROOT / "docs"))
 # the test module whose programs each notebook shares (its xdist group)
 GROUP = {
     "01": "fourbar_kinematics",
@@ -33,29 +51,116 @@ GROUP = {
 }
 
 
-def _run(path) -> dict:
+class _Outputs(io.TextIOBase):
+    """One cell's outputs in the order they came, as nbformat output nodes."""
+
+    def __init__(self):
+        self.items = []
+        self.name = "stdout"
+
+    def stream(self, name: str, text: str):
+        if not text:
+            return
+        last = self.items[-1] if self.items else None
+        if last is not None and last.output_type == "stream" and last.name == name:
+            last.text += text
+        else:
+            self.items.append(nbformat.v4.new_output("stream", name=name, text=text))
+
+    def writable(self):
+        return True
+
+    def write(self, text):  # stdout (the stream's name is switched for stderr, below)
+        self.stream(self.name, text)
+        return len(text)
+
+    def bundle(self, data: dict) -> dict:
+        return {k: base64.b64encode(v).decode() if isinstance(v, bytes) else v for k, v in data.items()}
+
+    def display(self, data, metadata=None):
+        self.items.append(nbformat.v4.new_output("display_data", data=self.bundle(data), metadata=metadata or {}))
+
+
+class _Err(io.TextIOBase):
+    def __init__(self, outputs: _Outputs):
+        self.outputs = outputs
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        self.outputs.stream("stderr", text)
+        return len(text)
+
+
+class _Publisher(DisplayPublisher):
+    """`display(...)` inside a cell: recorded as a display_data output of that cell."""
+
+    cell: _Outputs | None = None
+
+    def publish(self, data, metadata=None, source=None, *, transient=None, update=False, **kwargs):
+        assert self.cell is not None
+        self.cell.display(data, metadata)
+
+
+def _run(path, built=None) -> dict:
     """Execute the notebook's code cells in order in a clean IPython namespace; return
     its `checks` dict: the values the notebook reports, which the test asserts on (data,
-    not printed text)."""
+    not printed text). With `built`, the notebook with its outputs is written there."""
     nb = nbformat.read(path, as_version=4)
     shell = InteractiveShell.instance()
     shell.reset(new_session=True)
-    out = io.StringIO()
+    publisher, saved_pub = _Publisher(shell=shell), shell.display_pub
+    hook = shell.displayhook
+    backend = matplotlib.get_backend()
+    rc = contextlib.ExitStack()
+    rc.enter_context(matplotlib.rc_context())  # the inline backend's settings stay in this notebook
+    matplotlib.use("module://matplotlib_inline.backend_inline")  # plt.show() displays, as in Jupyter
+    select_figure_formats(shell, {"png"})
+    shell.display_pub = publisher
+    plt.close("all")  # figures another test left open are not this notebook's
+    count = 0
     try:
-        with contextlib.redirect_stdout(out):
-            for k, cell in enumerate(nb.cells):
-                if cell.cell_type != "code":
-                    continue
+        for k, cell in enumerate(nb.cells):
+            if cell.cell_type != "code":
+                continue
+            count += 1
+            out = _Outputs()
+            publisher.cell = out
+            n = count
+            # the value of the cell's last expression: an execute_result, as a kernel records it
+            hook.write_output_prompt = lambda: None
+            hook.quiet = lambda src=cell.source: hook.semicolon_at_end_of_expression(src)  # a trailing ';' hides it
+            hook.write_format_data = lambda data, md=None, out=out, n=n: out.items.append(
+                nbformat.v4.new_output("execute_result", data=out.bundle(data), metadata=md or {}, execution_count=n)
+            )
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(_Err(out)):
                 result = shell.run_cell(cell.source, store_history=False)
-                if not result.success:
-                    err = result.error_before_exec or result.error_in_exec
-                    raise AssertionError(
-                        f"{path.name}, cell {k}: {type(err).__name__}: {err}\n{out.getvalue()[-3000:]}"
-                    )
+                for num in plt.get_fignums():  # figures left open: shown at the cell's end, then closed
+                    shell.display_pub.publish(shell.display_formatter.format(plt.figure(num))[0])
+                plt.close("all")
+            if not result.success:
+                err = result.error_before_exec or result.error_in_exec
+                printed = "".join(o.get("text", "") for o in out.items)
+                raise AssertionError(f"{path.name}, cell {k}: {type(err).__name__}: {err}\n{printed[-3000:]}")
+            cell.outputs = out.items
+            cell.execution_count = n
         checks = dict(shell.user_ns.get("checks", {}))
     finally:
+        for name in ("write_output_prompt", "write_format_data", "quiet"):
+            hook.__dict__.pop(name, None)
+        shell.display_pub = saved_pub
         plt.close("all")
+        matplotlib.use(backend)
+        rc.close()
         shell.reset(new_session=True)
+    if built is not None:
+        nb.metadata[SOURCE_KEY] = source_hash(path)
+        nbformat.validate(nb)
+        built.parent.mkdir(parents=True, exist_ok=True)
+        tmp = built.with_suffix(f".{os.getpid()}.tmp")
+        nbformat.write(nb, tmp)
+        tmp.replace(built)
     return checks
 
 
@@ -71,7 +176,9 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("DIFFMECH_RESULTS", str(path.parent.parent / "benchmarks" / "results"))
     monkeypatch.chdir(tmp_path)
-    c = _run(path)
+    built = BUILT / path.name
+    built.unlink(missing_ok=True)  # a notebook that fails leaves nothing for the site to render
+    c = _run(path, built)
     if path.name.startswith("01_"):
         assert c["converged"] is True
         assert c["implicit_vs_fd"] < 1e-7

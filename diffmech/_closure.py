@@ -74,6 +74,30 @@ def _warn_if_float32(x: Array) -> None:
         )
 
 
+def _float_leaf_as_array(v):
+    return jnp.asarray(v) if isinstance(v, float | complex) else v
+
+
+def _one_program(f):
+    """`f` compiled as one program when an entry point is called eagerly (no argument
+    traced); under a transformation, `f` itself, inlined into the caller's program.
+
+    Eagerly, JAX would otherwise run the core op by op and compile each primitive on
+    its own: one `closure.sweep` of a two-unknown residual compiled ~200 programs of a
+    few milliseconds each. The compiled program is cached per `fn` (by identity),
+    shapes and options, as `optimistix.root_find`'s; Python floats among the arrays
+    (`x0`, the inputs, `params`) are passed as arrays, so a new value does not compile
+    a new program. Python ints and bools in `params` stay static."""
+    jitted = eqx.filter_jit(f)
+
+    def call(fn, *arrays, **options):
+        if is_traced(arrays):
+            return f(fn, *arrays, **options)
+        return jitted(fn, *jax.tree.map(_float_leaf_as_array, arrays), **options)
+
+    return call
+
+
 class Solution(eqx.Module):
     """The result of `root`.
 
@@ -296,7 +320,7 @@ def root(
 
     **Returns:** a `Solution`.
     """
-    sol, _ = _root(
+    sol, _ = _root_program(
         fn,
         x0,
         u,
@@ -420,6 +444,9 @@ _SUCCESS, _LIMIT, _SWITCH, _NOT_REACHED, _DEFERRED, _NONFINITE = (
         RESULTS.nonfinite,
     )
 )
+
+
+_root_program = _one_program(_root)
 
 
 def _arc_length(inputs, n_in, dtype):
@@ -602,13 +629,32 @@ def continuation(
 
     **Returns:** a `SweepSolution` (`steps` per input: the Newton steps it took).
     """
+    sol = _continuation_program(
+        fn,
+        x0,
+        inputs,
+        params,
+        branch_sign,
+        branch=branch,
+        atol=atol,
+        xtol=xtol,
+        max_steps=max_steps,
+        condition=condition,
+    )
+    return finish(sol, throw, "closure.continuation")
+
+
+def _continuation(fn, x0, inputs, params, branch_sign, *, branch, atol, xtol, max_steps, condition):
     x0 = jax.lax.stop_gradient(jnp.asarray(x0))
     _warn_if_float32(x0)
     opts = _Options(
         fn=fn, branch=branch, atol=_tolerance(atol, x0.dtype), xtol=xtol, max_steps=max_steps, condition=condition
     )
     rows, _, _ = _continuation_rows(opts, x0, jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params), branch_sign)
-    return finish(_finish(opts, inputs, params, rows), throw, "closure.continuation")
+    return _finish(opts, inputs, params, rows)
+
+
+_continuation_program = _one_program(_continuation)
 
 
 def _continuation_rows(opts, x0, inputs, params, branch_sign, robust=True, tangents=False):
@@ -1056,7 +1102,7 @@ def sweep(
 
     **Returns:** a `SweepSolution`.
     """
-    sol, _ = _sweep(
+    sol, _ = _sweep_program(
         fn,
         x0,
         inputs,
@@ -1174,6 +1220,9 @@ def _sweep(
     )
     rows = _when_needed(need, operands, run, fallback.chunk)
     return _finish(opts, inputs, params, rows), probed
+
+
+_sweep_program = _one_program(_sweep)
 
 
 def _resume(

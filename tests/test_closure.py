@@ -180,10 +180,10 @@ def test_sweep_vmaps_over_designs_and_differentiates():
         s = closure.sweep(residual, jnp.array([1.0, 0.0]), us, {"r": r, "a": P["a"]}, branch=branch)
         return jnp.sum(jnp.where(s.converged[:, None], s.value, 0.0))
 
-    vals = jax.vmap(path_sum)(rs)
+    vals = jax.jit(jax.vmap(path_sum))(rs)  # one program (eagerly, vmap runs op by op)
     ref = [float(jnp.sum(jax.vmap(exact, (0, None))(us, {"r": r, "a": P["a"]}))) for r in rs]
     np.testing.assert_allclose(vals, ref, rtol=1e-13)
-    g = jax.grad(path_sum)(rs[1])
+    g = jax.jit(jax.grad(path_sum))(rs[1])
     g_ref = jax.grad(lambda r: jnp.sum(jax.vmap(exact, (0, None))(us, {"r": r, "a": P["a"]})))(rs[1])
     assert rel_err(g, g_ref) < 1e-12
 
@@ -348,15 +348,17 @@ def test_deferred_fallback_leaves_the_rest_for_the_full_program(predictor):
     np.testing.assert_allclose(part.value[ok], full.value[ok], rtol=0, atol=1e-15)
     # under vmap: only the lanes that need the fallback are deferred
     rs = jnp.array([1.1, 2.5])
-    batch = jax.vmap(
-        lambda r: closure.sweep(
-            residual,
-            jnp.array([1.0, 0.0]),
-            us,
-            {"r": r, "a": P["a"]},
-            branch=branch,
-            predictor=pred,
-            fallback=closure.Deferred(),
+    batch = jax.jit(
+        jax.vmap(
+            lambda r: closure.sweep(
+                residual,
+                jnp.array([1.0, 0.0]),
+                us,
+                {"r": r, "a": P["a"]},
+                branch=branch,
+                predictor=pred,
+                fallback=closure.Deferred(),
+            )
         )
     )(rs)
     lanes = np.any(np.asarray(batch.status._value) == int(_closure._code(closure.RESULTS.deferred)), axis=1)

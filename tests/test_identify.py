@@ -50,8 +50,8 @@ def test_eight_base_parameters_span_exactly_what_the_dynamics_depend_on():
     representative design has the given base parameters."""
     th, w, a = _samples()
     p0 = _physical(TRUE)
-    Jt = jax.jacfwd(lambda p: fbk.crank_torque(_with(TRUE, p), th, w, a))(p0)
-    Jb = jax.jacfwd(lambda p: identify.fourbar_base_parameters(_with(TRUE, p)))(p0)
+    Jt = jax.jit(jax.jacfwd(lambda p: fbk.crank_torque(_with(TRUE, p), th, w, a)))(p0)
+    Jb = jax.jit(jax.jacfwd(lambda p: identify.fourbar_base_parameters(_with(TRUE, p))))(p0)
 
     def rank(M):
         s = np.linalg.svd(np.asarray(M), compute_uv=False)

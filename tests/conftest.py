@@ -35,7 +35,8 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 _CACHE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".pytest_cache", "jax")
 os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", _CACHE)
 jax.config.update("jax_compilation_cache_dir", os.environ["JAX_COMPILATION_CACHE_DIR"])
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+# every program compiled in 0.1 s or more is shared: the workers and the notebooks compile many of the same ones
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.1)
 
 # The suite tests JAX's default CPU dispatch (asynchronous). The notebooks turn it off, as
 # the README recommends, but they run in this process: starting the backend here, before
@@ -51,10 +52,10 @@ jax.devices()
 # (longest-processing-time first); ungrouped tests fill in behind them.
 import pytest  # noqa: E402
 
-# worker-seconds per group in the 788-s rehearsal (2026-11-23, --durations=60): fit 309, parallel 231, linkage 210,
-# fourbar_kinematics 186, fourbar_dynamics 177, synthesis 131 (ungrouped: test_shard 104); synthesis grew with
-# issue 21's tests (now in test_synthesis.py: ~300 worker-seconds in a cold run, 2026-11-25)
-GROUPS = ("synthesis", "fit", "parallel", "linkage", "fourbar_kinematics", "fourbar_dynamics")
+# worker-seconds per group (tests + notebooks) in a cold run of 2026-11-26 (468 s, --durations=150): linkage 229,
+# synthesis 160, fit 93, parallel 75, fourbar_dynamics 73, fourbar_kinematics 58 (ungrouped, the largest: the
+# README's examples 45, test_shard 37, test_closure 32)
+GROUPS = ("linkage", "synthesis", "fit", "parallel", "fourbar_dynamics", "fourbar_kinematics")
 
 
 @pytest.hookimpl(tryfirst=True)

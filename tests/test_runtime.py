@@ -54,7 +54,11 @@ print("done")
 
 
 def _run(program, timeout=240):
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    # the runtime's own thread pool, as a user's process has it: the suite's one-thread
+    # setting is dropped; LLVM's optimisation level is kept at the suite's (it changes
+    # the generated loops, not how the runtime schedules LAPACK kernels on its pool)
+    flags = os.environ.get("XLA_FLAGS", "").replace("--xla_cpu_multi_thread_eigen=false", "")
+    env = dict(os.environ, XLA_FLAGS=flags)
     try:
         out = subprocess.run(
             [sys.executable, "-c", PRELUDE + textwrap.dedent(program)],

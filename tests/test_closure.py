@@ -453,3 +453,27 @@ def test_vmap_chunked_equals_vmap_with_an_overlapping_last_chunk():
     g = np.asarray(jax.grad(loss)(xs["a"]))
     fd = central_diff(lambda a: float(loss(jnp.asarray(a))), np.asarray(xs["a"]), 1e-6)
     assert rel_err(g, fd) <= 1e-7
+
+
+def test_an_eager_sweep_is_one_program_and_a_new_float_compiles_nothing():
+    # called eagerly, the core compiles one program (JAX would otherwise run it op by op,
+    # compiling ~200 programs for this sweep); a new Python float among the parameters is
+    # an argument of that program, not a reason to compile another
+    lowered, listening = [], [True]
+
+    def listen(event, duration, **kwargs):
+        if listening[0] and event == "/jax/core/compile/jaxpr_to_mlir_module_duration":
+            lowered.append(duration)
+
+    us = jnp.linspace(0.0, 0.8, 17)  # a length no other test sweeps
+    x = jax.vmap(exact, (0, None))(us, {"r": jnp.asarray(1.25), "a": jnp.asarray(0.4)})  # the reference, first
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        s = closure.sweep(residual, jnp.array([1.0, 0.0]), us, {"r": 1.3, "a": 0.4})
+        assert bool(s.converged.all()) and len(lowered) <= 3, len(lowered)
+        lowered.clear()
+        s = closure.sweep(residual, jnp.array([1.0, 0.0]), us, {"r": 1.25, "a": 0.4})
+        assert lowered == [], len(lowered)
+        np.testing.assert_allclose(s.value, x, rtol=0, atol=1e-14)
+    finally:
+        listening[0] = False

@@ -26,6 +26,7 @@ import sys
 import matplotlib
 import matplotlib.pyplot as plt
 import nbformat
+import numpy as np
 import pytest
 from IPython.core.displaypub import DisplayPublisher
 from IPython.core.interactiveshell import InteractiveShell
@@ -198,6 +199,11 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
     if path.name.startswith("05_"):
         assert c["dof"] == 2 and c["null_dim"] == 2
     if path.name.startswith("07_"):
+        from test_synthesis import _poses, check_five_pose_motion_generation
+
+        r, poses = c["motion"]
+        np.testing.assert_allclose(poses, _poses(np.linspace(0.3, 2.6, 5)), rtol=0, atol=1e-12)  # the test's poses
+        check_five_pose_motion_generation(r, poses)
         assert c["five_point_objective"] < 1.28e-6  # below the best published value
         assert c["freudenstein_diff"] <= 1e-8  # Freudenstein's three-point solution
     if path.name.startswith("09_"):

@@ -83,11 +83,12 @@ def _one_program(f):
     traced); under a transformation, `f` itself, inlined into the caller's program.
 
     Eagerly, JAX would otherwise run the core op by op and compile each primitive on
-    its own: one `closure.sweep` of a two-unknown residual compiled ~200 programs of a
-    few milliseconds each. The compiled program is cached per `fn` (by identity),
-    shapes and options, as `optimistix.root_find`'s; Python floats among the arrays
-    (`x0`, the inputs, `params`) are passed as arrays, so a new value does not compile
-    a new program. Python ints and bools in `params` stay static."""
+    its own: one eager `closure.sweep` of a one-unknown residual lowered 162 programs
+    (`benchmarks/bench_eager_closure.py`: one program is 3.9x faster on the first call,
+    3,700x on a warm one). The compiled program is cached per `fn` (by identity), shapes
+    and options, as `optimistix.root_find`'s; Python floats among the arrays (`x0`, the
+    inputs, `params`) are passed as arrays, so a new value does not compile a new
+    program. Python ints and bools in `params` stay static."""
     jitted = eqx.filter_jit(f)
 
     def call(fn, *arrays, **options):

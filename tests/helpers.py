@@ -1,6 +1,22 @@
-"""Test utilities: central finite differences (the reference for every gradient)."""
+"""Test utilities: central finite differences (the reference for every gradient), and
+the documentation's helper modules (docs/), imported by name."""
+
+import importlib
+import pathlib
+import sys
 
 import numpy as np
+
+DOCS = pathlib.Path(__file__).resolve().parent.parent / "docs"
+
+
+def docs_module(name: str):
+    """Import `docs/NAME.py` (the site's build helpers are not a package)."""
+    sys.path.insert(0, str(DOCS))
+    try:
+        return importlib.import_module(name)
+    finally:
+        sys.path.remove(str(DOCS))
 
 
 def central_diff(f, x, h=1e-6):

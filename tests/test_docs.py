@@ -5,6 +5,7 @@ import pathlib
 import re
 
 import pytest
+from helpers import docs_module
 
 ROOT = pathlib.Path(__file__).parent.parent
 
@@ -52,14 +53,7 @@ def test_the_errors_page_lists_every_status_and_error_class_diffmech_adds():
 def test_every_public_callable_names_each_of_its_parameters_in_its_docstring():
     """The API reference is the docstrings: every public function and class of every
     public module names each of its parameters (docs/docstring_audit.py)."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "docs"))
-    try:
-        import docstring_audit
-    finally:
-        sys.path.remove(str(ROOT / "docs"))
-    total, missing = docstring_audit.undocumented()
+    total, missing = docs_module("docstring_audit").undocumented()
     assert total >= 150, total  # the audit sees the whole API
     assert not missing, missing
 
@@ -69,13 +63,8 @@ def test_the_site_renders_only_notebooks_executed_from_their_current_source(tmp_
     check it runs refuses a notebook with no executed copy or a copy of another source,
     naming each, and returns the copies otherwise."""
     import json
-    import sys
 
-    sys.path.insert(0, str(ROOT / "docs"))
-    try:
-        import executed
-    finally:
-        sys.path.remove(str(ROOT / "docs"))
+    executed = docs_module("executed")
     src, built = tmp_path / "notebooks", tmp_path / "built"
     src.mkdir(), built.mkdir()
     for name in ("01_a.ipynb", "02_b.ipynb"):

@@ -21,23 +21,20 @@ import contextlib
 import io
 import os
 import pathlib
-import sys
 
 import matplotlib
 import matplotlib.pyplot as plt
 import nbformat
 import numpy as np
 import pytest
+from helpers import docs_module
 from IPython.core.displaypub import DisplayPublisher
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.core.pylabtools import select_figure_formats
 
 ROOT = pathlib.Path(__file__).parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-sys.path.insert(0, str(ROOT / "docs"))
-from executed import BUILT, SOURCE_KEY, source_hash  # noqa: E402  (where the site reads them: docs/executed.py)
-
-sys.path.remove(str(ROOT / "docs"))
+executed = docs_module("executed")  # where the site reads the executed notebooks
 # the test module whose programs each notebook shares (its xdist group)
 GROUP = {
     "01": "fourbar_kinematics",
@@ -52,12 +49,11 @@ GROUP = {
 }
 
 
-class _Outputs(io.TextIOBase):
+class _Outputs:
     """One cell's outputs in the order they came, as nbformat output nodes."""
 
     def __init__(self):
         self.items = []
-        self.name = "stdout"
 
     def stream(self, name: str, text: str):
         if not text:
@@ -68,13 +64,6 @@ class _Outputs(io.TextIOBase):
         else:
             self.items.append(nbformat.v4.new_output("stream", name=name, text=text))
 
-    def writable(self):
-        return True
-
-    def write(self, text):  # stdout (the stream's name is switched for stderr, below)
-        self.stream(self.name, text)
-        return len(text)
-
     def bundle(self, data: dict) -> dict:
         return {k: base64.b64encode(v).decode() if isinstance(v, bytes) else v for k, v in data.items()}
 
@@ -82,15 +71,17 @@ class _Outputs(io.TextIOBase):
         self.items.append(nbformat.v4.new_output("display_data", data=self.bundle(data), metadata=metadata or {}))
 
 
-class _Err(io.TextIOBase):
-    def __init__(self, outputs: _Outputs):
-        self.outputs = outputs
+class _Stream(io.TextIOBase):
+    """stdout or stderr of a cell, written into its outputs."""
+
+    def __init__(self, outputs: _Outputs, name: str):
+        self.outputs, self.stream_name = outputs, name
 
     def writable(self):
         return True
 
     def write(self, text):
-        self.outputs.stream("stderr", text)
+        self.outputs.stream(self.stream_name, text)
         return len(text)
 
 
@@ -135,7 +126,7 @@ def _run(path, built=None) -> dict:
             hook.write_format_data = lambda data, md=None, out=out, n=n: out.items.append(
                 nbformat.v4.new_output("execute_result", data=out.bundle(data), metadata=md or {}, execution_count=n)
             )
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(_Err(out)):
+            with contextlib.redirect_stdout(_Stream(out, "stdout")), contextlib.redirect_stderr(_Stream(out, "stderr")):
                 result = shell.run_cell(cell.source, store_history=False)
                 for num in plt.get_fignums():  # figures left open: shown at the cell's end, then closed
                     shell.display_pub.publish(shell.display_formatter.format(plt.figure(num))[0])
@@ -156,7 +147,7 @@ def _run(path, built=None) -> dict:
         rc.close()
         shell.reset(new_session=True)
     if built is not None:
-        nb.metadata[SOURCE_KEY] = source_hash(path)
+        nb.metadata[executed.SOURCE_KEY] = executed.source_hash(path)
         nbformat.validate(nb)
         built.parent.mkdir(parents=True, exist_ok=True)
         tmp = built.with_suffix(f".{os.getpid()}.tmp")
@@ -176,7 +167,7 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("DIFFMECH_RESULTS", str(path.parent.parent / "benchmarks" / "results"))
     monkeypatch.chdir(tmp_path)
-    built = BUILT / path.name
+    built = executed.BUILT / path.name
     built.unlink(missing_ok=True)  # a notebook that fails leaves nothing for the site to render
     c = _run(path, built)
     if path.name.startswith("01_"):

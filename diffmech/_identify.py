@@ -699,7 +699,14 @@ class PayloadFit(eqx.Module):
 
 
 def payload(
-    mechanism, trajectory, actuator_forces, external_wrench=None, *, kinematics=None, method: str = "newton_euler"
+    mechanism,
+    trajectory,
+    actuator_forces,
+    external_wrench=None,
+    *,
+    kinematics=None,
+    method: str = "newton_euler",
+    regressor=None,
 ) -> PayloadFit:
     """Identify the platform's (payload's) mass, centre of mass and inertia from
     measured actuator forces along a known trajectory: linear least squares on
@@ -709,13 +716,25 @@ def payload(
 
     **Arguments:** `mechanism` (e.g. `parallel.StewartPlatform`), `trajectory` (a
     `parallel.Trajectory`), `actuator_forces` `(N, a)` measured; `kinematics`, `method`
-    as `parallel.inverse_dynamics`.
+    as `parallel.inverse_dynamics`; `regressor`: the `(Y, f0)` of `payload_regressor`
+    for these arguments, when already computed (recordings along one trajectory share
+    it, and only the least squares is solved; `external_wrench`, `kinematics` and
+    `method` are then not used).
 
     **Returns:** a `PayloadFit`. Raises `ValueError` when the trajectory does not excite
     all ten parameters (rank < 10): a motion with no rotation, for example, leaves the
     inertia unidentified.
     """
-    Y, f0 = payload_regressor(mechanism, trajectory, external_wrench, kinematics=kinematics, method=method)
+    if regressor is None:
+        Y, f0 = payload_regressor(mechanism, trajectory, external_wrench, kinematics=kinematics, method=method)
+    else:
+        Y, f0 = (np.asarray(a, dtype=float) for a in regressor)
+        N = np.shape(trajectory.times)[0]
+        if Y.ndim != 3 or Y.shape[0] != N or Y.shape[2] != 10 or f0.shape != Y.shape[:2]:
+            raise ValueError(
+                f"payload: `regressor` must be payload_regressor's (Y, f0) for this trajectory: Y ({N}, a, 10) "
+                f"and f0 ({N}, a); got {Y.shape} and {f0.shape}"
+            )
     f = np.asarray(actuator_forces, dtype=float)
     if f.shape != Y.shape[:2]:
         raise ValueError(

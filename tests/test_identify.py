@@ -293,8 +293,8 @@ def test_stewart_payload_from_actuator_forces():
     A = np.asarray(Y).reshape(-1, 10)
     rng = np.random.default_rng(1)
     chi2, ratio = [], []
-    for _ in range(100):
-        noisy = identify.payload(nominal, traj, f + sigma * rng.normal(size=f.shape), LOAD, kinematics=kin)
+    for _ in range(100):  # recordings along one trajectory share its regressor
+        noisy = identify.payload(nominal, traj, f + sigma * rng.normal(size=f.shape), regressor=(Y, f0))
         e = np.asarray(noisy.params) - p_true
         chi2.append(e @ (A.T @ A) @ e / sigma**2)
         ratio.append(noisy.rms / sigma)
@@ -310,6 +310,10 @@ def test_stewart_payload_from_actuator_forces():
         identify.payload(nominal, still, f, LOAD)
     with pytest.raises(ValueError, match="actuator_forces"):
         identify.payload(nominal, traj, f[:, :5], LOAD, kinematics=kin)
+    with pytest.raises(ValueError, match="regressor"):
+        identify.payload(nominal, traj, f, regressor=(Y[:-1], f0[:-1]))
+    # the regressor given is the one computed: the same fit
+    np.testing.assert_array_equal(np.asarray(identify.payload(nominal, traj, f, regressor=(Y, f0)).params), fit.params)
 
 
 # --- Stephenson-II six-bar from noisy tracer positions -----------------------------

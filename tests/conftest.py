@@ -55,7 +55,7 @@ import pytest  # noqa: E402
 # worker-seconds per group (tests + notebooks) in a cold run of 2026-11-26 (468 s, --durations=150): linkage 229,
 # synthesis 160, fit 93, parallel 75, fourbar_dynamics 73, fourbar_kinematics 58 (ungrouped, the largest: the
 # README's examples 45, test_shard 37, test_closure 32)
-GROUPS = ("linkage", "synthesis", "fit", "parallel", "fourbar_dynamics", "fourbar_kinematics")
+GROUPS = ("linkage", "synthesis", "fit", "parallel", "fourbar_dynamics", "fourbar_kinematics", "closure")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -72,6 +72,7 @@ def pytest_collection_modifyitems(config, items):
 
     def key(item):
         g = group(item)
-        return (GROUPS.index(g) if g else len(GROUPS), item.module.__name__ == "test_notebooks")
+        # a group's own tests first, then the README examples and notebooks that reuse their programs
+        return (GROUPS.index(g) if g else len(GROUPS), item.module.__name__ in ("test_readme_examples", "test_notebooks"))
 
     items.sort(key=key)  # stable: collection order within a group

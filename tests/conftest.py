@@ -73,6 +73,7 @@ def pytest_collection_modifyitems(config, items):
     def key(item):
         g = group(item)
         # a group's own tests first, then the README examples and notebooks that reuse their programs
-        return (GROUPS.index(g) if g else len(GROUPS), item.module.__name__ in ("test_readme_examples", "test_notebooks"))
+        reusing = item.module.__name__ in ("test_readme_examples", "test_notebooks")
+        return (GROUPS.index(g) if g else len(GROUPS), reusing)
 
     items.sort(key=key)  # stable: collection order within a group

@@ -470,6 +470,9 @@ class _Options(eqx.Module):
     xtol: float = eqx.field(static=True)
     max_steps: int = eqx.field(static=True)
     condition: bool = eqx.field(static=True, default=False)
+    # the longest input step (arc length of the flattened inputs) the continuation takes
+    # at once, a scalar array (longer steps are subdivided), or None (no limit)
+    max_step: Any = None
 
     @property
     def needs_jacobian(self) -> bool:
@@ -484,6 +487,20 @@ class _Options(eqx.Module):
         nan = jnp.asarray(jnp.nan, J.dtype)
         cond = _linalg.condition_from_inverse(J, inv) if self.condition else nan
         return (det if self.branch == "det" else nan), cond
+
+
+def _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype) -> _Options:
+    if max_step is not None and not float(max_step) > 0:
+        raise ValueError(f"closure: max_step must be a positive number or None; got {max_step!r}")
+    return _Options(
+        fn=fn,
+        branch=branch,
+        atol=_tolerance(atol, dtype),
+        xtol=xtol,
+        max_steps=max_steps,
+        condition=condition,
+        max_step=None if max_step is None else jnp.asarray(max_step, dtype),
+    )
 
 
 class _Rows(eqx.Module):
@@ -529,20 +546,48 @@ def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, de
     sign is taken from the solution at input 0. Returns `(rows, sign, Ts)`: with
     `tangents`, `Ts` `(N, n, m)` holds each input's closure tangent `dx/du` from its
     last Newton step (see `_newton`), else None.
+
+    With `opts.max_step`, a step between consecutive inputs longer than it is taken in
+    equal substeps no longer than it (at most `_MAX_SUBSTEPS`), each solved, and
+    checked against the branch invariant, as an input is: the path between two inputs
+    is followed, not jumped (a Newton iteration from a far guess can converge on
+    another assembly with the same sign of the invariant). Where the path turns back
+    (the input step reverses its direction) the predictor restarts from the last
+    solution (an extrapolation through the turn would point the wrong way).
     """
     N = arc.shape[0]
     x_prev = [rows.x[jnp.maximum(start - 1 - j, 0)] for j in range(3)]
     s_prev = [arc[jnp.maximum(start - 1 - j, 0)] for j in range(3)]
     count = jnp.minimum(start, 3)
+    # only distinct abscissae extrapolate (the rows before `start` may repeat an input)
+    count = jnp.where((count >= 2) & (s_prev[0] == s_prev[1]), 1, count)
+    count = jnp.where((count >= 3) & (s_prev[1] == s_prev[2]), 2, count)
+    flat_in = jnp.concatenate(
+        [jnp.reshape(jnp.asarray(v, arc.dtype), (N, -1)) for v in jax.tree.leaves(inputs)], axis=1
+    )
+    sub = opts.max_step is not None
 
     def cond(c):
-        i, _, _, _, alive, _, _, _ = c
+        i, _, _, _, _, alive, _, _, _, _ = c
         return (i < N) & alive
 
     def body(c):
-        i, xs, ss, count, _, sign, out, Ts = c
-        u = _take(inputs, i)
-        guess = jnp.where(count > 0, _extrapolate(xs, ss, count, arc[i]), out.x[i])
+        i, k, xs, ss, count, _, sign, out, Ts, d_prev = c
+        if sub:
+            # the step from the previous input to input i, in `m` substeps; this is the (k+1)-th
+            ip = jnp.maximum(i - 1, 0)
+            length = arc[i] - arc[ip]
+            m = jnp.clip(jnp.ceil(length / opts.max_step), 1, _MAX_SUBSTEPS).astype(jnp.int32)
+            final = k + 1 >= m
+            frac = (k + 1).astype(arc.dtype) / m.astype(arc.dtype)
+            u = jax.tree.map(lambda v: jnp.where(final, v[i], v[ip] + frac * (v[i] - v[ip])), inputs)
+            s_here = jnp.where(final, arc[i], arc[ip] + frac * length)
+            d = flat_in[i] - flat_in[ip]
+            turned = (k == 0) & (jnp.dot(d, d_prev) < 0)  # the path turns back here
+            count = jnp.where(turned, jnp.minimum(count, 1), count)
+        else:
+            final, u, s_here, d = jnp.asarray(True), _take(inputs, i), arc[i], d_prev
+        guess = jnp.where(count > 0, _extrapolate(xs, ss, count, s_here), out.x[i])
         sol, T_last = _root(
             opts.fn,
             guess,
@@ -555,8 +600,6 @@ def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, de
             implicit=False,
             tangents=tangents,
         )
-        if tangents:
-            Ts = Ts.at[i].set(T_last)
         nan = jnp.asarray(jnp.nan, sol.value.dtype)
         b_val, cond = opts.checks(jacobian(opts.fn)(sol.value, u, params)) if opts.needs_jacobian else (nan, nan)
         if opts.branch is None:
@@ -570,23 +613,41 @@ def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, de
         # its values were not finite (a NaN input or parameter is no motion limit)
         failed = jnp.where(_code(sol.result) == _NONFINITE, _NONFINITE, _LIMIT)
         code = jnp.where(sol.converged, jnp.where(b_ok, _SUCCESS, _SWITCH), failed).astype(jnp.int32)
+        write = final | ~ok  # an input's row: at its last substep, or where a substep failed
+        if tangents:
+            assert T_last is not None  # `_root` returns the tangent when asked
+            Ts = Ts.at[i].set(jnp.where(write, T_last, Ts[i]))
+
+        def put(a, v):
+            return a.at[i].set(jnp.where(write, v, a[i]))
+
         out = _Rows(
-            x=out.x.at[i].set(jnp.where(ok, sol.value, xs[0])),
-            ok=out.ok.at[i].set(ok),
-            code=out.code.at[i].set(code),
-            residual=out.residual.at[i].set(sol.residual),
-            steps=out.steps.at[i].set(sol.steps),
-            condition=out.condition.at[i].set(jnp.where(ok, cond, nan)),
+            x=put(out.x, jnp.where(ok, sol.value, xs[0])),
+            ok=put(out.ok, ok),
+            code=put(out.code, code),
+            residual=put(out.residual, sol.residual),
+            steps=put(out.steps, sol.steps),
+            condition=put(out.condition, jnp.where(ok, cond, nan)),
         )
-        xs = tuple(jnp.where(ok, a, b) for a, b in zip((sol.value, xs[0], xs[1]), xs))
-        ss = tuple(jnp.where(ok, a, b) for a, b in zip((arc[i], ss[0], ss[1]), ss))
-        return i + 1, xs, ss, count + ok.astype(count.dtype), ok, sign, out, Ts
+        # the predictor's history: a repeated input (no step) adds no point (three
+        # points at one abscissa have no extrapolation)
+        new = ok & ((count == 0) | (s_here != ss[0]))
+        xs = tuple(jnp.where(new, a, b) for a, b in zip((sol.value, xs[0], xs[1]), xs))
+        ss = tuple(jnp.where(new, a, b) for a, b in zip((s_here, ss[0], ss[1]), ss))
+        d_prev = jnp.where(ok & (jnp.dot(d, d) > 0), d, d_prev)
+        step_on = ok & ~final  # another substep of the same input
+        i_next = jnp.where(step_on, i, i + 1)
+        k_next = jnp.where(step_on, k + 1, 0)
+        return i_next, k_next, xs, ss, count + new.astype(count.dtype), ok, sign, out, Ts, d_prev
 
     n = rows.x.shape[-1]
-    m = jax.flatten_util.ravel_pytree(_take(inputs, 0))[0].shape[0]
-    Ts0 = jnp.zeros((N, n, m) if tangents else (0,), rows.x.dtype)
-    c0 = (start, tuple(x_prev), tuple(s_prev), count, jnp.asarray(True), sign0, rows, Ts0)
-    stop, xs, _, _, _, sign, out, Ts = jax.lax.while_loop(cond, body, c0)
+    m_in = flat_in.shape[1]
+    Ts0 = jnp.zeros((N, n, m_in) if tangents else (0,), rows.x.dtype)
+    # the direction of the step into `start` (a turn at `start` restarts the predictor)
+    d0 = jnp.where(start >= 2, flat_in[jnp.maximum(start - 1, 0)] - flat_in[jnp.maximum(start - 2, 0)], 0.0)
+    k0 = jnp.asarray(0, jnp.int32)
+    c0 = (start, k0, tuple(x_prev), tuple(s_prev), count, jnp.asarray(True), sign0, rows, Ts0, d0)
+    stop, _, xs, _, _, _, sign, out, Ts, _ = jax.lax.while_loop(cond, body, c0)
     # every row after the loop's end follows a failure: not reached, last accepted solution
     after = jnp.arange(N) >= stop
     out = _Rows(
@@ -598,6 +659,11 @@ def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, de
         condition=jnp.where(after, jnp.nan, out.condition),
     )
     return out, sign, (Ts if tangents else None)
+
+
+# the most substeps one input step is divided into (`_continue`): a step longer than
+# this many `max_step`s is taken in longer substeps
+_MAX_SUBSTEPS = 4096
 
 
 def continuation(
@@ -612,6 +678,7 @@ def continuation(
     xtol: float = 1e-10,
     max_steps: int = 24,
     condition: bool = True,
+    max_step: float | None = None,
     throw: bool = False,
 ) -> "SweepSolution":
     """Follow the closure through `inputs` one input after the other (sequential
@@ -626,7 +693,7 @@ def continuation(
     **Arguments** as `sweep`: `fn`, `x0`, `params`, `atol`, `xtol`, `max_steps` as
     `root`; `inputs` (a pytree with leading axis `N`); `branch` (a callable
     `(x, u, params) -> scalar`, `"det"` or None) and `branch_sign`; `condition`;
-    `throw`.
+    `max_step`; `throw`.
 
     **Returns:** a `SweepSolution` (`steps` per input: the Newton steps it took).
     """
@@ -641,16 +708,15 @@ def continuation(
         xtol=xtol,
         max_steps=max_steps,
         condition=condition,
+        max_step=max_step,
     )
     return finish(sol, throw, "closure.continuation")
 
 
-def _continuation(fn, x0, inputs, params, branch_sign, *, branch, atol, xtol, max_steps, condition):
+def _continuation(fn, x0, inputs, params, branch_sign, *, branch, atol, xtol, max_steps, condition, max_step=None):
     x0 = jax.lax.stop_gradient(jnp.asarray(x0))
     _warn_if_float32(x0)
-    opts = _Options(
-        fn=fn, branch=branch, atol=_tolerance(atol, x0.dtype), xtol=xtol, max_steps=max_steps, condition=condition
-    )
+    opts = _options(fn, branch, atol, xtol, max_steps, condition, max_step, x0.dtype)
     rows, _, _ = _continuation_rows(opts, x0, jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params), branch_sign)
     return _finish(opts, inputs, params, rows)
 
@@ -764,9 +830,27 @@ class Coarse(AbstractPredictor):
         h = (nodes_a[j + 1] - nodes_a[j]).astype(rows.x.dtype)
         frac = (k - nodes_a[j]).astype(rows.x.dtype) / h
         guess = jax.vmap(_hermite)(rows.x[j], rows.x[j + 1], dx[j], dx[j + 1], h, frac)
-        reached = rows.ok[j] & rows.ok[j + 1]
+        reached = rows.ok[j] & rows.ok[j + 1] & _straight(opts, inputs, nodes)[j]
         guess = jnp.where(reached[:, None], guess, rows.x[j])
         return Prediction(guess=guess, reached=reached, unreachable=jnp.zeros((n_in,), bool))
+
+
+def _straight(opts, inputs, nodes):
+    """Per interval between consecutive `nodes`: whether the inputs go straight from one
+    node to the next (the path's length equals the distance between the nodes: a
+    scalar input monotone there) and, with `opts.max_step`, over no more than it. Only
+    there is an interpolant between the nodes' solutions a guess on the same branch;
+    elsewhere the fallback follows the inputs one by one."""
+    n_in = jax.tree.leaves(inputs)[0].shape[0]
+    dtype = jnp.result_type(float)
+    flat = jnp.concatenate([jnp.reshape(jnp.asarray(v, dtype), (n_in, -1)) for v in jax.tree.leaves(inputs)], axis=1)
+    arc = _arc_length(inputs, n_in, dtype)
+    path = jnp.diff(arc[nodes])
+    chord = jnp.sqrt(jnp.sum(jnp.diff(flat[nodes], axis=0) ** 2, axis=1))
+    ok = path <= chord * (1 + 1e-9) + jnp.finfo(dtype).tiny
+    if opts.max_step is not None:
+        ok = ok & (path <= opts.max_step * (1 + 1e-9))
+    return ok
 
 
 class Newton(eqx.Module):
@@ -1060,6 +1144,7 @@ def sweep(
     xtol: float = 1e-10,
     max_steps: int = 24,
     condition: bool = True,
+    max_step: float | None = None,
     throw: bool = False,
 ) -> SweepSolution:
     """Solve the closure at every input of a sequence, all inputs at once.
@@ -1095,9 +1180,20 @@ def sweep(
     `params` come from the implicit function theorem at each solution (no iteration
     is differentiated).
 
+    The inputs are a path, followed in their order from `x0`. With `max_step` (the
+    longest step, in the inputs' units, that the continuation may take at once: the
+    path's arc length for a pytree of inputs), every solution is on the branch that
+    continuation along that path with steps no longer than `max_step` reaches: a
+    longer step is taken in substeps, and an interpolant between the predictor's
+    nodes is used only where the inputs go straight from one node to the next within
+    `max_step` (elsewhere the inputs are followed one by one). Without it, inputs out
+    of order or far apart may be solved on another assembly whose branch invariant
+    has the same sign (two assembly modes flipped together keep the Jacobian
+    determinant's sign).
+
     **Arguments:** `fn`, `x0`, `params`, `atol`, `xtol`, `max_steps` as `root`;
     `inputs` (a pytree with leading axis `N`); `condition`: the Jacobian's 1-norm
-    condition number per input (NaN if False); `throw`: raise at the first failed
+    condition number per input (NaN if False); `max_step` (None: no limit); `throw`: raise at the first failed
     input (see `diffmech._result`; default False: a sweep that stops at a motion
     limit is an answer, read `converged` and `result`).
 
@@ -1117,6 +1213,7 @@ def sweep(
         xtol=xtol,
         max_steps=max_steps,
         condition=condition,
+        max_step=max_step,
     )
     return finish(sol, throw, "closure.sweep")
 
@@ -1136,6 +1233,7 @@ def _sweep(
     xtol=1e-10,
     max_steps=24,
     condition=True,
+    max_step=None,
     probe=None,
 ):
     """`sweep` (without `throw`), and with `probe=(x, u)` the residual's max-norm and
@@ -1149,9 +1247,7 @@ def _sweep(
     predictor = Coarse() if predictor is None else predictor
     corrector = Newton() if corrector is None else corrector
     fallback = Continuation() if fallback is None else fallback
-    opts = _Options(
-        fn=fn, branch=branch, atol=_tolerance(atol, dtype), xtol=xtol, max_steps=max_steps, condition=condition
-    )
+    opts = _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype)
     p_in, p_par = jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params)
     n_in = jax.tree.leaves(inputs)[0].shape[0]
 
@@ -1237,6 +1333,7 @@ def _resume(
     xtol=1e-10,
     max_steps=24,
     condition=True,
+    max_step=None,
 ) -> SweepSolution:
     """Finish one sweep that `Deferred()` left `deferred`: the sequential fallback's
     work alone (continuation from the first deferred input, the rows before it kept),
@@ -1244,9 +1341,7 @@ def _resume(
     corrector. The result equals `sweep` with `Continuation()` (same arguments)."""
     inputs = sol.inputs
     dtype = sol.value.dtype
-    opts = _Options(
-        fn=fn, branch=branch, atol=_tolerance(atol, dtype), xtol=xtol, max_steps=max_steps, condition=condition
-    )
+    opts = _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype)
     p_in, p_par = jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params)
     n_in = sol.value.shape[0]
     code = _code(sol.status).astype(jnp.int32)

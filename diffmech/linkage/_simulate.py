@@ -2,6 +2,7 @@
 the input as one jitted scan, mobility from the Jacobian's rank, and exact rates by
 the implicit function theorem."""
 
+import functools
 import math
 from typing import ClassVar
 
@@ -13,7 +14,7 @@ from jaxtyping import Array, Bool, Float
 
 from .. import _closure
 from .._result import AbstractResult, finish
-from .._validate import Recent, is_traced
+from .._validate import Recent, as_floats, is_traced
 from .._xla import COMPILER_OPTIONS
 from ._model import Linkage, LinkageError, _coords, _prepare, _residual, residual
 
@@ -136,36 +137,52 @@ def simulate_functional(
     fallback=None,
     throw: bool = False,
 ) -> Motion:
-    """Solve the linkage at every input of `inputs` (which starts at the initial
-    configuration, input 0) with the closure core (`diffmech.closure.sweep`:
+    """Solve the linkage at every input of `inputs` with the closure core (`diffmech.closure.sweep`:
     continuation through every 6th input, cubic Hermite interpolation, Newton on all
     inputs at once, sequential continuation only from a failure on). Jittable,
     vmappable over designs (a batch of `coords`), differentiable with respect to the
-    initial coordinates (implicit function theorem at every input). With `branch`,
-    the sign of the Jacobian's determinant is the branch invariant: an input solved on
-    another assembly mode fails (`branch_switch`) instead of flipping silently.
+    initial coordinates (implicit function theorem at every input). The inputs are
+    followed as a path, in the order given, from the initial configuration (input 0):
+    each solution is the configuration continuation along that path reaches (long
+    steps are taken in substeps), or is marked. `simulate` sorts the inputs first;
+    here, inside a transformation, give them in the order of motion (out of order they
+    are still solved right, more slowly, and a motion limit met on the way masks every
+    later input). With `branch`, the sign of the Jacobian's determinant is also
+    checked: an input solved on another assembly mode fails (`branch_switch`).
     `fallback`: the core's (`diffmech.closure.Continuation()` by default, or
     `Deferred()`). `throw`: as `simulate`.
 
     **Arguments:** `lk`: the linkage (or a batch of designs under `vmap`); `inputs`
-    `(N,)`: input values in the units of `simulate`'s `step`, starting at 0;
+    `(N,)`: input values in the units of `simulate`'s `step`;
     `condition`: compute the closure Jacobian's condition number per input (NaN
     where False, or where an input did not converge).
 
     **Returns:** a `Motion`.
     """
-    motion, _, _ = _simulate(lk, inputs, branch, condition, fallback, probe=False)
+    motion, _, _ = _simulate(lk, inputs, branch, condition, fallback, probe=False, origin=True)
     return finish(motion, throw, f"linkage {lk.name!r}: simulate")
 
 
-_SWEEP = dict(max_steps=10)  # the core's options for every linkage sweep
+def _sweep_options(lk) -> dict:
+    """The core's options for every sweep of `lk`: at most 10 Newton steps per input,
+    and the longest input step the continuation takes at once (`max_step`): 15° for an
+    angle (a revolute input, or any input on the sphere), else 15 of the linkage's
+    default steps (length units). Longer steps between consecutive inputs are taken
+    in substeps, so every solution is the one continuation along the inputs reaches
+    (the branch invariant alone cannot tell two assembly modes flipped together)."""
+    angle = lk.input_kind == "revolute" or lk.geometry == "spherical"
+    return dict(max_steps=10, max_step=math.pi / 12 if angle else 15 * (lk.step if lk.step is not None else 0.01))
 
 
-def _simulate(lk, inputs, branch, condition, fallback, probe):
+def _simulate(lk, inputs, branch, condition, fallback, probe, origin=False):
     """`simulate_functional`, and with `probe` the residual's max-norm and the closure
     Jacobian at the initial configuration (input 0) from the sweep's own corrector;
-    also the core's `SweepSolution` (for `_resume_program`)."""
+    also the core's `SweepSolution` (for `_resume_program`). With `origin`, the path
+    starts at input 0 (the initial configuration's) before the first of `inputs`,
+    which need not be 0 (that first row is dropped from the motion, not from `sol`)."""
     inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
+    if origin:
+        inputs = jnp.concatenate([jnp.zeros((1,), inputs.dtype), inputs])
     prep = _prepare(lk)
     x0 = lk.x0()
     sol, probed = _closure._sweep(
@@ -179,9 +196,12 @@ def _simulate(lk, inputs, branch, condition, fallback, probe):
         condition=condition,
         fallback=fallback,
         probe=(x0, jnp.zeros((), inputs.dtype)) if probe else None,
-        **_SWEEP,
+        **_sweep_options(lk),
     )
-    return _motion(lk, prep, sol), probed, sol
+    motion = _motion(lk, prep, sol)
+    if origin:
+        motion = jax.tree.map(lambda a: a[1:], motion)
+    return motion, probed, sol
 
 
 def _motion(lk, prep, sol: _closure.SweepSolution) -> "Motion":
@@ -198,11 +218,11 @@ def _motion(lk, prep, sol: _closure.SweepSolution) -> "Motion":
     )
 
 
-def _simulate_program(lk, inputs, branch, condition, check, deferred):
+def _simulate_program(lk, inputs, branch, condition, check, deferred, origin=False):
     fallback = _closure.Deferred() if deferred else None
     # the initial configuration's check in the same program (one call from the eager
     # API), its residual and Jacobian from the corrector's code (one more lane)
-    motion, probed, sol = _simulate(lk, inputs, branch, condition, fallback, probe=check)
+    motion, probed, sol = _simulate(lk, inputs, branch, condition, fallback, probe=check, origin=origin)
     return motion, probed, _closure.has_deferred(motion.status), sol
 
 
@@ -211,7 +231,9 @@ def _resume_program(lk, sol, branch, condition):
     fallback alone, from its first deferred input (`closure._resume`)."""
     prep = _prepare(lk)
     branch_ = "det" if branch else None
-    return _motion(lk, prep, _closure._resume(_residual, sol, prep, branch=branch_, condition=condition, **_SWEEP))
+    return _motion(
+        lk, prep, _closure._resume(_residual, sol, prep, branch=branch_, condition=condition, **_sweep_options(lk))
+    )
 
 
 # plain jit: cheaper calls
@@ -242,7 +264,10 @@ def simulate(
       on the sphere) and in length units for a prismatic joint or an actuator
       (positive = extension; along `(b, −a)` for a planar line; an angle on the unit
       sphere). Defaults: the linkage's (the seed's 180 steps of 2°, 0.01 for the 5-SS);
-    - `inputs`: explicit input values instead (1-D, starting at 0);
+    - `inputs`: explicit input values instead (1-D, in any order: they are solved
+      along the path that starts at the initial configuration, input 0, and visits
+      them sorted, the negative ones first, descending, then the others, ascending;
+      the motion's rows stay in the order given);
     - `branch`: keep the assembly branch (see `simulate_functional`);
     - `condition`: the closure Jacobian's 1-norm condition number per input (NaN
       where False);
@@ -256,6 +281,7 @@ def simulate(
     conditioning.
     """
     # validated with NumPy on the host: the only call into JAX is the compiled program
+    take = None
     if inputs is None:
         # the default range: built, validated and copied to the device once per
         # (steps, step, dtype) (a per-call copy is a fifth of a small linkage's sweep)
@@ -263,9 +289,12 @@ def simulate(
     elif is_traced(inputs):
         inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
     else:
-        inputs = np.asarray(inputs, dtype=np.dtype(lk.coords.dtype))
+        inputs = as_floats("linkage.simulate", "inputs", inputs, np.dtype(lk.coords.dtype))
         if inputs.ndim != 1 or inputs.size < 1 or not np.all(np.isfinite(inputs)):
             raise ValueError(f"linkage.simulate: inputs must be a finite 1-D array; got shape {inputs.shape}")
+        rows = _path_rows(inputs)
+        if rows is not None:  # not a path from 0 in order: solve the sorted path, return the rows given
+            inputs, take = rows
     # the initial configuration is checked once per linkage object (a Linkage is
     # immutable), inside the same compiled program as its first simulation
     eager = not is_traced(lk, inputs)
@@ -273,7 +302,7 @@ def simulate(
     # eager: the program without the sequential fallback first (a smaller program to
     # compile); the one with it is compiled and run only if an input needs it
     # inside a transformation: the program itself (compiler options are a top-level jit's)
-    program = _simulate_jit if eager else _simulate_program
+    program = _simulate_jit if eager else functools.partial(_simulate_program, origin=True)
     motion, values, deferred, sol = program(lk, inputs, branch, condition, check, eager)
     if check:
         assert values is not None  # computed in the program when `check`
@@ -284,10 +313,29 @@ def simulate(
         # some input needs the sequential fallback: run it alone, from the first
         # deferred input (its own small program, compiled only for such sweeps)
         motion = _resume_jit(lk, sol, branch, condition)
+    if take is not None:
+        motion = jax.tree.map(lambda a: a[take], motion)
     return finish(motion, throw, f"linkage {lk.name!r}: simulate")
 
 
 _CHECKED = Recent()  # the linkages whose initial configuration was checked
+
+
+def _path_rows(inputs: np.ndarray):
+    """None where `inputs` already are a path from the initial configuration (the first
+    is 0 and they are monotone); else `(path, take)`: the path that starts at 0 and
+    visits the inputs sorted (the negative ones descending first, then the others
+    ascending; each value once), and the row of `path` for each given input."""
+    d = np.diff(inputs)
+    if inputs[0] == 0 and (np.all(d >= 0) or np.all(d <= 0)):
+        return None
+    values = np.unique(inputs)
+    neg, pos = values[values < 0][::-1], values[values >= 0]
+    path = np.concatenate([np.zeros(1, inputs.dtype), neg, pos[pos > 0]])
+    # each value's row in the path (0 is the path's first row)
+    index = {float(v): k for k, v in enumerate(path)}
+    take = np.array([index[float(v)] for v in inputs], dtype=np.int64)
+    return path, take
 
 
 # --------------------------------------------------------------------------- checks

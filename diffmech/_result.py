@@ -54,6 +54,10 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore
         "The parallel pass did not certify this input and the sequential fallback was "
         "not run (`fallback=Deferred()`): solve again with the default fallback."
     )
+    unreachable_pose = (
+        "The closure is solved but the platform is not at the prescribed pose: the "
+        "mechanism cannot reach it (a motion its degrees of freedom do not allow)."
+    )
     singular_configuration = (
         "A singular configuration: the Jacobian is singular here (a closure Jacobian, "
         "joint screws or a wrench system without full rank), so the Newton step, the "

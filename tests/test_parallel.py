@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from diffmech import parallel as par, screw
+from diffmech import MotionLimitError, parallel as par, screw
+from diffmech.closure import RESULTS
 from diffmech.parallel import _dynamics
 
 # the sizes used here are also those of the notebooks under DIFFMECH_SMALL (shared compiled programs)
@@ -294,6 +295,32 @@ def test_3ups_upu_s_momentum_screw_equals_newton_euler_and_power_balance():
     # two free rotations along the path, as at home
     k = traj.times.shape[0] // 2
     assert par.mobility(mech, (traj.R[k], traj.position[k])).dof == 2
+
+
+def test_a_pose_out_of_reach_is_never_converged():
+    """The 3UPS–UPU–S turns about O: a trajectory whose reference point leaves the
+    sphere it moves on is out of reach from the sample where it does, though its task
+    residual (the normal's direction) is solved to zero there; before, every such
+    sample came back converged, at residual 0, at another pose. The same for a
+    Gough–Stewart pose a half turn from home, where the orientation residual
+    vee(R R_tᵀ) vanishes at the home pose."""
+    mech = par.ThreeUPSUPUS()
+    circle = par.tilt_circle(mech, jnp.arange(0.0, DURATION, DT))
+    k = 120
+    shift = jnp.where(jnp.arange(circle.times.shape[0])[:, None] >= k, jnp.array([0.05, 0.0, 0.0]), 0.0)
+    moved = eqx_set(circle, "position", circle.position + shift)
+    kin = par.inverse_kinematics(mech, moved, throw=False)
+    ok = np.asarray(kin.converged)
+    assert ok[:k].all() and not ok[k:].any()
+    assert kin.result == RESULTS.unreachable_pose
+    assert np.asarray(kin.residual)[k] <= 1e-10  # the residual alone would have passed it
+    with pytest.raises(MotionLimitError, match=rf"pose at sample {k} .* is out of reach"):
+        par.inverse_kinematics(mech, moved)
+    stewart = par.StewartPlatform()
+    spiral = par.stewart_spiral(stewart, jnp.arange(0.0, DURATION, DT))
+    half = jnp.diag(jnp.array([-1.0, -1.0, 1.0]))  # a half turn about the vertical
+    turned = eqx_set(spiral, "R", jnp.einsum("ij,njk->nik", half, spiral.R))
+    assert not bool(par.inverse_kinematics(stewart, turned, throw=False).converged.any())
 
 
 @pytest.mark.slow  # 2 min of compilation on 2 cores; the payload regressor (tests/test_identify.py) keeps

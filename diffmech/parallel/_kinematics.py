@@ -30,7 +30,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from .. import _closure, _linalg, _screw
-from .._result import RESULTS, AbstractResult, MotionLimitError, SingularError
+from .._result import RESULTS, AbstractResult, MotionLimitError, SingularError, code
 from .._validate import is_traced
 from .._xla import COMPILER_OPTIONS
 from . import _trajectory
@@ -290,6 +290,9 @@ def _limits_ok(mech, labels):
 
 
 COND_LIMIT = 1e12
+# the largest `task_error` of a sample whose platform realises the trajectory (solved
+# poses meet it to round-off; an unreachable one misses by the pose's own size)
+TASK_TOL = 1e-8
 
 
 # exact mode, Newton from the interpolant: stop after an update of at most `_FINE_XTOL`
@@ -388,6 +391,10 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
     converged, result = _closure.mask_after(
         converged, result, ~(condition < COND_LIMIT) & converged, RESULTS.singular_configuration
     )
+    # the task, not only the residual: a solved closure whose platform is not where the
+    # trajectory puts it (a pose out of reach; a spurious zero of the task residual)
+    miss = ~(jax.vmap(mech.task_error)(R, d_, R_t, d_t) <= TASK_TOL)
+    converged, result = _closure.mask_after(converged, result, miss & converged, RESULTS.unreachable_pose)
     return Kinematics(
         times=traj.times,
         labels=labels,
@@ -488,6 +495,8 @@ def inverse_kinematics(
         _trajectory.check(trajectory, uniform=method == "one_step")
     if stride is None:
         stride = max(1, trajectory.times.shape[-1] // 400)
+    elif isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
+        raise ValueError(f"parallel.inverse_kinematics: `stride` must be an integer ≥ 1 or None; got {stride!r}")
     if method == "exact":
         kin = (_exact_jit if eager else _exact)(mechanism, trajectory, stride)
     else:
@@ -531,6 +540,17 @@ def raise_failure(mech: AbstractParallelMechanism, kin: Kinematics) -> None:
             f"{name}: singular configuration at sample {k} (t = {t:.6g} s): closure Jacobian condition number "
             f"{float(kin.condition[k]):.3g}; chain screw-matrix ranks {ranks}; closure residual {res:.3e}",
             status="singular configuration",
+            index=(k,),
+            residual=res,
+        )
+    if int(np.asarray(code(kin.status)).reshape(-1)[k]) == int(code(RESULTS.unreachable_pose)):
+        d = np.asarray(kin.platform_d[k])
+        raise MotionLimitError(
+            f"{name}: the pose at sample {k} (t = {t:.6g} s) is out of reach: the closure is solved (residual "
+            f"{res:.3e}) but the platform is not where the trajectory puts it (solved displacement d = "
+            f"{np.array2string(d, precision=4)}); the mechanism's {mech.task_dim} degrees of freedom cannot follow "
+            "this trajectory",
+            status="unreachable pose",
             index=(k,),
             residual=res,
         )

@@ -186,6 +186,15 @@ class AbstractParallelMechanism(eqx.Module):
         `(R, d)` realises the trajectory's displacement `(R_target, d_target)`."""
         raise NotImplementedError
 
+    def task_error(self, R, d, R_target, d_target) -> Float[Array, ""]:
+        """How far the solved displacement `(R, d)` is from what the trajectory asks
+        `(R_target, d_target)`, in every coordinate the mechanism is to realise (the
+        largest entry of `R − R_target` and of `(d − d_target)/length_scale`): checked
+        after the closure is solved, since `task` can vanish where the pose is not met
+        (`vee` of the relative rotation at a half turn; coordinates the mechanism
+        cannot move, which its `task` leaves out)."""
+        return jnp.maximum(jnp.max(jnp.abs(R - R_target)), jnp.max(jnp.abs(d - d_target)) / self.length_scale)
+
     @property
     def sizes(self) -> tuple[int, ...]:
         return tuple(c.n for c in self.chains)
@@ -421,3 +430,11 @@ class ThreeUPSUPUS(AbstractParallelMechanism):
     def task(self, R, d, R_target, d_target):
         # the direction of the platform normal (two coordinates; valid below 90° of tilt)
         return R[:2, 2] - R_target[:2, 2]
+
+    def task_error(self, R, d, R_target, d_target):
+        # the platform normal (all three coordinates: the sign of the third is not in
+        # `task`) and the displacement (the platform turns about O: a trajectory that
+        # moves the reference point elsewhere is out of reach); the rotation about the
+        # normal is the closure's, not prescribed
+        normal = jnp.max(jnp.abs(R[:, 2] - R_target[:, 2]))
+        return jnp.maximum(normal, jnp.max(jnp.abs(d - d_target)) / self.length_scale)

@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import math
 import os
 import sys
 import time
@@ -252,7 +253,8 @@ def _synthesize(args) -> int:
             full_rotation=args.full_rotation,
             crank_angles=data[:, 2] if (data.shape[1] == 3 and timing == "prescribed") else None,
         )
-        run = {"starts": args.starts or 16, "steps": args.steps or 300, "seed": args.seed or 0}
+        given = (("starts", args.starts), ("steps", args.steps), ("seed", args.seed))
+        run = {"starts": 16, "steps": 300, "seed": 0, **{k: v for k, v in given if v is not None}}
     call = {
         "path": synthesis.path_generation,
         "motion": synthesis.motion_generation,
@@ -316,8 +318,13 @@ def _sweep(args) -> int:
         try:
             devices = int(args.devices)
         except ValueError:
-            print(f"diffmech sweep: --devices must be 'all' or a count; got {args.devices!r}", file=sys.stderr)
+            devices = 0
+        if devices < 1:
+            print(f"diffmech sweep: --devices must be 'all' or a count ≥ 1; got {args.devices!r}", file=sys.stderr)
             return 2
+    if os.path.exists(args.out):
+        print(f"diffmech sweep: --out {args.out} exists; remove it or choose another name", file=sys.stderr)
+        return 2
     t0 = time.perf_counter()
     try:
         info = sw.sweep_file(args.designs, args.out, steps=args.steps, devices=devices, per_device=args.per_device)
@@ -339,12 +346,31 @@ def _sweep(args) -> int:
     return 0
 
 
+def _number(kind, low, strict):
+    """An argparse type: a `kind` (int or float) above `low` (or at least, not
+    `strict`), finite; a bad value is argparse's one-line error (exit code 2)."""
+
+    def parse(text):
+        try:
+            v = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be {'an integer' if kind is int else 'a number'}; got {text!r}")
+        if not math.isfinite(v) or (v <= low if strict else v < low):
+            raise argparse.ArgumentTypeError(f"must be {'>' if strict else '≥'} {low}; got {text}")
+        return v
+
+    return parse
+
+
+_POSITIVE_INT, _POSITIVE, _COUNT = _number(int, 0, True), _number(float, 0.0, True), _number(int, 0, False)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="diffmech", description="Differentiable closed-loop mechanisms.")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="simulate the seed crank-rocker, print a summary, write plots")
     demo.add_argument("--out", default="demo_out", help="folder for the plots (default: demo_out)")
-    demo.add_argument("--t1", type=float, default=5.0, help="simulated time of the dynamics cases (s; default 5)")
+    demo.add_argument("--t1", type=_POSITIVE, default=5.0, help="simulated time of the dynamics cases (s; default 5)")
     demo.set_defaults(func=_demo)
     syn = sub.add_parser(
         "synthesize",
@@ -366,18 +392,24 @@ def main(argv=None) -> int:
         "(or equal steps over a revolution). Default: prescribed with three columns, else free",
     )
     syn.add_argument("--full-rotation", action="store_true", help="require a crank that turns fully")
-    syn.add_argument("--starts", type=int, default=None, help="multi-start batch size (default 16, or the file's)")
-    syn.add_argument("--steps", type=int, default=None, help="L-BFGS iterations per start (default 300, or the file's)")
-    syn.add_argument("--seed", type=int, default=None, help="random seed of the starts (default 0, or the file's)")
+    syn.add_argument(
+        "--starts", type=_POSITIVE_INT, default=None, help="multi-start batch size (default 16, or the file's)"
+    )
+    syn.add_argument(
+        "--steps", type=_POSITIVE_INT, default=None, help="L-BFGS iterations per start (default 300, or the file's)"
+    )
+    syn.add_argument("--seed", type=_COUNT, default=None, help="random seed of the starts (default 0, or the file's)")
     syn.add_argument("--out", default="synthesis_out", help="folder for design.json and synthesis.png")
     syn.set_defaults(func=_synthesize)
     swp = sub.add_parser("sweep", help="crank sweeps of many four-bars from a file, across devices, resumable")
     swp.add_argument(
         "designs", help="DESIGNS.npz with 'lengths' (n × 4: crank, coupler, rocker, ground; optional 'branch' (n,) ±1)"
     )
-    swp.add_argument("--steps", type=int, required=True, help="N crank angles over one revolution from 0 (2πk/N)")
+    swp.add_argument(
+        "--steps", type=_POSITIVE_INT, required=True, help="N crank angles over one revolution from 0 (2πk/N)"
+    )
     swp.add_argument("--devices", default="all", help="'all' (default) or how many devices to spread the designs over")
-    swp.add_argument("--per-device", type=int, default=256, help="designs per device per chunk (default 256)")
+    swp.add_argument("--per-device", type=_POSITIVE_INT, default=256, help="designs per device per chunk (default 256)")
     swp.add_argument("--float32", action="store_true", help="float32 throughput mode (default float64)")
     swp.add_argument(
         "--out",

@@ -33,7 +33,17 @@ from .fourbar._model import FourBar
 
 def load_designs(path) -> tuple[np.ndarray, np.ndarray]:
     """`lengths` `(n, 4)` and `branch` `(n,)` from DESIGNS.npz, validated."""
-    with np.load(path) as z:
+    try:
+        z = np.load(path)  # pickled objects are refused (allow_pickle=False)
+    except (ValueError, OSError, EOFError) as e:
+        if isinstance(e, FileNotFoundError):
+            raise ValueError(f"{path}: no such file") from None
+        raise ValueError(
+            f"{path}: not a NumPy .npz archive (write one with numpy.savez(path, lengths=...)); could not read it"
+        ) from None
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path}: a single array (.npy), not an .npz archive with an array 'lengths'")
+    with z:
         if "lengths" not in z.files:
             raise ValueError(f"{path}: no array 'lengths' (n × 4 link lengths); found {sorted(z.files)}")
         lengths = np.asarray(z["lengths"], dtype=float)

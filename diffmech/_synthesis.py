@@ -29,6 +29,7 @@ from jaxtyping import Array, Bool, Float
 
 from . import _fit
 from ._geometry import attitude, rotation
+from ._validate import as_floats
 from .fourbar import _kinematics as fbk
 from .fourbar._model import FourBar
 from .linkage import _simulate as lks
@@ -536,7 +537,7 @@ def _random_starts(n_starts, n_targets, rng, dtype):
 
 
 def _as_targets(target_points, who="path_generation", name="target_points", width=2):
-    t = np.asarray(target_points, dtype=float)
+    t = as_floats(who, name, target_points)
     if t.ndim != 2 or t.shape[1] != width or t.shape[0] < 3:
         raise ValueError(f"{who}: `{name}` must be an (n, {width}) array with n ≥ 3; got shape {t.shape}")
     if not np.all(np.isfinite(t)):

@@ -79,3 +79,38 @@ def check_array(
     if positive and not np.all(arr > 0):
         bad = arr[~(arr > 0)]
         raise ValueError(f"{owner}: `{name}` must be positive; got {arr.tolist()} (non-positive: {bad.tolist()})")
+
+
+def as_floats(owner: str, name: str, value, dtype: type | np.dtype = float) -> np.ndarray:
+    """`value` as a NumPy float array, or a `ValueError` naming `owner` and the argument
+    `name` where it is not numbers at all (a string, a ragged list, None)."""
+    try:
+        return np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError):
+        raise ValueError(f"{owner}: `{name}` must be an array of numbers; got {value!r}") from None
+
+
+def check_integration(owner: str, states: dict, t0, t1, saveat, max_steps) -> None:
+    """Eager checks of an ODE entry point's initial `states` (name → value: finite), its
+    span `t0`, `t1` (finite), its save times `saveat` (a sorted, non-empty 1-D array
+    inside [t0, t1], or None) and its step budget `max_steps` (an integer ≥ 1), before
+    anything is compiled; a `ValueError` names `owner` and the argument. Values under a
+    transformation are not known: those checks are skipped."""
+    if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
+        raise ValueError(f"{owner}: `max_steps` must be an integer ≥ 1; got {max_steps!r}")
+    for name, v in {**states, "t0": t0, "t1": t1}.items():
+        if not is_traced(v) and not np.all(np.isfinite(as_floats(owner, name, v))):
+            raise ValueError(f"{owner}: `{name}` must be finite; got {np.asarray(v).tolist()}")
+    if saveat is None or is_traced(saveat, t0, t1):
+        return
+    ts = as_floats(owner, "saveat", saveat)
+    if ts.ndim != 1 or ts.size < 1:
+        raise ValueError(f"{owner}: `saveat` must be a non-empty 1-D array of times; got shape {ts.shape}")
+    if not np.all(np.isfinite(ts)):
+        raise ValueError(f"{owner}: `saveat` must be finite; got {ts[~np.isfinite(ts)][0]}")
+    if np.any(np.diff(ts) < 0):
+        k = int(np.argmax(np.diff(ts) < 0))
+        raise ValueError(f"{owner}: `saveat` must be sorted; got {ts[k]} before {ts[k + 1]} (index {k})")
+    lo, hi = float(t0), float(t1)
+    if ts[0] < lo or ts[-1] > hi:
+        raise ValueError(f"{owner}: `saveat` must lie in [t0, t1] = [{lo:g}, {hi:g}]; got [{ts[0]:g}, {ts[-1]:g}]")

@@ -14,6 +14,7 @@ from reference import fourbar_absolute as ref
 
 import diffmech as dm
 from diffmech import fourbar as fbk
+from diffmech.closure import RESULTS
 
 SEED = dm.FourBar.seed_crank_rocker()
 OFF_AXIS = dm.FourBar.seed_crank_rocker(com=((0.05, 0.01), (0.1, -0.02), (0.12, 0.015)), gravity=(1.5, -9.5))
@@ -230,10 +231,14 @@ def test_printed_eq81_sign_of_dKB_is_wrong():
 def test_vmap_over_a_thousand_designs_and_initial_states(n):
     """One jitted, vmapped call over n (design, θA(0), ωA(0)) triples (1024 in the slow
     run): every lane conserves energy and closes the loop, and lanes equal their
-    unbatched runs."""
+    unbatched runs. One more lane starts from a NaN speed: it is reported `nonfinite`
+    at once (a few steps, not the integrator's whole budget), every save masked, and
+    the other lanes are untouched."""
     rng = np.random.default_rng(0)
     L = np.array([0.12, 0.25, 0.26, 0.30]) * (1 + 0.1 * rng.uniform(-1, 1, (n, 4)))  # stay crank-rockers
     th0, w0 = rng.uniform(-np.pi, np.pi, n), rng.uniform(-5, 5, n)
+    w0[-1] = np.nan
+    n -= 1  # the lanes that must conserve energy
     ts = jnp.linspace(0, 0.5, 6)
 
     def one(L, th0, w0):
@@ -243,7 +248,10 @@ def test_vmap_over_a_thousand_designs_and_initial_states(n):
 
     assert all(dm.fourbar.grashof(dm.FourBar(lengths=l)) == "crank-rocker" for l in L[:50])
     tr = jax.jit(jax.vmap(one))(jnp.asarray(L), jnp.asarray(th0), jnp.asarray(w0))
-    assert tr.theta_A.shape == (n, 6)
+    assert tr.theta_A.shape == (n + 1, 6)
+    bad = jax.tree.map(lambda a: a[n], tr)
+    assert not bool(bad.converged.any()) and bad.result == RESULTS.nonfinite and int(bad.num_steps) < 10
+    tr = jax.tree.map(lambda a: a[:n], tr)
     assert bool(jnp.all(tr.ok))
     assert float(jnp.max(tr.residual)) <= 1e-15
     # tolerance-limited (rtol 1e-10); the worst lanes barely move (max T ~ 1e-4 J)

@@ -30,7 +30,7 @@ from jaxtyping import Array, Bool, Float
 from .. import _closure
 from .._geometry import attitude, perp
 from .._result import RESULTS, AbstractResult, finish, save_status
-from .._validate import is_traced
+from .._validate import check_integration, is_traced
 from . import _kinematics as _k
 from ._model import FourBar
 
@@ -374,6 +374,9 @@ def simulate(
         )
     if np.shape(q0) != (6,):
         raise ValueError(f"simulate: `q0` must hold the 6 attitude components (qA, qB, qD); got shape {np.shape(q0)}")
+    if np.shape(Pi0) != ():
+        raise ValueError(f"fourbar.simulate: `Pi0` must be a scalar (the crank momentum Π1); got shape {np.shape(Pi0)}")
+    check_integration("fourbar.simulate", {"q0": q0, "Pi0": Pi0}, t0, t1, saveat, max_steps)
     if not is_traced(t1, t0) and not float(t1) > float(t0):
         raise ValueError(f"simulate: need t1 > t0; got t0={t0}, t1={t1}")
     if not is_traced(rtol, atol) and not (rtol > 0 and atol > 0):
@@ -403,18 +406,25 @@ def simulate(
 
 @eqx.filter_jit
 def _simulate(fb, q0, Pi0, t0, t1, ts, rtol, atol, drive, adjoint, mode, solver, linearised, max_steps):
+    # a non-finite initial state (possible only under a transformation: the eager entry
+    # refuses one) is reported `nonfinite` at once: the integration runs on a finite
+    # stand-in with a zero vector field (a few steps, not max_steps), every save masked
+    nonfinite = ~(jnp.all(jnp.isfinite(q0)) & jnp.isfinite(Pi0))
+    q0 = jnp.where(nonfinite, jnp.asarray([1.0, 0.0, 1.0, 0.0, 1.0, 0.0], q0.dtype), q0)
+    Pi0 = jnp.where(nonfinite, jnp.zeros_like(Pi0), Pi0)
     q_init = project(fb, q0)
     theta0 = jnp.arctan2(q_init[1], q_init[0])
     if mode == "minimal":
-        term, y0, args = diffrax.ODETerm(_rhs_minimal), jnp.stack([theta0, Pi0]), (fb, drive, linearised)
+        rhs, y0, args = _rhs_minimal, jnp.stack([theta0, Pi0]), (fb, drive, linearised)
     elif mode == "paper":
-        term, y0, args = diffrax.ODETerm(_rhs_paper), jnp.concatenate([Pi0[None], q_init]), (fb, drive, linearised)
+        rhs, y0, args = _rhs_paper, jnp.concatenate([Pi0[None], q_init]), (fb, drive, linearised)
     else:
-        term, y0, args = (
-            diffrax.ODETerm(_rhs_lie),
+        rhs, y0, args = (
+            _rhs_lie,
             jnp.concatenate([Pi0[None], jnp.zeros(3, q_init.dtype)]),
             (fb, drive, linearised, q_init),
         )
+    term = diffrax.ODETerm(lambda t, y, a: jnp.where(nonfinite, jnp.zeros_like(y), rhs(t, y, a)))
     sol = diffrax.diffeqsolve(
         term,
         solver,
@@ -445,6 +455,8 @@ def _simulate(fb, q0, Pi0, t0, t1, ts, rtol, atol, drive, adjoint, mode, solver,
     H = energy(fb, Pi, q)
     T = Pi**2 / (2 * s)
     converged, status = save_status(sol.result, ys, ok)
+    converged = converged & ~nonfinite
+    status = jax.vmap(lambda st: RESULTS.where(nonfinite, RESULTS.nonfinite, st))(status)
     return Simulation(
         ts=ts,
         Pi=Pi,

@@ -246,6 +246,12 @@ def assemble(fb: FourBar, theta_A) -> Float[Array, "*batch 6"]:
             return _full_q(th, solve(fb_, th, condition=False, throw=True).value)
 
         return _over_angles(one, fb, theta)
+    bad = ~np.isfinite(np.asarray(theta))
+    if bad.any():
+        raise ValueError(
+            f"fourbar.assemble: theta_A must be finite; got {np.asarray(theta)[bad].reshape(-1)[0]} "
+            f"(at index {tuple(int(i) for i in np.argwhere(bad)[0])})"
+        )
     q, ok, res, gap, code = _assemble_jit(fb, theta)
     ok_np = np.asarray(ok)
     if not ok_np.all():

@@ -43,7 +43,7 @@ from .. import _closure, _linalg
 from .._geometry import cross, dot, perp, unit
 from .._result import RESULTS, AbstractResult, as_results, code, finish, save_status
 from .._screw import vee
-from .._validate import is_traced
+from .._validate import check_integration, is_traced
 from ._equations import orthonormal
 from ._model import Linkage, _coords, _prepare, _residual
 from ._simulate import joint_path, simulate_functional, widths
@@ -515,8 +515,9 @@ def simulate_dynamics(
     drive = Drive() if drive is None else drive
     solver = diffrax.Dopri8() if solver is None else solver
     adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
+    check_integration("linkage.simulate_dynamics", {"udot0": udot0}, 0.0, t1, saveat, max_steps)
     if not is_traced(t1) and not float(t1) > 0:
-        raise ValueError(f"simulate_dynamics: need t1 > 0; got {t1}")
+        raise ValueError(f"linkage.simulate_dynamics: `t1` must be > 0; got {t1}")
     _bodies(lk)  # the mass properties, checked eagerly where they are concrete
     moving = [k for k in range(len(lk.links)) if k != lk.ground]
     if not is_traced(lk.masses, lk.inertias) and not (

@@ -1,0 +1,198 @@
+"""Bad input gets a clear error at the door: a property-based search (hypothesis) over
+the public entry points and the CLI, each called with one argument spoiled (NaN, ±inf,
+negative or zero where a count or a span is meant, a wrong shape, empty, a string, out
+of order). Every outcome must be a `ValueError` (or subclass) whose message names the
+spoiled argument, raised before anything is compiled; the CLI must exit with code 2 and
+one line on stderr, never a traceback. Each call is checked eagerly, so an example
+costs milliseconds: `EXAMPLES` spoiled calls per run.
+
+Inputs that are valid but out of order, or poses out of reach, are answers, not errors:
+tests/test_linkage.py and tests/test_parallel.py check those results against sequential
+continuation and the task."""
+
+import contextlib
+import io
+
+import equinox as eqx
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import diffmech as dm
+from diffmech import fourbar, linkage, parallel, synthesis
+from diffmech._cli import main
+
+EXAMPLES = 150
+
+FB = dm.FourBar(lengths=(0.12, 0.25, 0.26, 0.30))
+LK = dm.examples.fourbar()
+STEWART = parallel.StewartPlatform()
+TRAJ = parallel.stewart_spiral(STEWART, jnp.arange(0.0, 0.05, 0.01))
+Q0 = fourbar.assemble(FB, 0.0)
+TARGETS = np.c_[np.cos(np.linspace(0, 5, 8)), np.sin(np.linspace(0, 5, 8))]
+
+NUMBER = st.sampled_from([float("nan"), float("inf"), -float("inf")])
+SHAPE = st.sampled_from([np.zeros((0,)), np.zeros((2, 2, 2)), "x"])
+
+
+def _spoil_array(good, bad):
+    """`good` with one entry replaced by the non-finite `bad` (or `bad` itself if it is
+    not a number: a wrong shape or type)."""
+    if not isinstance(bad, float):
+        return bad
+    a = np.array(good, dtype=float, copy=True)
+    a.reshape(-1)[a.size // 2] = bad
+    return a
+
+
+# (entry point, argument name, strategy of bad values, how to call with the bad value)
+CASES = [
+    ("fourbar.assemble", "theta_A", NUMBER, lambda v: fourbar.assemble(FB, v)),
+    ("fourbar.sweep", "theta_A_values", NUMBER, lambda v: fourbar.sweep(FB, _spoil_array(np.linspace(0, 1, 5), v))),
+    ("fourbar.simulate", "q0", st.one_of(NUMBER, SHAPE), lambda v: fourbar.simulate(FB, _spoil_array(Q0, v), 0.0, 1.0)),
+    ("fourbar.simulate", "Pi0", NUMBER, lambda v: fourbar.simulate(FB, Q0, v, 1.0)),
+    ("fourbar.simulate", "t1", st.one_of(NUMBER, st.floats(-5, 0)), lambda v: fourbar.simulate(FB, Q0, 0.0, v)),
+    (
+        "fourbar.simulate",
+        "saveat",
+        st.one_of(NUMBER, st.sampled_from([np.array([0.5, 0.2]), np.array([-0.1, 0.5]), np.array([0.5, 1.5])])),
+        lambda v: fourbar.simulate(FB, Q0, 0.0, 1.0, saveat=_spoil_array(np.linspace(0, 1, 4), v)),
+    ),
+    (
+        "fourbar.simulate",
+        "max_steps",
+        st.one_of(st.integers(-3, 0), st.sampled_from([1.5, "10"])),
+        lambda v: fourbar.simulate(FB, Q0, 0.0, 1.0, max_steps=v),
+    ),
+    (
+        "linkage.simulate",
+        "inputs",
+        st.one_of(NUMBER, SHAPE),
+        lambda v: linkage.simulate(LK, inputs=_spoil_array(np.linspace(0, 1, 5), v)),
+    ),
+    ("linkage.simulate_dynamics", "udot0", NUMBER, lambda v: linkage.simulate_dynamics(LK, v, 1.0)),
+    (
+        "linkage.simulate_dynamics",
+        "t1",
+        st.one_of(NUMBER, st.floats(-5, 0)),
+        lambda v: linkage.simulate_dynamics(LK, 0.0, v),
+    ),
+    (
+        "linkage.simulate_dynamics",
+        "saveat",
+        st.one_of(NUMBER, st.sampled_from([np.array([0.5, 0.2]), np.array([0.5, 1.5]), np.zeros((0,))])),
+        lambda v: linkage.simulate_dynamics(LK, 0.0, 1.0, saveat=_spoil_array(np.linspace(0, 1, 4), v)),
+    ),
+    (
+        "linkage.simulate_dynamics",
+        "max_steps",
+        st.one_of(st.integers(-3, 0), st.sampled_from([2.5, "10"])),
+        lambda v: linkage.simulate_dynamics(LK, 0.0, 1.0, max_steps=v),
+    ),
+    (
+        "parallel.inverse_kinematics",
+        "position",
+        NUMBER,
+        lambda v: parallel.inverse_kinematics(
+            STEWART, eqx.tree_at(lambda t: t.position, TRAJ, jnp.asarray(_spoil_array(TRAJ.position, v)))
+        ),
+    ),
+    (
+        "parallel.inverse_kinematics",
+        "stride",
+        st.one_of(st.integers(-5, 0), st.sampled_from([1.5, "2"])),
+        lambda v: parallel.inverse_kinematics(STEWART, TRAJ, stride=v),
+    ),
+    (
+        "parallel.inverse_kinematics",
+        "method",
+        st.text(max_size=5),
+        lambda v: parallel.inverse_kinematics(STEWART, TRAJ, method=v),
+    ),
+    (
+        "synthesis.path_generation",
+        "target_points",
+        st.one_of(NUMBER, SHAPE),
+        lambda v: synthesis.path_generation(_spoil_array(TARGETS, v), starts=2, steps=2),
+    ),
+    (
+        "synthesis.path_generation",
+        "starts",
+        st.integers(-3, 0),
+        lambda v: synthesis.path_generation(TARGETS, starts=v, steps=2),
+    ),
+    (
+        "synthesis.path_generation",
+        "steps",
+        st.integers(-3, 0),
+        lambda v: synthesis.path_generation(TARGETS, starts=2, steps=v),
+    ),
+]
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+@given(data=st.data())
+def test_a_spoiled_argument_is_named_at_the_door(data):
+    owner, name, values, call = data.draw(st.sampled_from(CASES))
+    value = data.draw(values)
+    if name == "method" and value in ("exact", "one_step"):
+        return  # a valid method
+    with pytest.raises(ValueError) as info:
+        call(value)
+    msg = str(info.value)
+    assert name in msg, (owner, name, value, msg)
+    if isinstance(value, float) and not np.isfinite(value):  # the real cause, not a consequence of it
+        assert "finite" in msg, (owner, name, value, msg)
+
+
+CLI = [
+    (["demo", "--t1"], ["-1", "0", "nan", "inf", "x"]),
+    (["synthesize", "t.csv", "--starts"], ["0", "-2", "1.5", "x"]),
+    (["synthesize", "t.csv", "--steps"], ["0", "-1", "x"]),
+    (["sweep", "designs.npz", "--out", "o.npz", "--steps"], ["0", "-4", "x"]),
+    (["sweep", "designs.npz", "--out", "o.npz", "--steps", "8", "--per-device"], ["0", "-1"]),
+    (["sweep", "designs.npz", "--out", "o.npz", "--steps", "8", "--devices"], ["0", "-1", "two"]),
+]
+
+
+def _cli(argv):
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        try:
+            code = main(argv)
+        except SystemExit as e:  # argparse's own errors
+            code = e.code
+    return code, err.getvalue()
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(case=st.sampled_from(CLI), data=st.data())
+def test_the_cli_rejects_a_bad_option_in_one_line(case, data, tmp_path_factory):
+    prefix, bad = case
+    value = data.draw(st.sampled_from(bad))
+    folder = tmp_path_factory.mktemp("cli")
+    np.savez(folder / "designs.npz", lengths=np.array([[0.12, 0.25, 0.26, 0.30]]))
+    (folder / "t.csv").write_text("0,0\n1,1\n2,0\n")
+    argv = [str(folder / a) if a.endswith((".npz", ".csv")) else a for a in prefix] + [value]
+    code, err = _cli(argv)
+    assert code == 2, (argv, code, err)
+    assert "Traceback" not in err and err.strip() and prefix[-1] in err, err
+
+
+def test_the_cli_names_a_file_it_cannot_use(tmp_path):
+    """Files, not options: a CSV given to `sweep` (no advice to unpickle), an output that
+    exists, a missing file; each one line, exit code 2, before any computation."""
+    csv = tmp_path / "designs.csv"
+    csv.write_text("0.12,0.25,0.26,0.30\n")
+    code, err = _cli(["sweep", str(csv), "--steps", "8", "--out", str(tmp_path / "o.npz")])
+    assert code == 2 and "not a NumPy .npz archive" in err and "pickle" not in err, err
+    good = tmp_path / "designs.npz"
+    np.savez(good, lengths=np.array([[0.12, 0.25, 0.26, 0.30]]))
+    (tmp_path / "exists.npz").write_bytes(b"")
+    code, err = _cli(["sweep", str(good), "--steps", "8", "--out", str(tmp_path / "exists.npz")])
+    assert code == 2 and "exists" in err, err
+    code, err = _cli(["sweep", str(tmp_path / "missing.npz"), "--steps", "8", "--out", str(tmp_path / "o2.npz")])
+    assert code == 2 and "no such file" in err, err
+    code, err = _cli(["synthesize", str(tmp_path / "missing.csv")])
+    assert code == 2 and "no such file" in err, err

@@ -489,6 +489,17 @@ class _Options(eqx.Module):
         return (det if self.branch == "det" else nan), cond
 
 
+def _check_inputs(owner, inputs) -> None:
+    """A sweep's inputs: leaves sharing a leading axis of at least one input."""
+    leaves = jax.tree.leaves(inputs)
+    lead = {np.shape(v)[0] if np.ndim(v) else None for v in leaves}
+    if not leaves or None in lead or len(lead) != 1 or 0 in lead:
+        raise ValueError(
+            f"{owner}: `inputs` must be arrays sharing a leading axis of N ≥ 1 inputs; got shapes "
+            f"{[np.shape(v) for v in leaves]}"
+        )
+
+
 def _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype) -> _Options:
     if max_step is not None and not float(max_step) > 0:
         raise ValueError(f"closure: max_step must be a positive number or None; got {max_step!r}")
@@ -697,6 +708,7 @@ def continuation(
 
     **Returns:** a `SweepSolution` (`steps` per input: the Newton steps it took).
     """
+    _check_inputs("closure.continuation", inputs)
     sol = _continuation_program(
         fn,
         x0,
@@ -1199,6 +1211,7 @@ def sweep(
 
     **Returns:** a `SweepSolution`.
     """
+    _check_inputs("closure.sweep", inputs)
     sol, _ = _sweep_program(
         fn,
         x0,

@@ -74,9 +74,9 @@ def fourbar_tracer(theta_A, points, initial: FourBar, point0, *, steps: int = 20
     """
     theta = jnp.asarray(theta_A, dtype=initial.lengths.dtype)
     pts = jnp.asarray(points, dtype=initial.lengths.dtype)
-    if theta.ndim != 1 or pts.shape != theta.shape + (2,):
+    if theta.ndim != 1 or theta.size < 1 or pts.shape != theta.shape + (2,):
         raise ValueError(
-            f"fourbar_tracer: `theta_A` (N,) and `points` (N, 2) must match; got {theta.shape} and {pts.shape}"
+            f"fourbar_tracer: `theta_A` (N,) and `points` (N, 2) must match, N ≥ 1; got {theta.shape} and {pts.shape}"
         )
     if not (np.all(np.isfinite(np.asarray(theta))) and np.all(np.isfinite(np.asarray(pts)))):
         raise ValueError("fourbar_tracer: `theta_A` and `points` must be finite")

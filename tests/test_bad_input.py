@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import diffmech as dm
-from diffmech import fourbar, linkage, parallel, synthesis
+from diffmech import closure, fourbar, linkage, parallel, synthesis
 from diffmech._cli import main
 
 EXAMPLES = 150
@@ -71,6 +71,16 @@ CASES = [
         st.one_of(NUMBER, SHAPE),
         lambda v: linkage.simulate(LK, inputs=_spoil_array(np.linspace(0, 1, 5), v)),
     ),
+    ("fourbar.rates", "omega_A", NUMBER, lambda v: fourbar.rates(FB, Q0, 0.0, v)),
+    ("fourbar.rates", "q", NUMBER, lambda v: fourbar.rates(FB, _spoil_array(Q0, v), 0.0, 1.0)),
+    (
+        "linkage.joint_forces",
+        "u",
+        st.one_of(NUMBER, SHAPE),
+        lambda v: linkage.joint_forces(LK, _spoil_array(np.linspace(0, 1, 5), v), 1.0, 0.0),
+    ),
+    ("linkage.joint_forces", "udot", NUMBER, lambda v: linkage.joint_forces(LK, np.linspace(0, 1, 5), v, 0.0)),
+    ("linkage.motion_rates", "motion", st.sampled_from([None, 1.0, "x"]), lambda v: linkage.motion_rates(LK, v)),
     ("linkage.simulate_dynamics", "udot0", NUMBER, lambda v: linkage.simulate_dynamics(LK, v, 1.0)),
     (
         "linkage.simulate_dynamics",
@@ -97,6 +107,18 @@ CASES = [
         lambda v: parallel.inverse_kinematics(
             STEWART, eqx.tree_at(lambda t: t.position, TRAJ, jnp.asarray(_spoil_array(TRAJ.position, v)))
         ),
+    ),
+    (
+        "parallel.inverse_kinematics",
+        "R",
+        st.sampled_from([(slice(None), slice(0, 2)), (slice(None), slice(None), slice(0, 1))]),
+        lambda v: parallel.inverse_kinematics(STEWART, eqx.tree_at(lambda t: t.R, TRAJ, TRAJ.R[v])),
+    ),
+    (
+        "closure.sweep",
+        "inputs",
+        SHAPE,
+        lambda v: closure.sweep(lambda x, u, p: x - u, jnp.zeros(1), v if isinstance(v, str) else v[:0], None),
     ),
     (
         "parallel.inverse_kinematics",

@@ -43,7 +43,7 @@ from .. import _closure, _linalg
 from .._geometry import cross, dot, perp, unit
 from .._result import RESULTS, AbstractResult, as_results, code, finish, save_status
 from .._screw import vee
-from .._validate import check_integration, is_traced
+from .._validate import as_floats, check_integration, is_traced
 from ._equations import orthonormal
 from ._model import Linkage, _coords, _prepare, _residual
 from ._simulate import joint_path, simulate_functional, widths
@@ -913,6 +913,17 @@ def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> 
     closure fails at an input.
     """
     dt = lk.coords.dtype
+    for name, v in (("u", u), ("udot", udot), ("uddot", uddot)):
+        if is_traced(v):
+            continue
+        a = as_floats("linkage.joint_forces", name, v)
+        if a.ndim > 1 or (name == "u" and (a.ndim != 1 or a.size < 1)) or not np.all(np.isfinite(a)):
+            raise ValueError(
+                f"linkage.joint_forces: `{name}` must be a finite "
+                + ("non-empty 1-D array of inputs" if name == "u" else "scalar or (N,) array")
+                + f"; got shape {a.shape}"
+                + ("" if a.size == 0 or np.all(np.isfinite(a)) else f" with non-finite {a[~np.isfinite(a)][0]}")
+            )
     u = jnp.asarray(u, dt)
     udot, uddot = (jnp.broadcast_to(jnp.asarray(v, dt), u.shape) for v in (udot, uddot))
     body = _inertial(lk)

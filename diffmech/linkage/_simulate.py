@@ -455,6 +455,8 @@ def rates(
 def motion_rates(lk: Linkage, motion: Motion, udot=1.0, uddot=0.0):
     """`rates` at every step of a `Motion` (rows of unconverged steps are NaN):
     velocities and accelerations `(N, J, 3)` for an input rate `udot` (and `uddot`)."""
+    if not isinstance(motion, Motion):
+        raise ValueError(f"linkage.motion_rates: `motion` must be a Motion (from linkage.simulate); got {motion!r}")
     dt = lk.coords.dtype
 
     def one(u, C):

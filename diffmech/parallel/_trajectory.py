@@ -136,7 +136,12 @@ def check(traj: Trajectory, *, uniform: bool = False) -> None:
     times = np.asarray(traj.times)
     if times.ndim != 1 or times.size < 2:
         raise ValueError(f"Trajectory: `times` must be 1-D with at least 2 samples; got shape {times.shape}")
-    for name in ("times", "R", "Rdot", "Rddot", "position", "velocity", "acceleration"):
+    shapes = {"R": (3, 3), "Rdot": (3, 3), "Rddot": (3, 3), "position": (3,), "velocity": (3,), "acceleration": (3,)}
+    for name, trailing in shapes.items():
+        shape = np.shape(getattr(traj, name))
+        if shape != (times.size, *trailing):
+            raise ValueError(f"Trajectory: `{name}` must have shape {(times.size, *trailing)}; got {shape}")
+    for name in ("times", *shapes):
         a = np.asarray(getattr(traj, name)).reshape(times.size, -1)
         bad = ~np.all(np.isfinite(a), axis=1)
         if bad.any():

@@ -1299,7 +1299,11 @@ def _sweep(
     idx = jnp.arange(n_in)
     before = idx < jnp.where(all_good, n_in, first)
     last_x = jnp.where(first > 0, x[jnp.maximum(first - 1, 0)], x0)
-    code_first = jnp.where(certified[first], _SWITCH, _LIMIT)  # certified but off the branch: a switch
+    # certified but off the branch: a switch; at a NaN or infinite input: not finite (no motion limit)
+    finite_in = jnp.all(
+        jnp.stack([jnp.all(jnp.isfinite(jnp.reshape(v, (n_in, -1))), axis=1) for v in jax.tree.leaves(p_in)]), axis=0
+    )
+    code_first = jnp.where(~finite_in[first], _NONFINITE, jnp.where(certified[first], _SWITCH, _LIMIT))
     rows = _Rows(
         x=jnp.where(before[:, None], x, last_x),
         ok=before,
@@ -1309,7 +1313,7 @@ def _sweep(
         condition=jnp.where(before, cond, jnp.nan),
     )
     # 4. the fallback, where the first failure is not a proven motion limit
-    need = ~all_good & ~(pred.unreachable[first] & ~certified[first])
+    need = ~all_good & ~(pred.unreachable[first] & ~certified[first]) & finite_in[first]
     if isinstance(fallback, Deferred):
         rows = eqx.tree_at(lambda r: r.code, rows, jnp.where(need & (idx >= first), _DEFERRED, rows.code))
         return _finish(opts, inputs, params, rows), probed
@@ -1427,6 +1431,13 @@ def rates(
     **Returns:** `(xdot, xddot)`, each `(n,)`, in `x`'s units per unit time and per
     unit time squared.
     """
+    for name, v in (("x", x), ("u", u), ("udot", udot), ("uddot", uddot)):
+        if (
+            v is not None
+            and not is_traced(v)
+            and not all(np.all(np.isfinite(np.asarray(a))) for a in jax.tree.leaves(v))
+        ):
+            raise ValueError(f"closure.rates: `{name}` must be finite; got {v}")
     if uddot is None:
         uddot = jax.tree.map(jnp.zeros_like, udot)
     zero_x = jnp.zeros_like(x)

@@ -79,7 +79,10 @@ def batch_size(batch) -> int:
             f"shard: the array leaves of the batch must share a leading batch axis; got leading sizes "
             f"{sorted(sizes) if sizes else 'none (no batched arrays)'}"
         )
-    return sizes.pop()
+    n = sizes.pop()
+    if n < 1:
+        raise ValueError("shard: the batch is empty (a leading batch axis of size 0)")
+    return n
 
 
 def pad(batch, multiple: int):
@@ -183,6 +186,8 @@ def run(
     **Returns:** `fn`'s outputs for the whole batch, as host (NumPy) arrays with the
     leading axis of `batch`.
     """
+    if not callable(fn):
+        raise ValueError(f"shard.run: `fn` must be a function of one element of the batch; got {fn!r}")
     if per_device < 1:
         raise ValueError(f"shard.run: `per_device` must be ≥ 1; got {per_device}")
     m = mesh(devices)

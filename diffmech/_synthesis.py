@@ -1132,8 +1132,8 @@ def function_generation(
     rocker angle) the closure core gives; `constraints["offsets"]`).
     """
     who = "function_generation"
-    a = np.asarray(theta_in, float)
-    b = np.asarray(theta_out, float)
+    a = as_floats(who, "theta_in", theta_in)
+    b = as_floats(who, "theta_out", theta_out)
     if a.ndim != 1 or a.shape[0] < 3 or not np.all(np.isfinite(a)):
         raise ValueError(f"{who}: `theta_in` must be a finite 1-D array of n ≥ 3 crank angles; got shape {a.shape}")
     if b.shape != a.shape or not np.all(np.isfinite(b)):

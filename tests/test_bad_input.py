@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 import diffmech as dm
-from diffmech import closure, fourbar, linkage, parallel, synthesis
+from diffmech import closure, fourbar, identify, linkage, parallel, shard, synthesis
 from diffmech._cli import main
 
 EXAMPLES = 150
@@ -120,6 +120,32 @@ CASES = [
         SHAPE,
         lambda v: closure.sweep(lambda x, u, p: x - u, jnp.zeros(1), v if isinstance(v, str) else v[:0], None),
     ),
+    ("linkage.solve", "u", st.one_of(NUMBER, SHAPE), lambda v: linkage.solve(LK, v)),
+    (
+        "linkage.mobility",
+        "coords",
+        NUMBER,
+        lambda v: linkage.mobility(eqx.tree_at(lambda k: k.coords, LK, jnp.asarray(_spoil_array(LK.coords, v)))),
+    ),
+    (
+        "closure.rates",
+        "udot",
+        NUMBER,
+        lambda v: closure.rates(lambda x, u, p: x - u, jnp.array([0.5]), 0.5, None, v),
+    ),
+    (
+        "identify.fourbar_regressor",
+        "omega_A",
+        NUMBER,
+        lambda v: identify.fourbar_regressor(FB, np.zeros(3), _spoil_array(np.ones(3), v), np.zeros(3)),
+    ),
+    (
+        "synthesis.function_generation",
+        "theta_in",
+        st.one_of(NUMBER, SHAPE),
+        lambda v: synthesis.function_generation(_spoil_array([0.1, 0.5, 0.9], v), [0.2, 0.4, 0.7], starts=2, steps=2),
+    ),
+    ("shard.run", "fn", st.sampled_from([3, "f", None]), lambda v: shard.run(v, jnp.zeros((3, 2)))),
     (
         "parallel.inverse_kinematics",
         "stride",

@@ -425,8 +425,10 @@ def test_resumed_deferred_sweep_equals_the_one_program_sweep(invariant):
     np.testing.assert_array_equal(done.status._value, full.status._value)
     ok = np.asarray(full.converged)
     assert 0 < ok.sum() < ok.size
-    np.testing.assert_allclose(done.value[ok], full.value[ok], rtol=0, atol=1e-15)
-    np.testing.assert_allclose(done.condition[ok], full.condition[ok], rtol=1e-14)
+    assert_round_off_equal(done.value[ok], full.value[ok], full.condition[ok], "resumed")
+    # the condition number of solutions a round-off apart: relatively within about ε·cond² of each other
+    c = np.asarray(full.condition[ok])
+    assert np.all(np.abs(np.asarray(done.condition[ok]) - c) <= 8 * np.finfo(float).eps * np.maximum(c, 1) ** 2 * c)
     np.testing.assert_array_equal(done.steps, full.steps)  # the corrector's rows kept, not redone
 
 

@@ -208,5 +208,7 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert c["same_mask_sweep"] is True and c["same_mask_shard"] is True
         assert c["q_vs_ref"] <= 1e-13 and c["shard_dq"] <= 1e-13
         assert c["seed_vs_closed_form"] <= 1e-12
-        assert c["chunked_same_mask"] is True and c["chunked_dq"] <= 1e-15  # vmap_chunked = vmap, to round-off
+        # vmap_chunked = vmap, to round-off: two compiled programs of unit attitude vectors may round a
+        # few ulps apart (1.5e-15 measured after an unrelated change to the core's program)
+        assert c["chunked_same_mask"] is True and c["chunked_dq"] <= 1e-14
         assert "throughput_ratio" in c  # the benchmark results were read

@@ -30,6 +30,10 @@ def solve(lk: Linkage, u, guess: Float[Array, " n"] | None = None, *, throw: boo
 
     **Returns:** a `diffmech.closure.Solution`.
     """
+    if not is_traced(u):
+        a = as_floats("linkage.solve", "u", u)
+        if a.shape != () or not np.isfinite(a):
+            raise ValueError(f"linkage.solve: `u` must be one finite input value; got {a.tolist()}")
     u = jnp.asarray(u, dtype=lk.coords.dtype)
     x0 = lk.x0() if guess is None else guess
     sol = _closure.root(_residual, jax.lax.stop_gradient(x0), u, _prepare(lk), throw=False)
@@ -378,6 +382,9 @@ def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: floa
     determine the rest) and the singular values `sv_x` of `∂Φ/∂x`.
     """
     x = lk.x0() if x is None else x
+    for name, v in (("coords", lk.coords), ("x", x), ("u", u)):
+        if not is_traced(v) and not np.all(np.isfinite(as_floats("linkage.mobility", name, v))):
+            raise ValueError(f"linkage.mobility: `{name}` must be finite; got {np.asarray(v).tolist()}")
     u = jnp.asarray(u, dtype=lk.coords.dtype)
     return _rank_info(*_jacobians(x, u, lk), rtol)
 
@@ -387,6 +394,10 @@ def _raise_if_bad_initial(lk, r, Jx, Ju=None, tol: float = 1e-10) -> None:
     (then `[Jx, Ju]`, with as many rows as `Jx` has columns, has rank `n` too, and
     the mobility is 1: `Ju` is needed only to report the mobility of a failure)."""
     r = np.asarray(r)
+    coords = np.asarray(lk.coords)
+    if not np.all(np.isfinite(coords)):
+        j = int(np.argmax(~np.all(np.isfinite(coords), axis=-1)))
+        raise LinkageError(f"linkage {lk.name!r}: `coords` must be finite; joint {lk.names[j]} is {coords[j].tolist()}")
     if r.size and not np.all(np.abs(r) <= tol):
         raise LinkageError(
             f"linkage {lk.name!r}: the initial configuration violates its own constraints "

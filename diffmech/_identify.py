@@ -10,7 +10,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from . import _fit
-from ._validate import as_floats, is_traced
+from ._validate import check_finite
 from .fourbar import _dynamics as fbd, _kinematics as fbk
 from .fourbar._model import FourBar
 from .linkage import _simulate as lks
@@ -333,9 +333,7 @@ def fourbar_regressor(fb: FourBar, theta_A, omega_A, alpha_A) -> Float[Array, "N
     **Returns:** `Y` `(N, 8)` (torque per unit base parameter).
     """
 
-    for name, v in (("theta_A", theta_A), ("omega_A", omega_A), ("alpha_A", alpha_A)):
-        if not is_traced(v) and not np.all(np.isfinite(as_floats("identify.fourbar_regressor", name, v))):
-            raise ValueError(f"identify.fourbar_regressor: `{name}` must be finite; got {np.asarray(v).tolist()}")
+    check_finite("identify.fourbar_regressor", {"theta_A": theta_A, "omega_A": omega_A, "alpha_A": alpha_A})
 
     def torque(beta):
         return fbd.crank_torque(fourbar_from_base(fb, beta), theta_A, omega_A, alpha_A)

@@ -90,6 +90,15 @@ def as_floats(owner: str, name: str, value, dtype: type | np.dtype = float) -> n
         raise ValueError(f"{owner}: `{name}` must be an array of numbers; got {value!r}") from None
 
 
+def check_finite(owner: str, values: dict) -> None:
+    """A `ValueError` naming `owner` and the argument, for the first of `values` (name →
+    value) that is not an array of finite numbers; values under a transformation are
+    not known and are skipped."""
+    for name, v in values.items():
+        if not is_traced(v) and not np.all(np.isfinite(as_floats(owner, name, v))):
+            raise ValueError(f"{owner}: `{name}` must be finite; got {np.asarray(v).tolist()}")
+
+
 def check_integration(owner: str, states: dict, t0, t1, saveat, max_steps) -> None:
     """Eager checks of an ODE entry point's initial `states` (name → value: finite), its
     span `t0`, `t1` (finite), its save times `saveat` (a sorted, non-empty 1-D array
@@ -98,9 +107,7 @@ def check_integration(owner: str, states: dict, t0, t1, saveat, max_steps) -> No
     transformation are not known: those checks are skipped."""
     if isinstance(max_steps, bool) or not isinstance(max_steps, (int, np.integer)) or max_steps < 1:
         raise ValueError(f"{owner}: `max_steps` must be an integer ≥ 1; got {max_steps!r}")
-    for name, v in {**states, "t0": t0, "t1": t1}.items():
-        if not is_traced(v) and not np.all(np.isfinite(as_floats(owner, name, v))):
-            raise ValueError(f"{owner}: `{name}` must be finite; got {np.asarray(v).tolist()}")
+    check_finite(owner, {**states, "t0": t0, "t1": t1})
     if saveat is None or is_traced(saveat, t0, t1):
         return
     ts = as_floats(owner, "saveat", saveat)

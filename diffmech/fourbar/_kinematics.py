@@ -17,7 +17,7 @@ from jaxtyping import Array, Bool, Float
 from .. import _closure, _linalg
 from .._geometry import attitude, cross, perp
 from .._result import RESULTS, AbstractResult, BranchSwitchError, MotionLimitError, code as _result_code, finish
-from .._validate import as_floats, is_traced, is_traced_module
+from .._validate import check_finite, is_traced, is_traced_module
 from .._xla import COMPILER_OPTIONS
 from ._model import FourBar
 
@@ -608,9 +608,7 @@ def rates(
     (rad/s²).
     """
     dt = fb.lengths.dtype
-    for name, v in (("q", q), ("theta_A", theta_A), ("omega_A", omega_A), ("alpha_A", alpha_A)):
-        if not is_traced(v) and not np.all(np.isfinite(as_floats("fourbar.rates", name, v))):
-            raise ValueError(f"fourbar.rates: `{name}` must be finite; got {np.asarray(v).tolist()}")
+    check_finite("fourbar.rates", {"q": q, "theta_A": theta_A, "omega_A": omega_A, "alpha_A": alpha_A})
     theta_A, omega_A, alpha_A = (jnp.asarray(v, dtype=dt) for v in (theta_A, omega_A, alpha_A))
     xdot, xddot = _closure.rates(residual, q[2:], theta_A, fb, omega_A, alpha_A)
     qA = attitude(theta_A)

@@ -14,7 +14,7 @@ from jaxtyping import Array, Bool, Float
 
 from .. import _closure
 from .._result import AbstractResult, finish
-from .._validate import Recent, as_floats, is_traced
+from .._validate import Recent, as_floats, check_finite, is_traced
 from .._xla import COMPILER_OPTIONS
 from ._model import Linkage, LinkageError, _coords, _prepare, _residual, residual
 
@@ -382,9 +382,7 @@ def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: floa
     determine the rest) and the singular values `sv_x` of `∂Φ/∂x`.
     """
     x = lk.x0() if x is None else x
-    for name, v in (("coords", lk.coords), ("x", x), ("u", u)):
-        if not is_traced(v) and not np.all(np.isfinite(as_floats("linkage.mobility", name, v))):
-            raise ValueError(f"linkage.mobility: `{name}` must be finite; got {np.asarray(v).tolist()}")
+    check_finite("linkage.mobility", {"coords": lk.coords, "x": x, "u": u})
     u = jnp.asarray(u, dtype=lk.coords.dtype)
     return _rank_info(*_jacobians(x, u, lk), rtol)
 

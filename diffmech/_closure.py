@@ -450,10 +450,15 @@ _SUCCESS, _LIMIT, _SWITCH, _NOT_REACHED, _DEFERRED, _NONFINITE = (
 _root_program = _one_program(_root)
 
 
+def _flat_inputs(inputs, n_in, dtype):
+    """The inputs as one `(N, m)` array (each input's leaves flattened, in `dtype`)."""
+    return jnp.concatenate([jnp.reshape(jnp.asarray(v, dtype), (n_in, -1)) for v in jax.tree.leaves(inputs)], axis=1)
+
+
 def _arc_length(inputs, n_in, dtype):
     """Cumulative arc length along the (flattened) input path: the abscissa of the
     continuation's predictor."""
-    flat = jnp.concatenate([jnp.reshape(jnp.asarray(v, dtype), (n_in, -1)) for v in jax.tree.leaves(inputs)], axis=1)
+    flat = _flat_inputs(inputs, n_in, dtype)
     return jnp.concatenate([jnp.zeros((1,), dtype), jnp.cumsum(jnp.sqrt(jnp.sum(jnp.diff(flat, axis=0) ** 2, axis=1)))])
 
 
@@ -573,9 +578,7 @@ def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, de
     # only distinct abscissae extrapolate (the rows before `start` may repeat an input)
     count = jnp.where((count >= 2) & (s_prev[0] == s_prev[1]), 1, count)
     count = jnp.where((count >= 3) & (s_prev[1] == s_prev[2]), 2, count)
-    flat_in = jnp.concatenate(
-        [jnp.reshape(jnp.asarray(v, arc.dtype), (N, -1)) for v in jax.tree.leaves(inputs)], axis=1
-    )
+    flat_in = _flat_inputs(inputs, N, arc.dtype)
     sub = opts.max_step is not None
 
     def cond(c):
@@ -855,7 +858,7 @@ def _straight(opts, inputs, nodes):
     elsewhere the fallback follows the inputs one by one."""
     n_in = jax.tree.leaves(inputs)[0].shape[0]
     dtype = jnp.result_type(float)
-    flat = jnp.concatenate([jnp.reshape(jnp.asarray(v, dtype), (n_in, -1)) for v in jax.tree.leaves(inputs)], axis=1)
+    flat = _flat_inputs(inputs, n_in, dtype)
     arc = _arc_length(inputs, n_in, dtype)
     path = jnp.diff(arc[nodes])
     chord = jnp.sqrt(jnp.sum(jnp.diff(flat[nodes], axis=0) ** 2, axis=1))
@@ -1300,9 +1303,7 @@ def _sweep(
     before = idx < jnp.where(all_good, n_in, first)
     last_x = jnp.where(first > 0, x[jnp.maximum(first - 1, 0)], x0)
     # certified but off the branch: a switch; at a NaN or infinite input: not finite (no motion limit)
-    finite_in = jnp.all(
-        jnp.stack([jnp.all(jnp.isfinite(jnp.reshape(v, (n_in, -1))), axis=1) for v in jax.tree.leaves(p_in)]), axis=0
-    )
+    finite_in = jnp.all(jnp.isfinite(_flat_inputs(p_in, n_in, dtype)), axis=1)
     code_first = jnp.where(~finite_in[first], _NONFINITE, jnp.where(certified[first], _SWITCH, _LIMIT))
     rows = _Rows(
         x=jnp.where(before[:, None], x, last_x),

@@ -969,9 +969,8 @@ def _drop_idle_spins(e, body: _Inertial):
 @eqx.filter_jit
 def _joint_forces(lk, u, udot, uddot, body, plan):
     prep = _prepare(lk)
-    # the configurations by a sweep from the initial one (input 0), prepended
-    sweep = simulate_functional(lk, jnp.concatenate([jnp.zeros(1, u.dtype), u]), condition=False)
-    motion = jax.tree.map(lambda a: a[1:], sweep)
+    # the configurations by a sweep from the initial one (input 0: simulate_functional starts there)
+    motion = simulate_functional(lk, u, condition=False)
     planar = plan.width == 3
 
     def one(C, u_, ud, udd):

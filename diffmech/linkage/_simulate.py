@@ -333,13 +333,13 @@ def _path_rows(inputs: np.ndarray):
     d = np.diff(inputs)
     if inputs[0] == 0 and (np.all(d >= 0) or np.all(d <= 0)):
         return None
-    values = np.unique(inputs)
-    neg, pos = values[values < 0][::-1], values[values >= 0]
-    path = np.concatenate([np.zeros(1, inputs.dtype), neg, pos[pos > 0]])
-    # each value's row in the path (0 is the path's first row)
-    index = {float(v): k for k, v in enumerate(path)}
-    take = np.array([index[float(v)] for v in inputs], dtype=np.int64)
-    return path, take
+    values, which = np.unique(inputs, return_inverse=True)  # ascending; each input's value
+    k = int(np.sum(values < 0))
+    path = np.concatenate([np.zeros(1, inputs.dtype), values[:k][::-1], values[k:][values[k:] > 0]])
+    # each value's row in the path: 0 first, the negatives descending (rows 1…k), then the positives
+    rank = np.arange(values.size)
+    row = np.where(rank < k, k - rank, np.where(values == 0, 0, rank + 1 - np.any(values == 0)))
+    return path, row[which].reshape(-1)
 
 
 # --------------------------------------------------------------------------- checks

@@ -181,6 +181,7 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert len(c["metric_drift"]) == 6 and max(c["metric_drift"].values()) <= 1e-10
         assert c["velocity_vs_fd"] < 1e-6 and c["gradient_vs_fd"] < 1e-6
         assert "unknown joint 'X'" in c["load_error"]
+        assert c["any_order_vs_in_order"] <= 1e-12  # inputs out of order: the in-order rows
     if path.name.startswith(("04_", "05_")):
         assert c["converged"] is True and c["residual"] <= 1e-10
         assert 0.8 < c["order"] < 1.2  # Euler: first order in Δt

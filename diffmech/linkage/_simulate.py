@@ -318,11 +318,13 @@ def simulate(
         # deferred input (its own small program, compiled only for such sweeps)
         motion = _resume_jit(lk, sol, branch, condition)
     if take is not None:
-        motion = jax.tree.map(lambda a: a[take], motion)
+        motion = _rows_jit(motion, take)
     return finish(motion, throw, f"linkage {lk.name!r}: simulate")
 
 
 _CHECKED = Recent()  # the linkages whose initial configuration was checked
+# the rows of a sorted path in the order the inputs were given: one program, not a gather per field
+_rows_jit = jax.jit(lambda motion, take: jax.tree.map(lambda a: a[take], motion))
 
 
 def _path_rows(inputs: np.ndarray):

@@ -21,6 +21,7 @@ from ._result import (
     MotionLimitError as MotionLimitError,
     SingularError as SingularError,
 )
+from ._validate import ArgumentTypeError as ArgumentTypeError
 from .fourbar import FourBar as FourBar
 from .linkage import Linkage as Linkage
 

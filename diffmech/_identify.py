@@ -10,7 +10,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from . import _fit
-from ._validate import check_finite
+from ._validate import check_count, check_finite, check_scalar, check_shape, check_type
 from .fourbar import _dynamics as fbd, _kinematics as fbk
 from .fourbar._model import FourBar
 from .linkage import _simulate as lks
@@ -73,6 +73,8 @@ def fourbar_tracer(theta_A, points, initial: FourBar, point0, *, steps: int = 20
     **Returns:** a `TracerFit`. With noise-free data and a start in the basin the
     lengths are recovered to round-off; with noise σ the error grows like σ/√N.
     """
+    check_type("identify.fourbar_tracer", "initial", initial, FourBar, "a FourBar (the starting design)")
+    check_shape("identify.fourbar_tracer", "point0", point0, (2,))
     theta = jnp.asarray(theta_A, dtype=initial.lengths.dtype)
     pts = jnp.asarray(points, dtype=initial.lengths.dtype)
     if theta.ndim != 1 or theta.size < 1 or pts.shape != theta.shape + (2,):
@@ -131,6 +133,13 @@ def linkage_params(lk: Linkage) -> Float[Array, " p"]:
 
 def linkage_from_params(lk: Linkage, p) -> Linkage:
     """The linkage `lk` with the geometry `p` (the inverse of `linkage_params`)."""
+    check_type("identify.linkage_from_params", "lk", lk, Linkage, "a Linkage")
+    if np.shape(p) != (2 * len(lk.types),):
+        raise ValueError(
+            f"identify.linkage_from_params: `p` must have shape {(2 * len(lk.types),)} (two per joint of "
+            f"{lk.name!r}); got {np.shape(p)}"
+        )
+    p = jnp.asarray(p, lk.coords.dtype)
     z = jnp.zeros((), p.dtype)
     rows = [
         jnp.stack([jnp.cos(p[2 * j]), jnp.sin(p[2 * j]), p[2 * j + 1]])
@@ -189,6 +198,9 @@ def linkage_tracer(
     """
     if not isinstance(initial, Linkage):
         raise ValueError(f"linkage_tracer: `initial` must be a diffmech Linkage; got {type(initial).__name__}")
+    check_scalar("identify.linkage_tracer", "rcond", rcond, nonnegative=True)
+    check_count("identify.linkage_tracer", "max_iter", max_iter)
+    check_scalar("identify.linkage_tracer", "tol", tol, positive=True)
     if initial.geometry != "planar":
         raise ValueError(f"linkage_tracer: `initial` must be planar; {initial.name!r} is {initial.geometry}")
     if tracer not in initial.names:
@@ -286,6 +298,7 @@ def fourbar_base_parameters(fb: FourBar) -> Float[Array, "*batch 8"]:
     **Arguments:** `fb`: the design(s). **Returns:** `(..., 8)` in `BASE_NAMES`' order
     (kg·m², kg·m).
     """
+    check_type("identify.fourbar_base_parameters", "fb", fb, FourBar, "a FourBar")
     l1, l2, l3 = fb.lengths[..., 0], fb.lengths[..., 1], fb.lengths[..., 2]
     m, J, rho = fb.masses, fb.inertias, fb.com
     Z = J + m * jnp.sum(rho**2, axis=-1)
@@ -312,6 +325,11 @@ def fourbar_from_base(fb: FourBar, base) -> FourBar:
     `base`: unit masses, the coupler's first moment across BC only. Its inertias may be
     non-physical (negative) numbers; its dynamics are those of every design with these
     base parameters. (Built without `FourBar`'s checks, so it works under `jit`.)"""
+    check_type("identify.fourbar_from_base", "fb", fb, FourBar, "a FourBar")
+    if np.shape(base)[-1:] != (8,):
+        raise ValueError(
+            f"identify.fourbar_from_base: `base` must have 8 entries (BASE_NAMES); got shape {np.shape(base)}"
+        )
     base = jnp.asarray(base, dtype=fb.lengths.dtype)
     l1 = fb.lengths[..., 0]
     ZA, XA, YA, ZB, YB, ZD, XD, YD = (base[..., k] for k in range(8))
@@ -333,7 +351,15 @@ def fourbar_regressor(fb: FourBar, theta_A, omega_A, alpha_A) -> Float[Array, "N
     **Returns:** `Y` `(N, 8)` (torque per unit base parameter).
     """
 
+    check_type("identify.fourbar_regressor", "fb", fb, FourBar, "a FourBar")
     check_finite("identify.fourbar_regressor", {"theta_A": theta_A, "omega_A": omega_A, "alpha_A": alpha_A})
+    try:
+        np.broadcast_shapes(np.shape(theta_A), np.shape(omega_A), np.shape(alpha_A))
+    except ValueError:
+        raise ValueError(
+            "identify.fourbar_regressor: `theta_A`, `omega_A`, `alpha_A` must have one shape (N,) (or be scalars); "
+            f"got {np.shape(theta_A)}, {np.shape(omega_A)}, {np.shape(alpha_A)}"
+        ) from None
 
     def torque(beta):
         return fbd.crank_torque(fourbar_from_base(fb, beta), theta_A, omega_A, alpha_A)
@@ -527,6 +553,8 @@ def fourbar_dynamics(
 
     **Returns:** a `DynamicFit`.
     """
+    check_type("identify.fourbar_dynamics", "initial", initial, FourBar, "a FourBar (the starting design)")
+    check_type("identify.fourbar_dynamics", "drive", drive, (fbd.Drive, type(None)), "a fourbar.Drive or None")
     dt_ = initial.lengths.dtype
     t = np.asarray(times, dtype=float)
     th = np.asarray(theta_A, dtype=float)
@@ -624,6 +652,7 @@ def payload_parameters(mechanism) -> Float[Array, " 10"]:
     **Arguments:** `mechanism`: a parallel mechanism (its platform's mass properties).
     **Returns:** `(10,)` (kg, kg·m, kg·m²).
     """
+    pk.check_kinematics_arguments("identify.payload_parameters", mechanism)
     m, c, I = mechanism.mass, mechanism.com, mechanism.inertia
     K = I + m * (jnp.dot(c, c) * jnp.eye(3, dtype=c.dtype) - jnp.outer(c, c))
     return jnp.concatenate([m[None], m * c, jnp.stack([K[i, j] for i, j in _SYM])])
@@ -631,7 +660,14 @@ def payload_parameters(mechanism) -> Float[Array, " 10"]:
 
 def with_payload(mechanism, params):
     """`mechanism` with its platform's mass, COM and inertia about the COM set from
-    `payload_parameters`-style `params` (no checks: usable inside `jit`)."""
+    `payload_parameters`-style `params` (usable inside `jit`: only the kinds and the
+    shape are checked)."""
+    pk.check_kinematics_arguments("identify.with_payload", mechanism)
+    if np.shape(params) != (10,):
+        raise ValueError(
+            f"identify.with_payload: `params` must have shape (10,) (PAYLOAD_NAMES); got {np.shape(params)}"
+        )
+    params = jnp.asarray(params)
     m, h = params[0], params[1:4]
     K = jnp.zeros((3, 3), dtype=params.dtype)
     for k, (i, j) in enumerate(_SYM):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 
 import equinox as eqx
 import jax
@@ -29,7 +30,7 @@ from jaxtyping import Array, Bool, Float
 
 from . import _fit
 from ._geometry import attitude, rotation
-from ._validate import as_floats
+from ._validate import as_floats, check_array, check_count, check_scalar
 from .fourbar import _kinematics as fbk
 from .fourbar._model import FourBar
 from .linkage import _simulate as lks
@@ -71,6 +72,15 @@ class PlacedFourBar(eqx.Module):
     origin: Float[Array, 2]
     angle: Float[Array, ""]
     branch: int = eqx.field(static=True, default=1)
+
+    def __check_init__(self):
+        who = "synthesis.PlacedFourBar"
+        check_array(who, "lengths", self.lengths, (4,), positive=True)
+        check_array(who, "point", self.point, (2,))
+        check_array(who, "origin", self.origin, (2,))
+        check_array(who, "angle", self.angle, ())
+        if self.branch not in (1, -1):
+            raise ValueError(f"{who}: `branch` must be +1 or -1; got {self.branch!r}")
 
     @property
     def fourbar(self) -> FourBar:
@@ -554,6 +564,9 @@ def _as_targets(target_points, who="path_generation", name="target_points", widt
 def _world_bounds(bounds, frame, who, allowed):
     """Validate `bounds` and `frame` (world units): returns `{field: (lo, hi)}` as arrays of
     each field's shape, and the fixed values `{field: value}`."""
+    for name, v in (("bounds", bounds), ("frame", frame)):
+        if v is not None and not isinstance(v, dict):
+            raise ValueError(f"{who}: `{name}` must be a dict of fields or None; got {v!r:.80}")
     bounds = {} if bounds is None else dict(bounds)
     frame = {} if frame is None else dict(frame)
     out = {}
@@ -580,7 +593,7 @@ def _world_bounds(bounds, frame, who, allowed):
     for key, val in frame.items():
         if key not in ("origin", "angle"):
             raise ValueError(f"{who}: `frame` takes 'origin' and/or 'angle'; got {key!r}")
-        v = np.asarray(val, float)
+        v = as_floats(who, f"frame[{key!r}]", val)
         if v.shape != ((2,) if key == "origin" else ()) or not np.all(np.isfinite(v)):
             raise ValueError(
                 f"{who}: `frame[{key!r}]` must be {'(x, y)' if key == 'origin' else 'an angle (rad)'}; got {val!r}"
@@ -657,8 +670,13 @@ def _search(
         raise ValueError(f"{who}: `starts` and `steps` must be ≥ 1; got {starts}, {steps}")
     allowed = ("lengths", "phase") if task == "function" else tuple(_FIELDS)
     world, fixed = _world_bounds(bounds, frame, who, allowed)
+    for name, flag in (("grashof", grashof), ("full_rotation", full_rotation)):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise ValueError(f"{who}: `{name}` must be True or False; got {flag!r}")
+    for name, v in (("starts", starts), ("steps", steps), ("seed", seed)):
+        check_count(who, name, v, 0 if name == "seed" else 1)
     if phase is not None:
-        ph = np.asarray(phase, float)
+        ph = as_floats(who, "phase", phase)
         if ph.shape != () or not np.isfinite(ph):
             raise ValueError(f"{who}: `phase` must be a finite angle (rad); got {phase!r}")
         if "phase" in world and not (world["phase"][0] <= ph <= world["phase"][1]):
@@ -979,8 +997,9 @@ def path_generation(
             f"{who}: `cyclic_order` orders free timing's crank angles; prescribed timing has its own order"
         )
     if mechanism is not None:
-        if starts < 1 or steps < 1:
-            raise ValueError(f"{who}: `starts` and `steps` must be ≥ 1; got {starts}, {steps}")
+        for name, v in (("starts", starts), ("steps", steps)):
+            check_count(who, name, v)
+        check_scalar(who, "spread", spread, nonnegative=True)
         return _linkage_generation(
             t,
             scale,
@@ -1263,6 +1282,12 @@ def save_design(result: Synthesis, path) -> None:
 
     **Arguments:** `result`: a `Synthesis`; `path`: the JSON file to write.
     """
+    if not isinstance(result, Synthesis):
+        raise ValueError(f"synthesis.save_design: `result` must be a Synthesis; got {type(result).__name__}")
+    if not isinstance(path, (str, os.PathLike)) or os.path.isdir(path):
+        raise ValueError(f"synthesis.save_design: `path` must be a file name; got {path!r}")
+    if not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise ValueError(f"synthesis.save_design: the folder of `path` does not exist: {os.path.dirname(path)!r}")
     d = result.design
     spec = d.to_linkage_dict(float(result.inputs[0])) if isinstance(d, PlacedFourBar) else d.to_dict()
     with open(path, "w") as f:

@@ -121,3 +121,49 @@ def check_integration(owner: str, states: dict, t0, t1, saveat, max_steps) -> No
     lo, hi = float(t0), float(t1)
     if ts[0] < lo or ts[-1] > hi:
         raise ValueError(f"{owner}: `saveat` must lie in [t0, t1] = [{lo:g}, {hi:g}]; got [{ts[0]:g}, {ts[-1]:g}]")
+
+
+def check_count(owner: str, name: str, value, minimum: int = 1) -> int:
+    """`value` as an `int` ≥ `minimum` (a bool, a float, a string is refused), or a
+    `ValueError` naming `owner` and `name`."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{owner}: `{name}` must be an integer ≥ {minimum}; got {value!r}")
+    return int(value)
+
+
+def check_scalar(owner: str, name: str, value, *, positive: bool = False, nonnegative: bool = False) -> None:
+    """A `ValueError` naming `owner` and `name` unless `value` is one finite number (and,
+    with `positive`, > 0; with `nonnegative`, ≥ 0); skipped under a transformation."""
+    if is_traced(value):
+        return
+    a = as_floats(owner, name, value)
+    need = " > 0" if positive else (" ≥ 0" if nonnegative else "")
+    ok = a.shape == () and bool(np.isfinite(a)) and (not positive or a > 0) and (not nonnegative or a >= 0)
+    if not ok:
+        raise ValueError(f"{owner}: `{name}` must be one finite number{need}; got {value!r}")
+
+
+def check_shape(owner: str, name: str, value, shape: tuple[int, ...]) -> None:
+    """A `ValueError` naming `owner` and `name` unless `value` is an array of finite
+    numbers of exactly `shape`; skipped under a transformation."""
+    if is_traced(value):
+        if tuple(np.shape(value)) != tuple(shape):  # shapes are known under a transformation too
+            raise ValueError(f"{owner}: `{name}` must have shape {tuple(shape)}; got {tuple(np.shape(value))}")
+        return
+    a = as_floats(owner, name, value)
+    if a.shape != tuple(shape):
+        raise ValueError(f"{owner}: `{name}` must have shape {tuple(shape)}; got {a.shape}")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{owner}: `{name}` must be finite; got {a.tolist()}")
+
+
+class ArgumentTypeError(ValueError, TypeError):
+    """An argument of the wrong kind (a string where a trajectory is meant): a
+    `ValueError` like every bad argument, and a `TypeError`."""
+
+
+def check_type(owner: str, name: str, value, kind: type | tuple[type, ...], what: str) -> None:
+    """An `ArgumentTypeError` naming `owner`, `name` and what was expected (`what`)
+    unless `value` is an instance of `kind`."""
+    if not isinstance(value, kind):
+        raise ArgumentTypeError(f"{owner}: `{name}` must be {what}; got {type(value).__name__} {value!r:.80}")

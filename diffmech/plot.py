@@ -10,9 +10,12 @@ from . import fourbar as _fb
 
 def _axes(ax, **kw) -> Any:
     import matplotlib.pyplot as plt
+    from matplotlib.axes import Axes
 
     if ax is None:
         _, ax = plt.subplots(**kw)
+    elif not isinstance(ax, Axes):
+        raise ValueError(f"plot: `ax` must be matplotlib axes or None; got {ax!r:.80}")
     return ax
 
 
@@ -285,11 +288,18 @@ def synthesis(result, targets, *, ax=None, title: str | None = None):
     import jax.numpy as jnp
 
     from . import linkage as _lk
-    from ._synthesis import PlacedFourBar
+    from ._synthesis import PlacedFourBar, Synthesis
+    from ._validate import as_floats
 
+    if not isinstance(result, Synthesis):
+        raise ValueError(f"plot.synthesis: `result` must be a Synthesis; got {type(result).__name__}")
+    t = as_floats("plot.synthesis", "targets", targets)
+    n = np.shape(result.points)[0]
+    width = 3 if "max_angle_error" in result.constraints else 2
+    if t.ndim != 2 or t.shape[0] != n or t.shape[1] not in (2, width):
+        raise ValueError(f"plot.synthesis: `targets` must be the result's {n} targets, ({n}, {width}); got {t.shape}")
     ax = _axes(ax, figsize=(6, 5))
-    t = np.asarray(targets, dtype=float)
-    d = result.design
+    d: Any = result.design
     u = np.asarray(result.inputs)
     if "offsets" in result.constraints:  # function generation: the rocker angle against the crank angle
         from . import fourbar as _fb

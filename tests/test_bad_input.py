@@ -244,3 +244,74 @@ def test_the_cli_names_a_file_it_cannot_use(tmp_path):
     assert code == 2 and "no such file" in err, err
     code, err = _cli(["synthesize", str(tmp_path / "missing.csv")])
     assert code == 2 and "no such file" in err, err
+
+
+STEPH = dm.examples.stephenson2()
+TIMES = jnp.linspace(0.0, 0.05, 6)
+
+# wrong kinds, shapes and values an independent tester met (one call each, eager): a
+# `ValueError` (for a wrong kind, `ArgumentTypeError`, also a `TypeError`) naming the
+# argument, before anything runs
+WRONG = [
+    (lambda: linkage.load(None), "`path`"),
+    (lambda: linkage.simulate(LK, steps=2.5), "`steps`"),
+    (lambda: linkage.simulate(LK, steps=10, step=0.0), "`step`"),
+    (lambda: linkage.simulate(LK, steps=10, inputs=np.array([0.0, 0.1])), "`inputs` or `steps`"),
+    (lambda: linkage.default_inputs(LK, steps=0), "`steps`"),
+    (lambda: linkage.Drive(torque="x"), "`torque`"),
+    (lambda: linkage.Drive(damping=-1.0), "`damping`"),
+    (lambda: linkage.simulate_dynamics(LK, 0.0, 0.1, rtol=-1.0), "`rtol`"),
+    (lambda: linkage.simulate_dynamics(LK, np.zeros(3), 0.1), "`udot0`"),
+    (lambda: linkage.joint_forces(LK, np.linspace(0.0, 1.0, 5), np.ones(3)), "`udot`"),
+    (lambda: linkage.solve(LK, 0.3, guess=np.zeros(3)), "`guess`"),
+    (lambda: linkage.mobility(LK, np.zeros(3)), "`x`"),
+    (lambda: linkage.mobility(LK, rtol=-1.0), "`rtol`"),
+    (lambda: linkage.rates(LK, np.zeros(3), 0.0), "`x`"),
+    (lambda: linkage.generalised_inertia(LK, np.zeros(3), 0.0), "`x`"),
+    (lambda: linkage.potential(LK, np.zeros(3), 0.0), "`x`"),
+    (lambda: linkage.motion_rates(LK, linkage.simulate(STEPH, steps=3)), "`motion`"),
+    (lambda: linkage.rod_mass_properties(LK, density=-1.0), "`density`"),
+    (lambda: parallel.trajectory(lambda t: jnp.eye(3), lambda t: jnp.zeros(3), np.array([])), "`times`"),
+    (lambda: parallel.trajectory("R", lambda t: STEWART.reference, TIMES), "`rotation`"),
+    (lambda: parallel.trajectory(lambda t: 2.0 * jnp.eye(3), lambda t: STEWART.reference, TIMES), "not a rotation"),
+    (lambda: parallel.trajectory(lambda t: jnp.eye(3), lambda t: jnp.zeros(2), TIMES), "`position`"),
+    (lambda: parallel.inverse_kinematics(STEWART, "traj"), "`trajectory`"),
+    (lambda: parallel.inverse_dynamics(STEWART, TRAJ, kinematics="kin"), "`kinematics`"),
+    (lambda: parallel.body_motion(parallel.ThreeUPSUPUS(), parallel.inverse_kinematics(STEWART, TRAJ)), "`kinematics`"),
+    (lambda: parallel.mobility(STEWART, pose="home"), "`pose`"),
+    (lambda: parallel.mobility(STEWART, pose=(jnp.eye(2), STEWART.reference)), "`pose[0] (R)`"),
+    (lambda: parallel.StewartPlatform(stroke=(0.1, 0.0)), "`stroke`"),
+    (lambda: parallel.uniform_times(dt=0.0), "`dt`"),
+    (lambda: parallel.uniform_times(duration=0.001, dt=0.1), "`dt`"),
+    (lambda: parallel.cylinder_inertia(-1.0, 0.1, 0.01, jnp.array([0.0, 0.0, 1.0])), "`mass`"),
+    (lambda: parallel.cylinder_inertia(1.0, 0.1, 0.01, jnp.zeros(3)), "`axis`"),
+    (lambda: parallel.wrench_rank(STEWART, np.zeros(3)), "`labels`"),
+    (lambda: parallel.screw_rates(STEWART, np.zeros(4), np.zeros(6)), "`theta`"),
+    (lambda: synthesis.path_generation(TARGETS, frame=(0.0, 0.0)), "`frame`"),
+    (lambda: synthesis.path_generation(TARGETS, grashof="yes"), "`grashof`"),
+    (lambda: synthesis.path_generation(TARGETS, "prescribed", crank_angles=np.arange(8.0), phase="zero"), "`phase`"),
+    (lambda: synthesis.save_design("not a result", "design.json"), "`result`"),
+    (
+        lambda: synthesis.PlacedFourBar(
+            lengths=jnp.array([0.1, -0.2, 0.3, 0.4]), point=jnp.zeros(2), origin=jnp.zeros(2), angle=jnp.array(0.0)
+        ),
+        "`lengths`",
+    ),
+    (lambda: identify.fourbar_tracer(np.zeros(3), np.zeros((3, 2)), (0.1, 0.2, 0.3, 0.4), (0.0, 0.0)), "`initial`"),
+    (lambda: identify.fourbar_tracer(np.zeros(3), np.zeros((3, 2)), FB, (0.0, 0.0, 0.0)), "`point0`"),
+    (lambda: identify.fourbar_base_parameters("fb"), "`fb`"),
+    (lambda: identify.fourbar_from_base(FB, np.ones(7)), "`base`"),
+    (lambda: identify.fourbar_regressor(FB, np.zeros(3), np.zeros(4), np.zeros(3)), "`omega_A`"),
+    (lambda: identify.payload_parameters("mech"), "`mechanism`"),
+    (lambda: identify.with_payload(STEWART, np.ones(9)), "`params`"),
+    (lambda: identify.linkage_from_params(STEPH, np.ones(3)), "`p`"),
+    (lambda: identify.linkage_tracer(np.zeros(3), np.zeros((3, 2)), STEPH, "J8", max_iter=0), "`max_iter`"),
+]
+
+
+@pytest.mark.parametrize("k", range(len(WRONG)))
+def test_a_wrong_kind_shape_or_value_is_named(k):
+    call, match = WRONG[k]
+    with pytest.raises(ValueError) as err:
+        call()
+    assert match in str(err.value), str(err.value)

@@ -420,9 +420,9 @@ def test_eager_simulate_compiles_the_fallback_only_when_needed():
 
 def test_simulate_names_a_bad_range():
     lk = dm.examples.fourbar()
-    with pytest.raises(ValueError, match=r"steps and step must give a finite, non-empty range; got \(0, "):
+    with pytest.raises(ValueError, match=r"`steps` must be an integer ≥ 1; got 0"):
         L.simulate(lk, steps=0)
-    with pytest.raises(ValueError, match="steps and step must give a finite, non-empty range"):
+    with pytest.raises(ValueError, match="`step` must be one finite number; got nan"):
         L.simulate(lk, steps=3, step=float("nan"))
     with pytest.raises(ValueError, match=r"inputs must be a finite 1-D array; got shape \(2, 2\)"):
         L.simulate(lk, inputs=np.zeros((2, 2)))

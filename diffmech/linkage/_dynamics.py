@@ -43,7 +43,7 @@ from .. import _closure, _linalg
 from .._geometry import cross, dot, perp, unit
 from .._result import RESULTS, AbstractResult, as_results, code, finish, save_status
 from .._screw import vee
-from .._validate import as_floats, check_integration, is_traced
+from .._validate import as_floats, check_integration, check_scalar, check_shape, is_traced
 from ._equations import orthonormal
 from ._model import Linkage, _coords, _prepare, _residual
 from ._simulate import joint_path, simulate_functional, widths
@@ -64,6 +64,9 @@ def rod_mass_properties(
     Planar and spatial linkages."""
     if lk.geometry == "spherical":
         raise ValueError(f"rod_mass_properties: planar and spatial linkages only; {lk.name!r} is spherical")
+    check_scalar("linkage.rod_mass_properties", "density", density, positive=True)
+    check_scalar("linkage.rod_mass_properties", "block_mass", block_mass, nonnegative=True)
+    check_scalar("linkage.rod_mass_properties", "block_inertia", block_inertia, nonnegative=True)
     planar = lk.geometry == "planar"
     dim = 2 if planar else 3
     C = np.asarray(lk.coords)
@@ -306,6 +309,13 @@ class Drive(eqx.Module):
     torque: Callable | None = eqx.field(static=True, default=None)
     damping: Float[Array, ""] | float = 0.0
 
+    def __check_init__(self):
+        if self.torque is not None and not callable(self.torque):
+            raise ValueError(
+                f"linkage.Drive: `torque` must be a function torque(t, u, udot) or None; got {self.torque!r}"
+            )
+        check_scalar("linkage.Drive", "damping", self.damping, nonnegative=True)
+
 
 def _tangent(x, u, prep):
     """`x′(u)`: the closure's tangent (implicit function theorem)."""
@@ -382,6 +392,8 @@ def generalised_inertia(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, A
     **Returns:** `(M, M′)` (kg·m² for a revolute input, kg for a prismatic one).
     """
     _bodies(lk)  # the mass properties, checked eagerly where they are concrete
+    check_shape("linkage.generalised_inertia", "x", x, lk.x0().shape)
+    check_scalar("linkage.generalised_inertia", "u", u)
     return _generalised_inertia(lk, jnp.asarray(x), jnp.asarray(u, lk.coords.dtype))
 
 
@@ -394,6 +406,8 @@ def potential(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, Array]:
     **Returns:** `(V, V′)` (J and J per unit input).
     """
     _bodies(lk)
+    check_shape("linkage.potential", "x", x, lk.x0().shape)
+    check_scalar("linkage.potential", "u", u)
     return _potential(lk, jnp.asarray(x), jnp.asarray(u, lk.coords.dtype))
 
 
@@ -518,6 +532,11 @@ def simulate_dynamics(
     check_integration("linkage.simulate_dynamics", {"udot0": udot0}, 0.0, t1, saveat, max_steps)
     if not is_traced(t1) and not float(t1) > 0:
         raise ValueError(f"linkage.simulate_dynamics: `t1` must be > 0; got {t1}")
+    check_scalar("linkage.simulate_dynamics", "udot0", udot0)
+    check_scalar("linkage.simulate_dynamics", "rtol", rtol, positive=True)
+    check_scalar("linkage.simulate_dynamics", "atol", atol, nonnegative=True)
+    if not isinstance(drive, Drive):
+        raise ValueError(f"linkage.simulate_dynamics: `drive` must be a linkage.Drive or None; got {drive!r:.80}")
     _bodies(lk)  # the mass properties, checked eagerly where they are concrete
     moving = [k for k in range(len(lk.links)) if k != lk.ground]
     if not is_traced(lk.masses, lk.inertias) and not (
@@ -923,6 +942,12 @@ def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> 
                 + ("non-empty 1-D array of inputs" if name == "u" else "scalar or (N,) array")
                 + f"; got shape {a.shape}"
                 + ("" if a.size == 0 or np.all(np.isfinite(a)) else f" with non-finite {a[~np.isfinite(a)][0]}")
+            )
+    for name, v in (("udot", udot), ("uddot", uddot)):
+        if np.ndim(v) == 1 and np.shape(v) != np.shape(u):
+            raise ValueError(
+                f"linkage.joint_forces: `{name}` must be a scalar or have the shape of `u` {np.shape(u)}; got "
+                f"{np.shape(v)}"
             )
     u = jnp.asarray(u, dt)
     udot, uddot = (jnp.broadcast_to(jnp.asarray(v, dt), u.shape) for v in (udot, uddot))

@@ -50,6 +50,7 @@ pole of its plane (Eq. (21), right-handed; arc length = angle on the unit sphere
 import dataclasses
 import functools
 import json
+import os
 from pathlib import Path
 
 import equinox as eqx
@@ -345,6 +346,8 @@ class Linkage(eqx.Module):
     def load(cls, path, **kw) -> "Linkage":
         """Load a description from a JSON (`.json`) or TOML (`.toml`) file (see
         `from_dict`); errors name the file."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise LinkageError(f"linkage.load: `path` must be a file name or path; got {path!r:.80}")
         path = Path(path)
         spec = _schema.read(path)
         try:

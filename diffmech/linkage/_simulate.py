@@ -14,7 +14,7 @@ from jaxtyping import Array, Bool, Float
 
 from .. import _closure
 from .._result import AbstractResult, finish
-from .._validate import Recent, as_floats, check_finite, is_traced
+from .._validate import Recent, as_floats, check_count, check_finite, check_scalar, check_shape, is_traced
 from .._xla import COMPILER_OPTIONS
 from ._model import Linkage, LinkageError, _coords, _prepare, _residual, residual
 
@@ -35,7 +35,10 @@ def solve(lk: Linkage, u, guess: Float[Array, " n"] | None = None, *, throw: boo
         if a.shape != () or not np.isfinite(a):
             raise ValueError(f"linkage.solve: `u` must be one finite input value; got {a.tolist()}")
     u = jnp.asarray(u, dtype=lk.coords.dtype)
-    x0 = lk.x0() if guess is None else guess
+    x0 = lk.x0()
+    if guess is not None:
+        check_shape("linkage.solve", "guess", guess, x0.shape)
+        x0 = jnp.asarray(guess, x0.dtype)
     sol = _closure.root(_residual, jax.lax.stop_gradient(x0), u, _prepare(lk), throw=False)
     return sol.check(throw, f"linkage {lk.name!r}: solve", u)
 
@@ -106,7 +109,17 @@ def default_inputs(lk: Linkage, steps: int | None = None, step: float | None = N
     """The seed's range: `steps` inputs `0, step, 2 step, …` (default 180 of 2π/180,
     or the linkage's own `steps`/`step`) of the linkage `lk`, as an `(N,)` array in
     its dtype."""
+    _check_range("linkage.default_inputs", steps, step)
     return jnp.asarray(_default_inputs(lk, steps, step))
+
+
+def _check_range(owner, steps, step):
+    if steps is not None:
+        check_count(owner, "steps", steps)
+    if step is not None:
+        check_scalar(owner, "step", step)
+        if not is_traced(step) and float(step) == 0:
+            raise ValueError(f"{owner}: `step` must be non-zero; got {step!r}")
 
 
 def _default_inputs_device(lk, steps, step) -> Array:
@@ -286,6 +299,9 @@ def simulate(
     """
     # validated with NumPy on the host: the only call into JAX is the compiled program
     take = None
+    if inputs is not None and (steps is not None or step is not None):
+        raise ValueError("linkage.simulate: give either `inputs` or `steps`/`step`, not both")
+    _check_range("linkage.simulate", steps, step)
     if inputs is None:
         # the default range: built, validated and copied to the device once per
         # (steps, step, dtype) (a per-call copy is a fifth of a small linkage's sweep)
@@ -383,6 +399,9 @@ def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: floa
     (`rank ∂Φ/∂x`: below `n` at a singular configuration, where the input does not
     determine the rest) and the singular values `sv_x` of `∂Φ/∂x`.
     """
+    check_scalar("linkage.mobility", "rtol", rtol, positive=True)
+    if x is not None:
+        check_shape("linkage.mobility", "x", x, lk.x0().shape)
     x = lk.x0() if x is None else x
     check_finite("linkage.mobility", {"coords": lk.coords, "x": x, "u": u})
     u = jnp.asarray(u, dtype=lk.coords.dtype)
@@ -448,6 +467,9 @@ def rates(
     `Motion.coords`.
     """
     dt = lk.coords.dtype
+    check_shape("linkage.rates", "x", x, lk.x0().shape)
+    for name, v in (("u", u), ("udot", udot), ("uddot", uddot)):
+        check_scalar("linkage.rates", name, v)
     u, udot, uddot = (jnp.asarray(v, dt) for v in (u, udot, uddot))
     prep = _prepare(lk)
     xdot, xddot = _closure.rates(_residual, x, u, prep, udot, uddot)
@@ -468,6 +490,12 @@ def motion_rates(lk: Linkage, motion: Motion, udot=1.0, uddot=0.0):
     velocities and accelerations `(N, J, 3)` for an input rate `udot` (and `uddot`)."""
     if not isinstance(motion, Motion):
         raise ValueError(f"linkage.motion_rates: `motion` must be a Motion (from linkage.simulate); got {motion!r}")
+    rows = jax.eval_shape(lambda: lk.full(lk.x0(), jnp.zeros((), lk.coords.dtype))).shape
+    if motion.coords.shape[1:] != rows:
+        raise ValueError(
+            f"linkage.motion_rates: `motion` is not a motion of {lk.name!r} (its joints {motion.coords.shape[1:]}, "
+            f"the linkage's {rows})"
+        )
     dt = lk.coords.dtype
 
     def one(u, C):

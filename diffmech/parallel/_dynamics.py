@@ -37,7 +37,7 @@ from jaxtyping import Array, Bool, Float
 
 from .. import _linalg, _screw
 from .._result import RESULTS, AbstractResult, SingularError
-from .._validate import check_array, is_traced
+from .._validate import check_array, check_shape, is_traced
 from . import _kinematics as _kin
 from ._kinematics import Kinematics
 from ._model import AbstractParallelMechanism, Chain
@@ -285,6 +285,9 @@ def inverse_dynamics(
     """
     if method not in METHODS:
         raise ValueError(f"inverse_dynamics: `method` must be one of {METHODS}; got {method!r}")
+    _kin.check_kinematics_arguments(
+        "parallel.inverse_dynamics", mechanism, trajectory=trajectory, kinematics=kinematics
+    )
     kin = (
         kinematics
         if kinematics is not None
@@ -325,6 +328,8 @@ def wrench_rank(mech: AbstractParallelMechanism, labels, rtol: float = 1e-10) ->
     joint labels `labels` `(n_joints,)` (rad for R joints, metres for P joints;
     singular values below `rtol` times the largest count as zero), and its number of
     equations: `(rank, equations)`."""
+    _kin.check_kinematics_arguments("parallel.wrench_rank", mech)
+    check_shape("parallel.wrench_rank", "labels", labels, (mech.n_joints,))
     theta = np.asarray(labels) - np.asarray(mech.home_labels())
     rows = []
     C = len(mech.chains)
@@ -344,8 +349,16 @@ def body_motion(mechanism: AbstractParallelMechanism, kinematics: Kinematics) ->
     """Absolute motion of every massive chain link of `mechanism` along `kinematics`
     (its exact-mode `Kinematics`): arrays `(N, B, 3)` `omega`, `alpha` (angular
     velocity and acceleration, rad/s and rad/s²), `com`, `com_velocity`,
-    `com_acceleration` (m, m/s, m/s²); links in chain order (`names` gives them)."""
+    `com_acceleration` (m, m/s, m/s²); links in chain order (`names` gives them).
+    Samples where `kinematics` did not converge are NaN (as the `Kinematics`' own
+    `masked()`)."""
     mech = mechanism
+    _kin.check_kinematics_arguments("parallel.body_motion", mechanism, kinematics=kinematics)
+    if kinematics.method != "exact":
+        raise ValueError(
+            "parallel.body_motion: `kinematics` must come from the exact mode (inverse_kinematics(..., "
+            f"method='exact')): the {kinematics.method!r} mode carries no state rates"
+        )
 
     def links(th, thd):
         out = [
@@ -362,4 +375,6 @@ def body_motion(mechanism: AbstractParallelMechanism, kinematics: Kinematics) ->
     vc = V[..., 3:] + jnp.cross(V[..., :3], c)
     ac = A[..., 3:] + jnp.cross(A[..., :3], c) + jnp.cross(V[..., :3], vc)
     names = [f"{ch.name}.link{j + 1}" for ch in mech.chains for j in ch.body_after]
-    return dict(omega=V[..., :3], alpha=A[..., :3], com=c, com_velocity=vc, com_acceleration=ac, names=names)
+    ok = kinematics.converged[:, None, None]
+    out = dict(omega=V[..., :3], alpha=A[..., :3], com=c, com_velocity=vc, com_acceleration=ac)
+    return {k: jnp.where(ok, v, jnp.nan) for k, v in out.items()} | {"names": names}

@@ -31,7 +31,7 @@ from jaxtyping import Array, Bool, Float
 
 from .. import _closure, _linalg, _screw
 from .._result import RESULTS, AbstractResult, MotionLimitError, SingularError, code
-from .._validate import is_traced
+from .._validate import check_scalar, check_shape, check_type, is_traced
 from .._xla import COMPILER_OPTIONS
 from . import _trajectory
 from ._model import AbstractParallelMechanism, Chain
@@ -210,6 +210,9 @@ def screw_rates(mech: AbstractParallelMechanism, theta, platform_twist) -> Float
     002, Eq. 7 of seed 004), where `V` is `platform_twist`, the platform's space twist
     `(6,)` (ω in rad/s, then v in m/s; the chain's last link is the platform).
     Returns `(n_joints,)` rates (rad/s or m/s)."""
+    check_kinematics_arguments("parallel.screw_rates", mech)
+    check_shape("parallel.screw_rates", "theta", theta, (mech.n_joints,))
+    check_shape("parallel.screw_rates", "platform_twist", platform_twist, (6,))
     out = []
     for ch, th in zip(mech.chains, split_joints(mech, theta)):
         S = chain_screws(ch, th)
@@ -458,6 +461,30 @@ _exact_jit = jax.jit(_exact, static_argnums=2, compiler_options=COMPILER_OPTIONS
 _one_step_jit = jax.jit(_one_step, compiler_options=COMPILER_OPTIONS)
 
 
+def check_kinematics_arguments(owner, mechanism, *, trajectory=None, kinematics=None) -> None:
+    """Eager: the argument kinds of the parallel entry points, named where wrong, and a
+    `Kinematics` that belongs to `mechanism` (and to `trajectory`'s samples)."""
+    check_type(owner, "mechanism", mechanism, AbstractParallelMechanism, "a parallel mechanism (StewartPlatform(), …)")
+    if trajectory is not None:
+        check_type(owner, "trajectory", trajectory, _trajectory.Trajectory, "a Trajectory (parallel.trajectory)")
+    if kinematics is None:
+        return
+    check_type(owner, "kinematics", kinematics, Kinematics, "a Kinematics (parallel.inverse_kinematics)")
+    n = mechanism.n_joints
+    if kinematics.labels.shape[-1] != n:
+        raise ValueError(
+            f"{owner}: `kinematics` has {kinematics.labels.shape[-1]} joints, {type(mechanism).__name__} has {n}: "
+            "it is another mechanism's"
+        )
+    if trajectory is not None and not is_traced(kinematics.times, trajectory.times):
+        a, b = np.asarray(kinematics.times), np.asarray(trajectory.times)
+        if a.shape != b.shape or not np.array_equal(a, b):
+            raise ValueError(
+                f"{owner}: `kinematics` was computed at other times than `trajectory`'s ({a.shape[0]} samples "
+                f"against {b.shape[0]}): pass the kinematics of this trajectory"
+            )
+
+
 def inverse_kinematics(
     mechanism: AbstractParallelMechanism,
     trajectory: _trajectory.Trajectory,
@@ -490,6 +517,7 @@ def inverse_kinematics(
     """
     if method not in ("exact", "one_step"):
         raise ValueError(f"inverse_kinematics: `method` must be 'exact' or 'one_step'; got {method!r}")
+    check_kinematics_arguments("parallel.inverse_kinematics", mechanism, trajectory=trajectory)
     eager = not is_traced(mechanism, trajectory)
     if eager:
         _trajectory.check(trajectory, uniform=method == "one_step")
@@ -567,6 +595,8 @@ def chain_ranks(mech: AbstractParallelMechanism, labels, rtol: float = 1e-9) -> 
     """Numerical rank of every chain's screw matrix of `mech` at joint labels `labels`
     (eager; singular values below `rtol` times the largest count as zero): a dict
     from chain name to rank."""
+    check_kinematics_arguments("parallel.chain_ranks", mech)
+    check_shape("parallel.chain_ranks", "labels", labels, (mech.n_joints,))
     theta = jnp.asarray(labels) - mech.home_labels()
     out = {}
     for ch, th in zip(mech.chains, split_joints(mech, theta)):
@@ -644,9 +674,17 @@ def mobility(mechanism: AbstractParallelMechanism, pose=None, *, rtol: float = 1
     ranks.
     """
     N6 = np.asarray(_screw.N_MATRIX)
+    check_kinematics_arguments("parallel.mobility", mechanism)
+    check_scalar("parallel.mobility", "rtol", rtol, positive=True)
     if pose is None:
         R, pos = jnp.eye(3), mechanism.reference
     else:
+        if not isinstance(pose, (tuple, list)) or len(pose) != 2:
+            raise ValueError(
+                f"parallel.mobility: `pose` must be a pair (R (3, 3), position (3,)) or None; got {pose!r:.80}"
+            )
+        check_shape("parallel.mobility", "pose[0] (R)", pose[0], (3, 3))
+        check_shape("parallel.mobility", "pose[1] (position)", pose[1], (3,))
         R, pos = (jnp.asarray(v, dtype=float) for v in pose)
     converged, res, screws, (R_at, pos_at) = _pose_screws(mechanism, R, pos)
     if not bool(converged):

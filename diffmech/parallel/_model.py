@@ -147,6 +147,13 @@ def chain(kinds: str, axes, points, home, *, actuated=None, bodies=(), attach, n
 def cylinder_inertia(mass, length, radius, axis):
     """Inertia tensor `(3, 3)` (kg m²) of a solid cylinder of `mass` (kg), `length` and
     `radius` (m) about its centre of mass, symmetry axis `axis` (any length)."""
+    for name, v in (("mass", mass), ("length", length), ("radius", radius)):
+        check_array("parallel.cylinder_inertia", name, v, ())
+        if not is_traced(v) and float(v) < 0:
+            raise ValueError(f"parallel.cylinder_inertia: `{name}` must be ≥ 0; got {v!r}")
+    check_array("parallel.cylinder_inertia", "axis", axis, (3,))
+    if not is_traced(axis) and not np.any(np.asarray(axis)):
+        raise ValueError(f"parallel.cylinder_inertia: `axis` must be a non-zero direction; got {axis!r}")
     axis = _unit(axis)
     across = mass * (3 * radius**2 + length**2) / 12
     along = mass * radius**2 / 2
@@ -281,6 +288,10 @@ class StewartPlatform(AbstractParallelMechanism):
             ("leg_radius", leg_radius),
         ]:
             check_array(owner, name, v, (), positive=True)
+        check_array(owner, "tilt", tilt, ())
+        check_array(owner, "stroke", stroke, (2,))
+        if not is_traced(stroke) and not float(stroke[0]) < float(stroke[1]):
+            raise ValueError(f"{owner}: `stroke` must be (lower, upper) with lower < upper; got {tuple(stroke)}")
         Rb, rp, L = (jnp.asarray(v, dtype=float) for v in (base_radius, platform_radius, leg_length))
         tilt = jnp.asarray(tilt, dtype=float)
         run = L * jnp.sin(tilt)  # horizontal run of a leg

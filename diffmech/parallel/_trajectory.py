@@ -12,6 +12,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .. import _screw
+from .._validate import as_floats, check_scalar, is_traced
 
 
 class Trajectory(eqx.Module):
@@ -57,6 +58,13 @@ def trajectory(rotation: Callable, position: Callable, times) -> Trajectory:
 
     **Returns:** a `Trajectory`; velocities and accelerations are exact (nested `jax.jvp`).
     """
+    for name, f in (("rotation", rotation), ("position", position)):
+        if not callable(f):
+            raise ValueError(f"parallel.trajectory: `{name}` must be a function of time; got {f!r:.80}")
+    if not is_traced(times):
+        t = as_floats("parallel.trajectory", "times", times)
+        if t.ndim != 1 or t.size < 2:
+            raise ValueError(f"parallel.trajectory: `times` must be 1-D with at least 2 samples; got shape {t.shape}")
     times = jnp.asarray(times, dtype=float)
 
     def derivs(f, t):
@@ -67,7 +75,10 @@ def trajectory(rotation: Callable, position: Callable, times) -> Trajectory:
 
     R, Rd, Rdd = jax.vmap(lambda t: derivs(rotation, t))(times)
     p, v, a = jax.vmap(lambda t: derivs(position, t))(times)
-    return Trajectory(times, R, Rd, Rdd, p, v, a)
+    traj = Trajectory(times, R, Rd, Rdd, p, v, a)
+    if not is_traced(traj):
+        check(traj)  # shapes, finite samples, increasing times, rotations
+    return traj
 
 
 def _rx(a):
@@ -85,7 +96,11 @@ def _rz(a):
 def uniform_times(duration: float = 10.0, dt: float = 1e-3) -> Float[Array, " N"]:
     """`N = round(duration / dt)` times `k·dt`, k = 0..N−1 (the seeds' 10,000 steps);
     `duration` and `dt` in seconds."""
+    check_scalar("parallel.uniform_times", "duration", duration, positive=True)
+    check_scalar("parallel.uniform_times", "dt", dt, positive=True)
     n = int(round(duration / dt))
+    if n < 1:
+        raise ValueError(f"parallel.uniform_times: `dt` = {dt} is longer than `duration` = {duration}: no sample")
     return jnp.arange(n, dtype=float) * dt
 
 

@@ -1,0 +1,5 @@
+"""`python -m diffmech …`: the `diffmech` command."""
+
+from ._cli import main
+
+raise SystemExit(main())

@@ -19,7 +19,23 @@ def _start_jax(x64: bool = True) -> None:
     jax.config.update("jax_cpu_enable_async_dispatch", False)
 
 
+def _out_folder(out: str) -> str | None:
+    """Create the output folder `out` before any computation; the one-line reason it
+    cannot be used (an existing file, a path through a file), or None."""
+    if os.path.exists(out) and not os.path.isdir(out):
+        return f"--out {out} exists and is not a folder; choose another name"
+    try:
+        os.makedirs(out, exist_ok=True)
+    except OSError as e:
+        return f"--out {out}: cannot create the folder ({e.strerror or e})"
+    return None
+
+
 def _demo(args) -> int:
+    bad = _out_folder(args.out)
+    if bad:
+        print(f"diffmech demo: {bad}", file=sys.stderr)
+        return 2
     _start_jax()
     import matplotlib
 
@@ -185,6 +201,10 @@ def _problem_file(path) -> dict:
     if task not in _PROBLEM_KEYS:
         raise ValueError(f"{path}: `task` must be one of {sorted(_PROBLEM_KEYS)}; got {task!r}")
     run = {k: spec.pop(k) for k in ("starts", "steps", "seed") if k in spec}
+    for key, v in run.items():
+        least = 0 if key == "seed" else 1
+        if isinstance(v, bool) or not isinstance(v, int) or v < least:
+            raise ValueError(f"{path}: `{key}` must be an integer ≥ {least}; got {v!r}")
     unknown = set(spec) - _PROBLEM_KEYS[task]
     if unknown:
         raise ValueError(
@@ -216,6 +236,9 @@ def _synthesize(args) -> int:
 
     if not os.path.isfile(args.target):
         return fail(f"no such file: {args.target}")
+    bad = _out_folder(args.out)
+    if bad:
+        return fail(bad)
     if args.target.endswith((".toml", ".json")):
         try:
             prob = _problem_file(args.target)

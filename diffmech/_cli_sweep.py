@@ -46,8 +46,11 @@ def load_designs(path) -> tuple[np.ndarray, np.ndarray]:
     with z:
         if "lengths" not in z.files:
             raise ValueError(f"{path}: no array 'lengths' (n × 4 link lengths); found {sorted(z.files)}")
-        lengths = np.asarray(z["lengths"], dtype=float)
-        branch = np.asarray(z["branch"], dtype=float) if "branch" in z.files else np.ones(lengths.shape[:1])
+        try:
+            lengths = np.asarray(z["lengths"], dtype=float)
+            branch = np.asarray(z["branch"], dtype=float) if "branch" in z.files else np.ones(lengths.shape[:1])
+        except (TypeError, ValueError):
+            raise ValueError(f"{path}: 'lengths' and 'branch' must be arrays of numbers") from None
     if lengths.ndim != 2 or lengths.shape[1] != 4 or lengths.shape[0] < 1:
         raise ValueError(f"{path}: 'lengths' must be n × 4 (crank, coupler, rocker, ground); got shape {lengths.shape}")
     bad = ~np.all(np.isfinite(lengths) & (lengths > 0), axis=1)

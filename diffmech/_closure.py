@@ -40,7 +40,7 @@ from jaxtyping import Array, Bool, Float, Int, PyTree
 
 from . import _linalg, _result
 from ._result import RESULTS, AbstractResult, as_results as _as_results, code as _code, finish
-from ._validate import is_traced
+from ._validate import check_count, check_scalar, is_traced
 
 Residual = Callable[[Float[Array, " n"], Any, PyTree], Float[Array, " n"]]
 
@@ -321,6 +321,12 @@ def root(
 
     **Returns:** a `Solution`.
     """
+    if not callable(fn):
+        raise ValueError(f"closure.root: `fn` must be a residual function fn(x, u, params); got {fn!r:.80}")
+    check_scalar("closure.root", "atol", atol, positive=True)
+    check_scalar("closure.root", "xtol", xtol, nonnegative=True)
+    check_count("closure.root", "max_steps", max_steps, 0)
+    check_count("closure.root", "min_steps", min_steps, 0)
     sol, _ = _root_program(
         fn,
         x0,
@@ -362,6 +368,16 @@ def _root(
 
     def f(x):
         return fn(x, u, params)
+
+    # shapes are known while tracing: a residual that is not square is named here, once
+    if x0.ndim != 1 or x0.shape[0] < 1:
+        raise ValueError(f"closure.root: `x0` must be a non-empty 1-D array (n,); got shape {x0.shape}")
+    r_shape = jax.eval_shape(f, x0).shape
+    if r_shape != x0.shape:
+        raise ValueError(
+            f"closure.root: the residual `fn(x, u, params)` has shape {r_shape} for `x` of shape {x0.shape}: "
+            "it must be square, one equation per unknown"
+        )
 
     n = x0.shape[-1]
     u_flat, unravel = jax.flatten_util.ravel_pytree(u)

@@ -555,12 +555,13 @@ def fourbar_dynamics(
     """
     check_type("identify.fourbar_dynamics", "initial", initial, FourBar, "a FourBar (the starting design)")
     check_type("identify.fourbar_dynamics", "drive", drive, (fbd.Drive, type(None)), "a fourbar.Drive or None")
+    check_count("identify.fourbar_dynamics", "window", window)
     dt_ = initial.lengths.dtype
     t = np.asarray(times, dtype=float)
     th = np.asarray(theta_A, dtype=float)
     if t.ndim != 1 or th.shape != t.shape or t.size < 2 * window + 3:
         raise ValueError(
-            f"fourbar_dynamics: `times` and `theta_A` must be (N,) with N ≥ {2 * window + 3}; "
+            f"fourbar_dynamics: `times` and `theta_A` must be (N,) with N ≥ 2 `window` + 3 = {2 * window + 3}; "
             f"got {t.shape} and {th.shape}"
         )
     if not (np.all(np.isfinite(t)) and np.all(np.isfinite(th))):

@@ -675,6 +675,8 @@ def _search(
             raise ValueError(f"{who}: `{name}` must be True or False; got {flag!r}")
     for name, v in (("starts", starts), ("steps", steps), ("seed", seed)):
         check_count(who, name, v, 0 if name == "seed" else 1)
+    check_scalar(who, "margin", margin, nonnegative=True)
+    check_scalar(who, "tol", tol, positive=True)
     if phase is not None:
         ph = as_floats(who, "phase", phase)
         if ph.shape != () or not np.isfinite(ph):
@@ -1230,7 +1232,10 @@ def _linkage_generation(
     z = rng.normal(0.0, 1.0, (starts,) + lk.coords.shape)
     z[0] = 0.0
     coords = lk.coords[None] + spread_abs * jnp.asarray(z, lk.coords.dtype)
-    batch = eqx.tree_at(lambda m: m.coords, lk, coords)
+    # a batch of starts: every array of the description gets the starts' axis (the fit
+    # vmaps all of them), only the coordinates differ
+    batch = jax.tree.map(lambda a: jnp.broadcast_to(a, (starts, *jnp.shape(a))) if eqx.is_array(a) else a, lk)
+    batch = eqx.tree_at(lambda m: m.coords, batch, coords)
     res = _fit.fit(
         _linkage_loss,
         batch,

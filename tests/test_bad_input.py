@@ -244,6 +244,27 @@ def test_the_cli_names_a_file_it_cannot_use(tmp_path):
     assert code == 2 and "no such file" in err, err
     code, err = _cli(["synthesize", str(tmp_path / "missing.csv")])
     assert code == 2 and "no such file" in err, err
+    # output folders that cannot be used are named before computing (were tracebacks,
+    # `synthesize` after its whole search)
+    (tmp_path / "afile").write_text("")
+    targets = tmp_path / "t.csv"
+    targets.write_text("0,0\n1,1\n2,0\n0,1\n")
+    for argv in (
+        ["demo", "--out", str(tmp_path / "afile")],
+        ["synthesize", str(targets), "--out", str(tmp_path / "afile")],
+    ):
+        code, err = _cli(argv)
+        assert code == 2 and "is not a folder" in err, err
+    code, err = _cli(["demo", "--out", str(tmp_path / "afile" / "x")])
+    assert code == 2 and "cannot create the folder" in err, err
+    problem = tmp_path / "p.json"
+    problem.write_text('{"targets": [[0, 0], [1, 1], [2, 0]], "starts": "many"}')
+    code, err = _cli(["synthesize", str(problem)])
+    assert code == 2 and "`starts` must be an integer" in err, err
+    words = tmp_path / "words.npz"
+    np.savez(words, lengths=np.array([["a", "b", "c", "d"]]))
+    code, err = _cli(["sweep", str(words), "--steps", "8", "--out", str(tmp_path / "o3.npz")])
+    assert code == 2 and "'lengths'" in err, err
 
 
 STEPH = dm.examples.stephenson2()
@@ -306,6 +327,30 @@ WRONG = [
     (lambda: identify.with_payload(STEWART, np.ones(9)), "`params`"),
     (lambda: identify.linkage_from_params(STEPH, np.ones(3)), "`p`"),
     (lambda: identify.linkage_tracer(np.zeros(3), np.zeros((3, 2)), STEPH, "J8", max_iter=0), "`max_iter`"),
+]
+
+
+def _slider(x, u, p):  # the README's slider-crank residual
+    return jnp.array([(p[0] * jnp.cos(u) - x[0]) ** 2 + (p[0] * jnp.sin(u)) ** 2 - p[1] ** 2])
+
+
+def _extra_link():
+    d = LK.to_dict()
+    d["links"]["extra"] = {"joints": ["B", "D"]}  # holds the crank pin to the ground
+    return dm.Linkage.from_dict(d)
+
+
+# misleading causes the script met: each now names the real one
+WRONG += [
+    (lambda: fourbar.solve(FB, 0.3, guess=jnp.zeros(3)), "`guess`"),
+    (lambda: closure.root(lambda x, u, p: jnp.zeros(2), jnp.array([0.35]), 0.5, None), "must be square"),
+    (lambda: closure.root(_slider, jnp.array([0.35]), 0.5, (0.1, 0.3), atol=float("nan")), "`atol`"),
+    (lambda: linkage.check_initial(LK, tol=-1.0), "`tol`"),
+    (
+        lambda: synthesis.function_generation(np.array([0.5, 1.0, 1.6]), np.array([1.0, 1.2, 1.5]), margin=-1.0),
+        "`margin`",
+    ),
+    (_extra_link, "links.extra"),
 ]
 
 

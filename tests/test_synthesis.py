@@ -215,6 +215,26 @@ def test_six_bar_synthesis_through_the_linkage_model():
     assert after < 1e-3 * before
 
 
+def test_linkage_synthesis_takes_a_description_with_mass_properties():
+    # every bundled linkage carries masses and loads: a batch of starts must vmap them with
+    # the coordinates (they were vmapped as if per start and failed). The point-line
+    # four-bar, its coordinates perturbed, is brought back onto its own coupler path.
+    import equinox as eqx
+
+    lk = dm.examples.fourbar()
+    assert lk.masses is not None
+    u = np.linspace(0.0, 1.5, 8)
+    t = np.asarray(dm.linkage.simulate(lk, inputs=u, condition=False)["P"])[:, :2]
+    rng = np.random.default_rng(0)
+    lk0 = eqx.tree_at(lambda k: k.coords, lk, lk.coords * (1 + 0.01 * rng.normal(size=lk.coords.shape)))
+    before = np.mean(np.linalg.norm(np.asarray(dm.linkage.simulate(lk0, inputs=u)["P"])[:, :2] - t, axis=1))
+    r = S.path_generation(t, "prescribed", crank_angles=u, mechanism=lk0, tracer="P", starts=2, steps=60)
+    m = dm.linkage.simulate(r.design, inputs=u)
+    assert bool(jnp.all(m.converged)) and r.design.masses is not None
+    after = np.mean(np.linalg.norm(np.asarray(m["P"])[:, :2] - t, axis=1))
+    assert after == pytest.approx(r.error, rel=1e-6) and after < 1e-2 * before
+
+
 # ------------------------------------------------------------------ synthesis as designers pose it
 #
 # Synthesis as designers pose it (issue 21): bounds, a fixed frame and phase, cyclic

@@ -173,6 +173,8 @@ def solve(
     """
     theta_A = jnp.asarray(theta_A, dtype=fb.lengths.dtype)
     closed, gap = closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A))
+    if guess is not None and np.shape(guess) != (4,):
+        raise ValueError(f"fourbar.solve: `guess` must be (qB, qD), shape (4,); got shape {np.shape(guess)}")
     guess = closed if guess is None else guess
     sol = _closure.root(residual, guess, theta_A, fb, condition=condition, throw=False)
     # the circle intersection proves an angle unassemblable (|BD| outside [|l2 − l3|,

@@ -135,6 +135,16 @@ def _compile(topo: _Topology, names: tuple, link_names: tuple) -> _Plan:
             continue
         pts, lns = topo.members(li)
         lname = link_names[li]
+        moved = set(topo.links[topo.input_link]) - set(topo.links[topo.ground]) if topo.input_link >= 0 else set()
+        members = set(topo.links[li])
+        if members and all(known[j] for j in members) and members & moved:
+            # every joint is placed by the ground or the input: no unknown can keep this
+            # link rigid, so its equation would be dropped; the input is locked against it
+            raise LinkageError(
+                f"links.{lname}: its joints ({', '.join(names[j] for j in sorted(members))}) are all placed by the "
+                "ground and the input link: it would hold the input against the ground (locked, or over-"
+                "constrained); remove it or join it to a moving link"
+            )
         if topo.geometry == "planar":
             if len(pts) >= 2:
                 a, b = pts[0], pts[1]

@@ -444,6 +444,7 @@ def check_initial(lk: Linkage, tol: float = 1e-10) -> None:
     satisfies its own equations (to `tol`, in the solver's units) and the input
     determines the linkage there (the closure Jacobian has full rank `n` and the
     mobility is 1)."""
+    check_scalar("linkage.check_initial", "tol", tol, positive=True)
     _raise_if_bad_initial(lk, *_initial_jit(lk), tol=tol)
 
 

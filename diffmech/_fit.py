@@ -17,6 +17,7 @@ import optax
 from jaxtyping import Array, Bool, Float, Int
 
 from ._progress import TextProgress
+from ._validate import check_count
 
 __all__ = ["FitResult", "History", "fit", "masked_mean"]
 
@@ -35,6 +36,12 @@ def masked_mean(residuals: Float[Array, "n ..."], valid: Bool[Array, " n"], pena
     scalar.
     """
     r = jnp.asarray(residuals)
+    valid = jnp.asarray(valid)
+    if valid.dtype != jnp.bool_ or valid.ndim != 1 or r.ndim < 1 or valid.shape[0] != r.shape[0]:
+        raise ValueError(
+            f"fit.masked_mean: `valid` must be a boolean mask (n,) over the residuals' first axis; got "
+            f"{valid.dtype} {valid.shape} for residuals {r.shape}"
+        )
     v = jnp.reshape(valid, valid.shape + (1,) * (r.ndim - valid.ndim))
     safe = jnp.where(v, r, 0.0)
     n = jnp.maximum(jnp.sum(valid), 1).astype(r.dtype)
@@ -79,6 +86,12 @@ def _selector_spec(model, trainable):
     if trainable is None:
         return jax.tree.map(eqx.is_inexact_array, model)
     if not callable(trainable):
+        leaves = jax.tree.leaves(trainable)
+        if jax.tree.structure(trainable) != jax.tree.structure(model) or not all(isinstance(b, bool) for b in leaves):
+            raise ValueError(
+                "fit: `trainable` must be a function of the model returning its fields (lambda m: (m.a, m.b)), a "
+                f"boolean filter spec of the model's structure, or None; got {trainable!r:.80}"
+            )
         return trainable  # already a filter spec
     false = jax.tree.map(lambda _: False, model)
     picked = trainable(model)
@@ -248,8 +261,10 @@ def fit(
 
     **Returns:** a `FitResult`.
     """
-    if steps < 1:
-        raise ValueError(f"fit: `steps` must be ≥ 1; got {steps}")
+    if not callable(loss):
+        raise ValueError(f"fit: `loss` must be a function loss(model, *args) -> scalar; got {loss!r:.80}")
+    check_count("fit", "steps", steps)
+    check_count("fit", "chunk", chunk)
     spec = _selector_spec(model, trainable)
     if not any(jax.tree.leaves(spec)):
         raise ValueError("fit: `trainable` selects no floating-point array field of the model")

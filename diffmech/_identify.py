@@ -10,7 +10,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from . import _fit
-from ._validate import check_count, check_finite, check_scalar, check_shape, check_type
+from ._validate import check_count, check_finite, check_scalar, check_shape, check_type, is_traced
 from .fourbar import _dynamics as fbd, _kinematics as fbk
 from .fourbar._model import FourBar
 from .linkage import _simulate as lks
@@ -85,6 +85,15 @@ def fourbar_tracer(theta_A, points, initial: FourBar, point0, *, steps: int = 20
         raise ValueError("fourbar_tracer: `theta_A` and `points` must be finite")
     if initial.batch_shape:
         raise ValueError(f"fourbar_tracer: `initial` must be one design; got batch shape {initial.batch_shape}")
+    # a start that cannot be assembled at the measured angles has no tracer to compare:
+    # its penalty would be "fitted" and reported converged
+    _, gap = jax.vmap(lambda th: fbk.closed_form(initial, th))(theta)
+    if not is_traced(gap) and np.any(np.asarray(gap) > 0):
+        k = int(np.argmax(np.asarray(gap) > 0))
+        raise ValueError(
+            f"identify.fourbar_tracer: `initial` cannot be assembled at theta_A[{k}] = {float(theta[k]):.6g} rad "
+            f"(lengths {np.asarray(initial.lengths).tolist()}): start from a design that moves through the data"
+        )
     m0 = _Kinematic(lengths=initial.lengths, point=jnp.asarray(point0, dtype=initial.lengths.dtype))
     res = _fit.fit(_tracer_loss, m0, theta, pts, initial.branch, positive=lambda m: m.lengths, steps=steps, gtol=gtol)
     rms = float(jnp.sqrt(res.loss))

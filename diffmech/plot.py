@@ -6,6 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import fourbar as _fb
+from ._validate import as_floats as _as_floats, check_count as _check_count
 
 
 def _axes(ax, **kw) -> Any:
@@ -19,6 +20,23 @@ def _axes(ax, **kw) -> Any:
     return ax
 
 
+def _check_motion(who, lk, motion):
+    """A linkage `Motion` of `lk` with at least one converged step, named where not."""
+    from .linkage import Linkage, Motion
+
+    if not isinstance(lk, Linkage):
+        raise ValueError(f"plot.{who}: `lk` must be a Linkage; got {type(lk).__name__}")
+    if not isinstance(motion, Motion):
+        raise ValueError(f"plot.{who}: `motion` must be a Motion (linkage.simulate); got {type(motion).__name__}")
+    if motion.coords.shape[-2] != len(lk.names) or motion.coords.ndim != 3:
+        raise ValueError(
+            f"plot.{who}: `motion` is not a single motion of {lk.name!r} ({motion.coords.shape[-2]} joints against "
+            f"{len(lk.names)})"
+        )
+    if not bool(np.any(np.asarray(motion.converged))):
+        raise ValueError(f"plot.{who}: `motion` has no converged step to draw (its status: {motion.status})")
+
+
 def fourbar_attitudes(sweeps: dict, fig=None):
     """Bai et al. Fig. 3: the components of qB and qD over the crank angle and the
     error ‖q‖ − 1, one marker style per labelled sweep (`{label: Sweep}`).
@@ -28,6 +46,11 @@ def fourbar_attitudes(sweeps: dict, fig=None):
     new one). **Returns:** the figure.
     """
     import matplotlib.pyplot as plt
+
+    if not isinstance(sweeps, dict) or not sweeps or not all(isinstance(v, _fb.Sweep) for v in sweeps.values()):
+        raise ValueError(
+            f"plot.fourbar_attitudes: `sweeps` must be a non-empty dict {{label: Sweep}}; got {sweeps!r:.80}"
+        )
 
     fig = fig or plt.figure(figsize=(10, 6.5))
     axs = fig.subplots(2, 2, sharex=True)
@@ -63,8 +86,13 @@ def fourbar_track(fb, q, *, every: int = 10, point=None, ax=None, color="C0"):
     **Arguments:** `fb`: the design; `q`, `every`, `point` as above; `ax`: axes to draw
     in (default: new ones); `color`: a matplotlib colour. **Returns:** the axes.
     """
+    _check_count("plot.fourbar_track", "every", every)
+    q = _as_floats("plot.fourbar_track", "q", q)
+    if q.ndim != 2 or q.shape[1] != 6 or q.shape[0] < 1:
+        raise ValueError(f"plot.fourbar_track: `q` must be configurations (N, 6), N ≥ 1; got shape {q.shape}")
+    if point is not None and np.shape(point) != (2,):
+        raise ValueError(f"plot.fourbar_track: `point` must be (p_x, p_y); got shape {np.shape(point)}")
     ax = _axes(ax, figsize=(6, 5))
-    q = np.asarray(q)
     P = {k: np.asarray(v) for k, v in _fb.joint_positions(fb, jnp.asarray(q)).items()}
     for i in range(0, len(q), every):
         xs = [P["A"][i, 0], P["B"][i, 0], P["C"][i, 0], P["D"][i, 0]]
@@ -92,6 +120,9 @@ def fourbar_dynamics(traj, *, title: str = "", fig=None):
     `fig`: a figure to draw in (default: a new one). **Returns:** the figure.
     """
     import matplotlib.pyplot as plt
+
+    if not isinstance(traj, _fb.Simulation):
+        raise ValueError(f"plot.fourbar_dynamics: `traj` must be a fourbar.simulate result; got {type(traj).__name__}")
 
     fig = fig or plt.figure(figsize=(10, 6.5))
     axs = fig.subplots(2, 2, sharex=True)
@@ -177,7 +208,14 @@ def linkage_curve(lk, motion, *, tracers=None, every: int = 15, ax: Any = None, 
     """
     import matplotlib.pyplot as plt
 
+    _check_motion("linkage_curve", lk, motion)
+    _check_count("plot.linkage_curve", "every", every)
+    if tracers is not None and any(t not in lk.names for t in tracers):
+        bad = [t for t in tracers if t not in lk.names]
+        raise ValueError(f"plot.linkage_curve: `tracers` {bad} are not joints of {lk.name!r} ({', '.join(lk.names)})")
     three = lk.dim == 3
+    if ax is not None:
+        _axes(ax)
     if ax is None:
         fig = plt.figure(figsize=(6, 5))
         ax = fig.add_subplot(projection="3d" if three else None)
@@ -229,6 +267,7 @@ def animate_linkage(lk, motion, *, interval: int = 40):
     import matplotlib.pyplot as plt
     from matplotlib.animation import FuncAnimation
 
+    _check_motion("animate_linkage", lk, motion)
     ok = np.asarray(motion.converged)
     C = np.asarray(motion.coords)[ok]
     ax: Any = linkage_curve(lk, motion, every=len(C) + 1)
@@ -265,8 +304,14 @@ def time_series(times, values, labels, *, ax=None, title: str = "", ylabel: str 
     axes (default: new ones); `title`, `ylabel`: the axes' title and y label.
     **Returns:** the axes.
     """
+    t, v = _as_floats("plot.time_series", "times", times), _as_floats("plot.time_series", "values", values)
+    v = v[:, None] if v.ndim == 1 else v
+    if t.ndim != 1 or v.ndim != 2 or v.shape[0] != t.shape[0] or v.shape[1] != len(labels):
+        raise ValueError(
+            f"plot.time_series: `values` must be (N, k) for `times` (N,) and k `labels`; got {v.shape}, {t.shape} and "
+            f"{len(labels)} labels"
+        )
     ax = _axes(ax)
-    t, v = np.asarray(times), np.asarray(values)
     for i, lab in enumerate(labels):
         ax.plot(t, v[:, i], lw=1.0, label=lab)
     ax.set_xlabel("t [s]")
@@ -289,11 +334,10 @@ def synthesis(result, targets, *, ax=None, title: str | None = None):
 
     from . import linkage as _lk
     from ._synthesis import PlacedFourBar, Synthesis
-    from ._validate import as_floats
 
     if not isinstance(result, Synthesis):
         raise ValueError(f"plot.synthesis: `result` must be a Synthesis; got {type(result).__name__}")
-    t = as_floats("plot.synthesis", "targets", targets)
+    t = _as_floats("plot.synthesis", "targets", targets)
     n = np.shape(result.points)[0]
     width = 3 if "max_angle_error" in result.constraints else 2
     if t.ndim != 2 or t.shape[0] != n or t.shape[1] not in (2, width):

@@ -354,6 +354,50 @@ WRONG += [
 ]
 
 
+SEED = dm.FourBar.seed_crank_rocker()
+SWEEP = fourbar.sweep(FB, np.linspace(0.0, 1.0, 4))
+NOPE = dm.FourBar(lengths=(0.1, 0.1, 0.1, 1.0))  # assembles nowhere
+
+
+def _plot(name, *args, **kw):
+    from diffmech import plot
+
+    return getattr(plot, name)(*args, **kw)
+
+
+# the script's second round: kinds and shapes of the four-bar dynamics, the fit and the plots
+WRONG += [
+    (lambda: fourbar.Drive(torque=5.0), "`torque`"),
+    (lambda: fourbar.Drive(damping=(1.0, 2.0)), "`damping`"),
+    (lambda: fourbar.simulate(SEED, fourbar.assemble(SEED, 0.0), 0.0, 0.2, drive="strong"), "`drive`"),
+    (lambda: fourbar.simulate(SEED, fourbar.assemble(SEED, 0.0), 0.0, 0.2, adjoint="backsolve"), "`adjoint`"),
+    (lambda: fourbar.simulate(SEED, fourbar.assemble(SEED, 0.0), 0.0, np.array([0.2, 0.3])), "`t1`"),
+    (lambda: identify.fourbar_tracer(np.linspace(0, 1, 4), np.zeros((4, 2)), NOPE, (0.0, 0.0)), "`initial`"),
+    (lambda: dm.fit.fit("loss", FB), "`loss`"),
+    (lambda: dm.fit.fit(lambda m: jnp.sum(m.lengths), FB, chunk=0), "`chunk`"),
+    (lambda: dm.fit.fit(lambda m: jnp.sum(m.lengths), FB, trainable="lengths"), "`trainable`"),
+    (lambda: dm.fit.masked_mean(jnp.ones(3), jnp.ones(3)), "`valid`"),
+    (lambda: _plot("fourbar_track", FB, SWEEP.q, every=0), "`every`"),
+    (lambda: _plot("fourbar_track", FB, SWEEP.q[:, :5]), "`q`"),
+    (lambda: _plot("fourbar_dynamics", SWEEP), "`traj`"),
+    (lambda: _plot("fourbar_attitudes", [SWEEP]), "`sweeps`"),
+    (lambda: _plot("linkage_curve", LK, "m"), "`motion`"),
+    (lambda: _plot("linkage_curve", LK, linkage.simulate(STEPH, steps=3)), "`motion`"),
+    (lambda: _plot("linkage_curve", LK, linkage.simulate(LK, steps=3), tracers=["J99"]), "`tracers`"),
+    (lambda: _plot("animate_linkage", LK, "m"), "`motion`"),
+    (lambda: _plot("time_series", np.arange(10.0), np.ones((9, 2)), ["a", "b"]), "`values`"),
+]
+
+
+def test_crank_torque_is_nan_where_the_design_does_not_assemble():
+    # past a triple rocker's motion limit there is no motion to drive: NaN, not the
+    # 1e64 N·m a failed solve produced; inside the range, finite
+    tri = dm.FourBar(lengths=(0.3, 0.3, 0.3, 0.5))
+    lim = float(fourbar.crank_limits(tri).theta_max)
+    tau = np.asarray(fourbar.crank_torque(tri, np.array([0.5 * lim, lim + 0.3]), np.ones(2), np.zeros(2)))
+    assert np.isfinite(tau[0]) and np.isnan(tau[1]), tau
+
+
 @pytest.mark.parametrize("k", range(len(WRONG)))
 def test_a_wrong_kind_shape_or_value_is_named(k):
     call, match = WRONG[k]

@@ -30,7 +30,7 @@ from jaxtyping import Array, Bool, Float
 from .. import _closure
 from .._geometry import attitude, perp
 from .._result import RESULTS, AbstractResult, finish, save_status
-from .._validate import check_integration, is_traced
+from .._validate import check_array, check_integration, check_type, is_traced
 from . import _kinematics as _k
 from ._model import FourBar
 
@@ -132,16 +132,17 @@ def crank_torque(fb: FourBar, theta_A, omega_A, alpha_A) -> Float[Array, "*n"]:
 
     **Arguments:** `fb`: the design; `theta_A`, `omega_A`, `alpha_A`: the crank's angle
     (rad), rate (rad/s) and acceleration (rad/s²), each of shape `*n`. **Returns:** the
-    torque (N·m), shape `*n`.
+    torque (N·m), shape `*n`; NaN where the design does not assemble at θA (no motion
+    to drive there).
     """
     th, w, a = jnp.broadcast_arrays(*(jnp.asarray(v, dtype=fb.lengths.dtype) for v in (theta_A, omega_A, alpha_A)))
 
     def one(th_, w_, a_):
-        q, _ = closure_q(fb, th_)
+        q, ok = closure_q(fb, th_)
         tq = tangent(fb, q)
         s, ds = jax.jvp(lambda qq: sigma(fb, qq), (q,), (tq,))
         _, dV = jax.jvp(lambda qq: potential(fb, qq), (q,), (tq,))
-        return s * a_ + 0.5 * ds * w_**2 + dV
+        return jnp.where(ok, s * a_ + 0.5 * ds * w_**2 + dV, jnp.nan)
 
     if th.ndim == 0:
         return one(th, w, a)
@@ -158,6 +159,13 @@ class Drive(eqx.Module):
 
     torque: Callable | None = eqx.field(static=True, default=None)
     damping: Float[Array, "4"] = eqx.field(default_factory=lambda: jnp.zeros(4))
+
+    def __check_init__(self):
+        if self.torque is not None and not callable(self.torque):
+            raise ValueError(
+                f"fourbar.Drive: `torque` must be a function torque(t, θA, ωA) or None; got {self.torque!r}"
+            )
+        check_array("fourbar.Drive", "damping", self.damping, (4,))
 
     def generalised_force(self, fb, t, theta_A, omega_A, q):
         w = link_rates(fb, q)
@@ -372,6 +380,12 @@ def simulate(
             f"simulate: `solver` must be a Diffrax adaptive solver (its step size is controlled at "
             f"rtol, atol), e.g. diffrax.Dopri8(), or one of {sorted(_SOLVERS)}; got {solver!r}"
         )
+    check_type("fourbar.simulate", "drive", drive, (Drive, type(None)), "a fourbar.Drive or None")
+    adjoints = (diffrax.AbstractAdjoint, type(None))
+    check_type("fourbar.simulate", "adjoint", adjoint, adjoints, "a Diffrax adjoint or None")
+    for name, v in (("t0", t0), ("t1", t1)):
+        if np.ndim(v) != 0:
+            raise ValueError(f"fourbar.simulate: `{name}` must be one time (s); got shape {np.shape(v)}")
     if np.shape(q0) != (6,):
         raise ValueError(f"simulate: `q0` must hold the 6 attitude components (qA, qB, qD); got shape {np.shape(q0)}")
     if np.shape(Pi0) != ():

@@ -40,7 +40,7 @@ from jaxtyping import Array, Bool, Float, Int, PyTree
 
 from . import _linalg, _result
 from ._result import RESULTS, AbstractResult, as_results as _as_results, code as _code, finish
-from ._validate import check_count, check_scalar, is_traced
+from ._validate import check_count, check_scalar, check_type, is_traced
 
 Residual = Callable[[Float[Array, " n"], Any, PyTree], Float[Array, " n"]]
 
@@ -369,15 +369,7 @@ def _root(
     def f(x):
         return fn(x, u, params)
 
-    # shapes are known while tracing: a residual that is not square is named here, once
-    if x0.ndim != 1 or x0.shape[0] < 1:
-        raise ValueError(f"closure.root: `x0` must be a non-empty 1-D array (n,); got shape {x0.shape}")
-    r_shape = jax.eval_shape(f, x0).shape
-    if r_shape != x0.shape:
-        raise ValueError(
-            f"closure.root: the residual `fn(x, u, params)` has shape {r_shape} for `x` of shape {x0.shape}: "
-            "it must be square, one equation per unknown"
-        )
+    _check_square("closure.root", fn, x0, u, params)
 
     n = x0.shape[-1]
     u_flat, unravel = jax.flatten_util.ravel_pytree(u)
@@ -510,6 +502,19 @@ class _Options(eqx.Module):
         return (det if self.branch == "det" else nan), cond
 
 
+def _check_square(owner, fn, x0, u, params) -> None:
+    """Shapes are known while tracing: an `x0` that is not a non-empty vector, or a
+    residual that is not square, is named once per compilation."""
+    if x0.ndim != 1 or x0.shape[0] < 1:
+        raise ValueError(f"{owner}: `x0` must be a non-empty 1-D array (n,); got shape {x0.shape}")
+    r_shape = jax.eval_shape(fn, x0, u, params).shape
+    if r_shape != x0.shape:
+        raise ValueError(
+            f"{owner}: the residual `fn(x, u, params)` has shape {r_shape} for `x` of shape {x0.shape}: it must "
+            "be square, one equation per unknown (and `inputs` one input per row)"
+        )
+
+
 def _check_inputs(owner, inputs) -> None:
     """A sweep's inputs: leaves sharing a leading axis of at least one input."""
     leaves = jax.tree.leaves(inputs)
@@ -522,6 +527,11 @@ def _check_inputs(owner, inputs) -> None:
 
 
 def _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype) -> _Options:
+    if not callable(fn):
+        raise ValueError(f"closure: `fn` must be a residual function fn(x, u, params); got {fn!r:.80}")
+    check_scalar("closure", "atol", atol, positive=True)
+    check_scalar("closure", "xtol", xtol, nonnegative=True)
+    check_count("closure", "max_steps", max_steps, 0)
     if max_step is not None and not float(max_step) > 0:
         raise ValueError(f"closure: max_step must be a positive number or None; got {max_step!r}")
     return _Options(
@@ -747,6 +757,7 @@ def continuation(
 def _continuation(fn, x0, inputs, params, branch_sign, *, branch, atol, xtol, max_steps, condition, max_step=None):
     x0 = jax.lax.stop_gradient(jnp.asarray(x0))
     _warn_if_float32(x0)
+    _check_square("closure.continuation", fn, x0, jax.tree.map(lambda v: v[0], inputs), params)
     opts = _options(fn, branch, atol, xtol, max_steps, condition, max_step, x0.dtype)
     rows, _, _ = _continuation_rows(opts, x0, jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params), branch_sign)
     return _finish(opts, inputs, params, rows)
@@ -809,6 +820,12 @@ class ClosedForm(AbstractPredictor):
 
     solution: Callable[[Any, PyTree], tuple[Float[Array, " n"], Bool[Array, ""]]] = eqx.field(static=True)
 
+    def __check_init__(self):
+        if not callable(self.solution):
+            raise ValueError(
+                f"closure.ClosedForm: `solution` must be a function (u, params) -> (x, ok); got {self.solution!r:.80}"
+            )
+
     def predict(self, opts, x0, inputs, params):
         x, feasible = jax.vmap(self.solution, in_axes=(0, None))(inputs, params)
         return Prediction(guess=x, reached=feasible, unreachable=~feasible)
@@ -828,6 +845,9 @@ class Coarse(AbstractPredictor):
     Inputs past the last node the continuation reached are not reached."""
 
     stride: int = eqx.field(static=True, default=6)
+
+    def __check_init__(self):
+        check_count("closure.Coarse", "stride", self.stride)
 
     def predict(self, opts, x0, inputs, params):
         n_in = jax.tree.leaves(inputs)[0].shape[0]
@@ -906,6 +926,11 @@ class Newton(eqx.Module):
     # program and not in another, and each such design then paid a sequential fallback
     # (8× the batched sweep's time, benchmarks/bench_float32.py, 2026-11-24)
     exact: float = eqx.field(static=True, default=8.0)
+
+    def __check_init__(self):
+        check_count("closure.Newton", "steps", self.steps, 0)
+        check_scalar("closure.Newton", "certify", self.certify, positive=True)
+        check_scalar("closure.Newton", "exact", self.exact, positive=True)
 
     def correct(self, fn, guess, u, params):
         """Returns `(x, residual, last_step, exact_start)`: the iterate, the max-norm of
@@ -1079,6 +1104,13 @@ def vmap_chunked(fn: Callable, xs: PyTree, chunk: int | None) -> PyTree:
     solver's step choices can follow that round-off, so an ODE's results agree to its
     tolerance, as a `vmap` and single runs of the same solves do).
     """
+    if chunk is not None:
+        check_count("closure.vmap_chunked", "chunk", chunk)
+    leads = {np.shape(v)[0] if np.ndim(v) else None for v in jax.tree.leaves(xs)}
+    if len(leads) != 1 or None in leads:
+        raise ValueError(
+            f"closure.vmap_chunked: the leaves of `xs` must share a leading axis; got {sorted(map(str, leads))}"
+        )
     vfn = jax.vmap(fn)
     n = jax.tree.leaves(xs)[0].shape[0]
     if chunk is None or n <= chunk:
@@ -1279,6 +1311,10 @@ def _sweep(
     predictor = Coarse() if predictor is None else predictor
     corrector = Newton() if corrector is None else corrector
     fallback = Continuation() if fallback is None else fallback
+    check_type("closure.sweep", "predictor", predictor, AbstractPredictor, "Coarse(), ClosedForm(f) or None")
+    check_type("closure.sweep", "corrector", corrector, Newton, "a Newton(...) or None")
+    check_type("closure.sweep", "fallback", fallback, (Continuation, Deferred), "Continuation(), Deferred() or None")
+    _check_square("closure.sweep", fn, x0, jax.tree.map(lambda v: v[0], inputs), params)
     opts = _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype)
     p_in, p_par = jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params)
     n_in = jax.tree.leaves(inputs)[0].shape[0]

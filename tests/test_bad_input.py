@@ -389,6 +389,28 @@ WRONG += [
 ]
 
 
+X0 = jnp.array([0.35])
+U12 = jnp.linspace(0.0, 1.0, 12)
+
+# the closure core's entry points: strategy objects, shapes and tolerances
+WRONG += [
+    (lambda: closure.root(_slider, jnp.array([[0.35]]), 0.5, (0.1, 0.3)), "`x0`"),
+    (lambda: closure.root(None, X0, 0.5, (0.1, 0.3)), "`fn`"),
+    (lambda: closure.sweep(_slider, X0, U12.reshape(3, 4), (0.1, 0.3)), "must be square"),
+    (lambda: closure.sweep(_slider, jnp.array([0.35, 0.0]), U12, (0.1, 0.3)), "must be square"),
+    (lambda: closure.sweep(_slider, X0, U12, (0.1, 0.3), predictor="coarse"), "`predictor`"),
+    (lambda: closure.sweep(_slider, X0, U12, (0.1, 0.3), fallback="none"), "`fallback`"),
+    (lambda: closure.sweep(_slider, X0, U12, (0.1, 0.3), atol=-1.0), "`atol`"),
+    (lambda: closure.continuation(_slider, X0, U12, (0.1, 0.3), max_steps=-1), "`max_steps`"),
+    (lambda: closure.Coarse(stride=0), "`stride`"),
+    (lambda: closure.Newton(steps=-1), "`steps`"),
+    (lambda: closure.Newton(certify=-1.0), "`certify`"),
+    (lambda: closure.ClosedForm("abc"), "`solution`"),
+    (lambda: closure.vmap_chunked(lambda x: x, jnp.ones((5, 2)), 0), "`chunk`"),
+    (lambda: closure.vmap_chunked(lambda x: x, (jnp.ones(5), jnp.ones((4, 2))), 2), "`xs`"),
+]
+
+
 def test_crank_torque_is_nan_where_the_design_does_not_assemble():
     # past a triple rocker's motion limit there is no motion to drive: NaN, not the
     # 1e64 N·m a failed solve produced; inside the range, finite

@@ -40,7 +40,7 @@ from jaxtyping import Array, Bool, Float, Int, PyTree
 
 from . import _linalg, _result
 from ._result import RESULTS, AbstractResult, as_results as _as_results, code as _code, finish
-from ._validate import check_count, check_scalar, check_type, is_traced
+from ._validate import check_callable, check_count, check_scalar, check_type, is_traced
 
 Residual = Callable[[Float[Array, " n"], Any, PyTree], Float[Array, " n"]]
 
@@ -321,8 +321,7 @@ def root(
 
     **Returns:** a `Solution`.
     """
-    if not callable(fn):
-        raise ValueError(f"closure.root: `fn` must be a residual function fn(x, u, params); got {fn!r:.80}")
+    check_callable("closure.root", "fn", fn, "a residual function fn(x, u, params)")
     check_scalar("closure.root", "atol", atol, positive=True)
     check_scalar("closure.root", "xtol", xtol, nonnegative=True)
     check_count("closure.root", "max_steps", max_steps, 0)
@@ -527,8 +526,7 @@ def _check_inputs(owner, inputs) -> None:
 
 
 def _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype) -> _Options:
-    if not callable(fn):
-        raise ValueError(f"closure: `fn` must be a residual function fn(x, u, params); got {fn!r:.80}")
+    check_callable("closure", "fn", fn, "a residual function fn(x, u, params)")
     check_scalar("closure", "atol", atol, positive=True)
     check_scalar("closure", "xtol", xtol, nonnegative=True)
     check_count("closure", "max_steps", max_steps, 0)

@@ -167,3 +167,21 @@ def check_type(owner: str, name: str, value, kind: type | tuple[type, ...], what
     unless `value` is an instance of `kind`."""
     if not isinstance(value, kind):
         raise ArgumentTypeError(f"{owner}: `{name}` must be {what}; got {type(value).__name__} {value!r:.80}")
+
+
+def check_trailing(owner: str, name: str, value, trailing: tuple[int, ...]) -> None:
+    """A `ValueError` naming `owner` and `name` unless `value`'s shape ends in `trailing`
+    (leading batch axes allowed). Shapes are static, so this holds under `jit` and
+    `vmap` too and costs nothing at run time."""
+    shape = tuple(np.shape(value))
+    if len(shape) < len(trailing) or shape[len(shape) - len(trailing) :] != tuple(trailing):
+        raise ValueError(
+            f"{owner}: `{name}` must have trailing shape {tuple(trailing)} (optional leading batch axes); got {shape}"
+        )
+
+
+def check_callable(owner: str, name: str, value, what: str) -> None:
+    """A `ValueError` naming `owner` and `name` unless `value` is callable (`what`: the
+    function expected, e.g. "a residual fn(x, u, params)")."""
+    if not callable(value):
+        raise ValueError(f"{owner}: `{name}` must be {what}; got {value!r:.80}")

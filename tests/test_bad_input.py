@@ -411,6 +411,18 @@ WRONG += [
 ]
 
 
+# the four-bar's building blocks (jittable; their shapes are checked while tracing)
+WRONG += [
+    (lambda: fourbar.coupler_point(FB, SWEEP.q[:, :5], jnp.array([0.1, 0.05])), "`q`"),
+    (lambda: fourbar.coupler_point(FB, SWEEP.q, jnp.array([0.1, 0.05, 0.0])), "`point`"),
+    (lambda: fourbar.joint_positions(FB, jnp.zeros(5)), "`q`"),
+    (lambda: fourbar.closure_residual(FB, jnp.zeros(7)), "`q`"),
+    (lambda: fourbar.velocity_ratios(FB, Q0[:5]), "`q`"),
+    (lambda: fourbar.angular_velocities(jnp.zeros(5), jnp.zeros(6)), "`q`"),
+    (lambda: fourbar.project(FB, jnp.zeros(6)), "`q0`"),
+]
+
+
 def test_crank_torque_is_nan_where_the_design_does_not_assemble():
     # past a triple rocker's motion limit there is no motion to drive: NaN, not the
     # 1e64 N·m a failed solve produced; inside the range, finite

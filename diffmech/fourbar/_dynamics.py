@@ -30,7 +30,7 @@ from jaxtyping import Array, Bool, Float
 from .. import _closure
 from .._geometry import attitude, perp
 from .._result import RESULTS, AbstractResult, finish, save_status
-from .._validate import check_array, check_integration, check_type, is_traced
+from .._validate import check_array, check_integration, check_trailing, check_type, is_traced
 from . import _kinematics as _k
 from ._model import FourBar
 
@@ -62,6 +62,7 @@ def link_rates(fb: FourBar, q: Float[Array, "6"], linearised: bool = False) -> F
     """K_N = (1, K): the angular velocities (ωA, ωB, ωD) per unit crank rate (Eq. (36)).
     `linearised`: K and its variation by the paper's Eqs. (74)–(81)
     (`velocity_ratios_linearised`) instead of Eq. (35) differentiated by JAX."""
+    check_trailing("fourbar.link_rates", "q", q, (6,))
     K = _k.velocity_ratios_linearised(fb, q) if linearised else _k.velocity_ratios(fb, q)
     return jnp.concatenate([jnp.ones((1,), q.dtype), K])
 
@@ -302,6 +303,13 @@ def project(fb: FourBar, q0) -> Float[Array, "6"]:
     **Arguments:** `fb`: the design; `q0` `(6,)`: an approximate configuration.
     **Returns:** `q` `(6,)` on the constraint.
     """
+    check_trailing("fourbar.project", "q0", q0, (6,))
+    if not is_traced(q0):
+        a = np.asarray(q0, float)
+        if not np.all(np.isfinite(a)) or not np.any(a[..., :2]):
+            raise ValueError(
+                f"fourbar.project: `q0` must be finite with a non-zero qA (its crank angle); got {a.tolist()}"
+            )
     q0 = jnp.asarray(q0, dtype=fb.lengths.dtype)
     theta = jnp.arctan2(q0[1], q0[0])
     q, _ = closure_q(fb, theta)

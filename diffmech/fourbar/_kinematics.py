@@ -17,7 +17,7 @@ from jaxtyping import Array, Bool, Float
 from .. import _closure, _linalg
 from .._geometry import attitude, cross, perp
 from .._result import RESULTS, AbstractResult, BranchSwitchError, MotionLimitError, code as _result_code, finish
-from .._validate import check_finite, is_traced, is_traced_module
+from .._validate import check_finite, check_trailing, is_traced, is_traced_module
 from .._xla import COMPILER_OPTIONS
 from ._model import FourBar
 
@@ -303,6 +303,7 @@ def closure_residual(fb: FourBar, q: Float[Array, "*n 6"]) -> Float[Array, "*n"]
 
     **Returns:** the error per configuration, shape `q.shape[:-1]`.
     """
+    check_trailing("fourbar.closure_residual", "q", q, (6,))
     l = _lengths_like(fb, q)
     qA, qB, qD = q[..., 0:2], q[..., 2:4], q[..., 4:6]
     e1 = jnp.array([1.0, 0.0], dtype=q.dtype)
@@ -483,6 +484,7 @@ def velocity_ratios(fb: FourBar, q: Float[Array, "6"]) -> Float[Array, "2"]:
     **Arguments:** `fb`: the design; `q` `(6,)`: a closed configuration. **Returns:**
     `K` `(2,)` (dimensionless).
     """
+    check_trailing("fourbar.velocity_ratios", "q", q, (6,))
     l1, l2, l3 = fb.lengths[0], fb.lengths[1], fb.lengths[2]
     qA, qB, qD = q[0:2], q[2:4], q[4:6]
     # qᵀS1p = −(q × p); the ratio is written as printed, with the sign folded in
@@ -565,6 +567,7 @@ def velocity_ratios_linearised(fb: FourBar, q: Float[Array, "6"]) -> Float[Array
     **Arguments:** `fb`: the design; `q` `(6,)`: a closed configuration. **Returns:**
     `K` `(2,)`.
     """
+    check_trailing("fourbar.velocity_ratios_linearised", "q", q, (6,))
     par = is_parallelogram_mode(fb)
     # a regular stand-in where unused, so that no 0/0 reaches a reverse-mode cotangent
     q_safe = jnp.where(par, jnp.array([0.0, 1.0, 1.0, 0.0, 0.0, 1.0], dtype=q.dtype), q)
@@ -625,12 +628,15 @@ def angular_velocities(q: Float[Array, "6"], qdot: Float[Array, "6"]) -> Float[A
     **Arguments:** `q` `(6,)`: the attitude vectors `(qA, qB, qD)`; `qdot` `(6,)`: their
     time derivatives. **Returns:** `(ωA, ωB, ωD)` (rad/s).
     """
+    check_trailing("fourbar.angular_velocities", "q", q, (6,))
+    check_trailing("fourbar.angular_velocities", "qdot", qdot, (6,))
     return jnp.stack([cross(q[i : i + 2], qdot[i : i + 2]) for i in (0, 2, 4)])
 
 
 def joint_positions(fb: FourBar, q: Float[Array, "*n 6"]) -> dict[str, Float[Array, "*n 2"]]:
     """Positions of the joints A, B, C, D (metres, A at the origin, D on +x) of the
     design `fb` for configurations `q` `(..., 6)`: a dict of `(..., 2)` arrays."""
+    check_trailing("fourbar.joint_positions", "q", q, (6,))
     l = _lengths_like(fb, q)
     qA, qB = q[..., 0:2], q[..., 2:4]
     B = l[..., 0:1] * qA
@@ -647,6 +653,8 @@ def coupler_point(fb: FourBar, q: Float[Array, "*n 6"], point: Float[Array, "2"]
     **Arguments:** `fb`: the design; `q` `(..., 6)`: configurations; `point`: `(p_x,
     p_y)` in the coupler frame (m).
     """
+    check_trailing("fourbar.coupler_point", "q", q, (6,))
+    check_trailing("fourbar.coupler_point", "point", point, (2,))
     point = jnp.asarray(point, dtype=q.dtype)
     l = _lengths_like(fb, q)
     qA, qB = q[..., 0:2], q[..., 2:4]

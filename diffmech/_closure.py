@@ -133,6 +133,7 @@ class Solution(eqx.Module):
         """Apply `throw` (the contract of `diffmech._result`): eagerly, raise the
         failure as the `ClosureError` subclass of its status, naming the input `u`
         and the residual; under a transformation, attach Equinox's run-time error."""
+        _result.check_throw(owner, throw)
         if not throw:
             return self
         if is_traced(self):

@@ -241,9 +241,16 @@ class AbstractResult(eqx.Module):
         return eqx.tree_at(lambda r: getattr(r, self._values), self, values)
 
 
+def check_throw(owner: str, throw) -> None:
+    """`throw` is a flag: a string such as "no" is truthy and would mean the opposite."""
+    if not isinstance(throw, (bool, np.bool_)):
+        raise ValueError(f"{owner}: `throw` must be True or False; got {throw!r}")
+
+
 def finish(result, throw: bool, owner: str):
     """Apply an entry point's `throw`: eagerly, raise the first failure as a
     `ClosureError`; under a transformation, attach Equinox's run-time error."""
+    check_throw(owner, throw)
     if not throw:
         return result
     if is_traced(result):

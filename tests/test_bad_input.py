@@ -420,6 +420,9 @@ WRONG += [
     (lambda: fourbar.velocity_ratios(FB, Q0[:5]), "`q`"),
     (lambda: fourbar.angular_velocities(jnp.zeros(5), jnp.zeros(6)), "`q`"),
     (lambda: fourbar.project(FB, jnp.zeros(6)), "`q0`"),
+    # a string flag is truthy: `throw="no"` would have meant True
+    (lambda: fourbar.sweep(FB, np.linspace(0.0, 1.0, 4), throw="no"), "`throw`"),
+    (lambda: closure.root(_slider, X0, 0.5, (0.1, 0.3), throw="no"), "`throw`"),
 ]
 
 

@@ -502,17 +502,24 @@ class _Options(eqx.Module):
         return (det if self.branch == "det" else nan), cond
 
 
-def _check_square(owner, fn, x0, u, params) -> None:
+def _check_square(owner, fn, x0, u, params, name="x0") -> None:
     """Shapes are known while tracing: an `x0` that is not a non-empty vector, or a
     residual that is not square, is named once per compilation."""
     if x0.ndim != 1 or x0.shape[0] < 1:
-        raise ValueError(f"{owner}: `x0` must be a non-empty 1-D array (n,); got shape {x0.shape}")
+        raise ValueError(f"{owner}: `{name}` must be a non-empty 1-D array (n,); got shape {x0.shape}")
     r_shape = jax.eval_shape(fn, x0, u, params).shape
     if r_shape != x0.shape:
         raise ValueError(
             f"{owner}: the residual `fn(x, u, params)` has shape {r_shape} for `x` of shape {x0.shape}: it must "
             "be square, one equation per unknown (and `inputs` one input per row)"
         )
+
+
+def _check_like_input(owner, name, rate, u) -> None:
+    """An input's rate has the input's structure and shapes (static: also under `jit`)."""
+    shapes = lambda t: jax.tree.map(np.shape, t)  # noqa: E731
+    if jax.tree.structure(rate) != jax.tree.structure(u) or shapes(rate) != shapes(u):
+        raise ValueError(f"{owner}: `{name}` must have the input's shape {shapes(u)}; got {shapes(rate)}")
 
 
 def _check_inputs(owner, inputs) -> None:
@@ -1490,6 +1497,10 @@ def rates(
             and not all(np.all(np.isfinite(np.asarray(a))) for a in jax.tree.leaves(v))
         ):
             raise ValueError(f"closure.rates: `{name}` must be finite; got {v}")
+    _check_square("closure.rates", fn, jnp.asarray(x), u, params, "x")
+    _check_like_input("closure.rates", "udot", udot, u)
+    if uddot is not None:
+        _check_like_input("closure.rates", "uddot", uddot, u)
     if uddot is None:
         uddot = jax.tree.map(jnp.zeros_like, udot)
     zero_x = jnp.zeros_like(x)
@@ -1519,6 +1530,7 @@ def condition(fn: Residual, x: Float[Array, " n"], u: Any, params: PyTree) -> Fl
     **Returns:** a scalar ≥ 1 (dimensionless; meaningful when `fn` is scaled so that
     `J` is O(1), see `root`).
     """
+    _check_square("closure.condition", fn, jnp.asarray(x), u, params, "x")
     return _linalg.condition_1(jacobian(fn)(x, u, params))
 
 
@@ -1531,6 +1543,8 @@ def velocity(fn: Residual, x: Float[Array, " n"], u: Any, params: PyTree, udot: 
 
     **Returns:** `ẋ`, shape `(n,)`, in `x`'s units per unit of `udot`'s time.
     """
+    _check_square("closure.velocity", fn, jnp.asarray(x), u, params, "x")
+    _check_like_input("closure.velocity", "udot", udot, u)
     J = jacobian(fn)(x, u, params)
     _, phi_u = jax.jvp(lambda u_: fn(x, u_, params), (u,), (udot,))
     return _linalg.solve(J, -phi_u)

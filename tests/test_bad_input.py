@@ -408,6 +408,9 @@ WRONG += [
     (lambda: closure.ClosedForm("abc"), "`solution`"),
     (lambda: closure.vmap_chunked(lambda x: x, jnp.ones((5, 2)), 0), "`chunk`"),
     (lambda: closure.vmap_chunked(lambda x: x, (jnp.ones(5), jnp.ones((4, 2))), 2), "`xs`"),
+    (lambda: closure.rates(_slider, jnp.array([0.35, 0.1]), 0.5, (0.1, 0.3), 1.0), "must be square"),
+    (lambda: closure.velocity(_slider, X0, 0.5, (0.1, 0.3), jnp.ones(3)), "`udot`"),
+    (lambda: closure.condition(_slider, jnp.ones((2, 2)), 0.5, (0.1, 0.3)), "`x`"),
 ]
 
 

@@ -21,7 +21,7 @@ from ._result import (
     MotionLimitError as MotionLimitError,
     SingularError as SingularError,
 )
-from ._validate import ArgumentTypeError as ArgumentTypeError
+from ._validate import ArgumentTypeError as ArgumentTypeError, UnknownNameError as UnknownNameError
 from .fourbar import FourBar as FourBar
 from .linkage import Linkage as Linkage
 

@@ -39,8 +39,8 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PyTree
 
 from . import _linalg, _result
-from ._result import RESULTS, AbstractResult, as_results as _as_results, code as _code, finish
-from ._validate import check_callable, check_count, check_scalar, check_type, is_traced
+from ._result import RESULTS, AbstractResult, SingularError, as_results as _as_results, code as _code, finish
+from ._validate import ArgumentTypeError, check_callable, check_count, check_scalar, check_type, is_traced
 
 Residual = Callable[[Float[Array, " n"], Any, PyTree], Float[Array, " n"]]
 
@@ -55,6 +55,7 @@ def jacobian(fn: Residual) -> Callable[[Float[Array, " n"], Any, PyTree], Float[
 
     **Returns:** a function of `(x, u, params)` returning the `(n, n)` Jacobian.
     """
+    check_callable("closure.jacobian", "fn", fn, "a residual function fn(x, u, params)")
     own = getattr(fn, "jacobian", None)
     return own if own is not None else jax.jacfwd(fn)
 
@@ -253,10 +254,12 @@ def _newton(f, jac, x0, *, atol, xtol, max_steps, min_steps, robust=False, m_tan
     return x, r, steps, ok, dxn, sing, T, jnp.where(steps == 0, r, r0)
 
 
-def _cause(ok, r, x_finite, steps, dxn, sing, max_steps, xtol):
-    """The status of a Newton solve: its real cause when it failed."""
+def _cause(ok, r, x_finite, steps, dxn, sing, max_steps, xtol, stalled: Any = False):
+    """The status of a Newton solve: its real cause when it failed. Out of steps
+    without halving the residual in 4 or more steps (`stalled`) is a motion limit too: Newton wanders
+    about a non-zero minimum of the residual where no root exists."""
     nonfinite = ~jnp.isfinite(r) | ~x_finite
-    out_of_steps = (steps >= max_steps) & (dxn > xtol)
+    out_of_steps = (steps >= max_steps) & (dxn > xtol) & ~stalled
     # otherwise Newton stalled at a non-zero minimum of the residual: no closed
     # configuration near the guess (beyond a motion limit)
     return RESULTS.where(
@@ -327,6 +330,7 @@ def root(
     check_scalar("closure.root", "xtol", xtol, nonnegative=True)
     check_count("closure.root", "max_steps", max_steps, 0)
     check_count("closure.root", "min_steps", min_steps, 0)
+    _check_numbers("closure.root", x0=x0, u=u, params=params)
     sol, _ = _root_program(
         fn,
         x0,
@@ -398,10 +402,12 @@ def _root(
             m_tangents=m,
         )
         x_finite = jnp.isfinite(_max_abs(x))
+        # every step taken did not halve the residual: stalled at a non-zero minimum
+        stalled = (steps >= 4) & ~(r <= 0.5 * r_guess)
         x = jnp.where(ok, x, guess)
         r = jnp.where(ok, r, r_guess)  # the residual at the value returned
         # aux kept floating-point: custom_root's JVP rule mishandles integer/bool aux
-        aux = jnp.stack([v.astype(x.dtype) for v in (steps, ok, x_finite, sing)])
+        aux = jnp.stack([v.astype(x.dtype) for v in (steps, ok, x_finite, sing, stalled)])
         return x, (r, aux, dxn, T)
 
     def tangent_solve(g, y):
@@ -412,12 +418,18 @@ def _root(
     else:
         x, (r, aux, dxn, T) = solve(f, jax.lax.stop_gradient(x0))
     r, aux, dxn, T = jax.lax.stop_gradient((r, aux, dxn, T))
-    steps, ok, x_finite, sing = aux[0].astype(jnp.int32), aux[1] > 0.5, aux[2] > 0.5, aux[3] > 0.5
+    steps, ok, x_finite, sing, stalled = (
+        aux[0].astype(jnp.int32),
+        aux[1] > 0.5,
+        aux[2] > 0.5,
+        aux[3] > 0.5,
+        aux[4] > 0.5,
+    )
     if condition:
         cond = _linalg.condition_1(jacobian(fn)(jax.lax.stop_gradient(x), u, params))
     else:
         cond = jnp.asarray(jnp.nan, x.dtype)
-    result = _cause(ok, r, x_finite, steps, dxn, sing, max_steps, xtol)
+    result = _cause(ok, r, x_finite, steps, dxn, sing, max_steps, xtol, stalled)
     return Solution(value=x, result=result, residual=r, steps=steps, condition=cond, last_step=dxn), T
 
 
@@ -500,6 +512,21 @@ class _Options(eqx.Module):
         nan = jnp.asarray(jnp.nan, J.dtype)
         cond = _linalg.condition_from_inverse(J, inv) if self.condition else nan
         return (det if self.branch == "det" else nan), cond
+
+
+def _check_numbers(owner, **trees) -> None:
+    """Every leaf of each named pytree is numbers (an array, a number, a list of them):
+    a string or an object is named here, not inside the user's residual."""
+    for name, tree in trees.items():
+        for leaf in jax.tree.leaves(tree):
+            if hasattr(leaf, "dtype") and np.dtype(leaf.dtype).kind in "biufc":
+                continue
+            try:
+                ok = np.asarray(leaf).dtype.kind in "biufc"
+            except (TypeError, ValueError):
+                ok = False
+            if not ok:
+                raise ArgumentTypeError(f"{owner}: `{name}` must hold arrays of numbers; got {leaf!r:.80}")
 
 
 def _check_square(owner, fn, x0, u, params, name="x0") -> None:
@@ -744,6 +771,7 @@ def continuation(
     **Returns:** a `SweepSolution` (`steps` per input: the Newton steps it took).
     """
     _check_inputs("closure.continuation", inputs)
+    _check_numbers("closure.continuation", x0=x0, inputs=inputs, params=params)
     sol = _continuation_program(
         fn,
         x0,
@@ -834,6 +862,13 @@ class ClosedForm(AbstractPredictor):
 
     def predict(self, opts, x0, inputs, params):
         x, feasible = jax.vmap(self.solution, in_axes=(0, None))(inputs, params)
+        n_in = jax.tree.leaves(inputs)[0].shape[0]
+        if np.shape(x) != (n_in,) + tuple(np.shape(x0)) or np.shape(feasible) != (n_in,):
+            raise ValueError(
+                f"closure.ClosedForm: `solution(u, params)` must return (x, ok), x of the state's shape "
+                f"{tuple(np.shape(x0))} and ok a boolean scalar; got shapes {np.shape(x)[1:]} and "
+                f"{np.shape(feasible)[1:]}"
+            )
         return Prediction(guess=x, reached=feasible, unreachable=~feasible)
 
 
@@ -1030,6 +1065,8 @@ def has_deferred(status: RESULTS) -> Bool[Array, ""]:
 
     **Returns:** a boolean scalar (solve such sweeps again with the default fallback).
     """
+    if not isinstance(status, RESULTS) and not (hasattr(status, "dtype") and np.issubdtype(status.dtype, np.integer)):
+        raise ArgumentTypeError(f"closure.has_deferred: `status` must be a sweep's RESULTS status; got {status!r:.80}")
     return jnp.any(_code(status) == _DEFERRED)
 
 
@@ -1269,6 +1306,7 @@ def sweep(
     **Returns:** a `SweepSolution`.
     """
     _check_inputs("closure.sweep", inputs)
+    _check_numbers("closure.sweep", x0=x0, inputs=inputs, params=params)
     sol, _ = _sweep_program(
         fn,
         x0,
@@ -1509,6 +1547,7 @@ def rates(
         return fn(x_, u_, params)
 
     J = jacobian(fn)(x, u, params) if jac is None else jac
+    _raise_if_singular("closure.rates", J, x, u, params)
     _, phi_u_udot = jax.jvp(phi, (x, u), (zero_x, udot))
     xdot = _linalg.solve(J, -phi_u_udot)
 
@@ -1519,6 +1558,25 @@ def rates(
     _, phi_u_uddot = jax.jvp(phi, (x, u), (zero_x, uddot))
     xddot = _linalg.solve(J, -(second + phi_u_uddot))
     return xdot, xddot
+
+
+def _raise_if_singular(owner, J, x, u, params) -> None:
+    """Eager calls: a closure Jacobian singular to working precision leaves the rates
+    undetermined (a dead centre or a change point): `SingularError`, never a number.
+    (Inside `jit` the values are not known: `condition` measures it.)"""
+    if is_traced(J, x, u, params):
+        return
+    Jn = np.asarray(J, dtype=float)
+    # singular to working precision: its smallest singular value at round-off of the
+    # largest (or of 1: the core's residuals are scaled so that Jacobians are O(1))
+    sv = np.linalg.svd(Jn, compute_uv=False) if np.all(np.isfinite(Jn)) else np.array([np.nan])
+    eps = np.finfo(np.asarray(x).dtype if np.asarray(x).dtype.kind == "f" else float).eps
+    if not sv[-1] > Jn.shape[0] * eps * max(1.0, sv[0]):
+        raise SingularError(
+            f"{owner}: the closure Jacobian at `x` is singular (singular values {sv[0]:.3g} … {sv[-1]:.3g}): a "
+            "singular configuration (dead centre, change point), where the input's rate does not determine the rates",
+            status=RESULTS._index_to_message[int(_code(RESULTS.singular_configuration))],
+        )
 
 
 def condition(fn: Residual, x: Float[Array, " n"], u: Any, params: PyTree) -> Float[Array, ""]:
@@ -1546,5 +1604,6 @@ def velocity(fn: Residual, x: Float[Array, " n"], u: Any, params: PyTree, udot: 
     _check_square("closure.velocity", fn, jnp.asarray(x), u, params, "x")
     _check_like_input("closure.velocity", "udot", udot, u)
     J = jacobian(fn)(x, u, params)
+    _raise_if_singular("closure.velocity", J, x, u, params)
     _, phi_u = jax.jvp(lambda u_: fn(x, u_, params), (u,), (udot,))
     return _linalg.solve(J, -phi_u)

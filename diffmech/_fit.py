@@ -105,7 +105,10 @@ def _from_u(u, positive):
 
 def _objective(u, problem):
     loss, static, args, positive = problem
-    return loss(eqx.combine(_from_u(u, positive), static), *args)
+    value = loss(eqx.combine(_from_u(u, positive), static), *args)
+    if np.shape(value) != ():  # static: named while tracing
+        raise ValueError(f"fit: `loss(model, *args)` must return a scalar; got shape {np.shape(value)}")
+    return value
 
 
 def _step(carry, problem, opt, needs_value, gtol, ftol):
@@ -300,6 +303,14 @@ def fit(
 
     batched = starts is not None or batch
     own_static = batch and any(eqx.is_array(a) for a in jax.tree.leaves(static))
+    if batch:
+        arrays = [a for a in jax.tree.leaves((u0, static)) if eqx.is_array(a)]
+        leads = {np.shape(a)[0] if np.ndim(a) else None for a in arrays}
+        if len(leads) != 1 or None in leads or 0 in leads:
+            raise ValueError(
+                "fit: with `batch=True` every array of `model` has a leading axis of the same number of starts "
+                f"(≥ 1); got shapes {[np.shape(a) for a in arrays]}"
+            )
     n_starts = jax.tree.leaves(u0)[0].shape[0] if batch else starts
     n_real = n_starts
     if devices is not None:

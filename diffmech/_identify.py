@@ -568,6 +568,11 @@ def fourbar_dynamics(
     dt_ = initial.lengths.dtype
     t = np.asarray(times, dtype=float)
     th = np.asarray(theta_A, dtype=float)
+    if t.ndim == 1 and th.shape == t.shape and t.size < 2 * window + 3:
+        raise ValueError(
+            f"identify.fourbar_dynamics: `window` = {window} is too wide for {t.size} samples: the smoothing "
+            f"window needs N ≥ 2 window + 3 = {2 * window + 3} (at most window = {max((t.size - 3) // 2, 0)} here)"
+        )
     if t.ndim != 1 or th.shape != t.shape or t.size < 2 * window + 3:
         raise ValueError(
             f"fourbar_dynamics: `times` and `theta_A` must be (N,) with N ≥ 2 `window` + 3 = {2 * window + 3}; "

@@ -29,6 +29,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ._progress import TextProgress
+from ._validate import ArgumentTypeError, check_callable, check_count, check_type
 
 __all__ = ["batch_size", "devices", "initialize", "mesh", "pad", "run", "strip"]
 
@@ -58,6 +59,11 @@ def devices(spec: str | int | Sequence = "all") -> list:
     out = list(spec)
     if not out:
         raise ValueError("devices: the list of devices is empty")
+    bad = [d for d in out if not isinstance(d, jax.Device)]
+    if bad:
+        raise ArgumentTypeError(
+            f"devices: expected 'all', a count or a list of JAX devices; got {bad[0]!r} in the list"
+        )
     return out
 
 
@@ -92,6 +98,7 @@ def pad(batch, multiple: int):
     **Arguments:** `batch`: a pytree whose array leaves share their leading size;
     `multiple` as above.
     """
+    check_count("shard.pad", "multiple", multiple)
     n = batch_size(batch)
     extra = -n % multiple
 
@@ -109,6 +116,7 @@ def strip(batch, n: int):
 
     **Arguments:** `batch`: a padded pytree; `n`: the original size.
     """
+    check_count("shard.strip", "n", n, 0)
     return jax.tree.map(lambda x: x[:n] if eqx.is_array_like(x) and np.ndim(x) > 0 else x, batch)
 
 
@@ -123,6 +131,15 @@ def initialize(coordinator: str, num_processes: int, process_id: int, local_devi
     """
     import os
 
+    check_type("shard.initialize", "coordinator", coordinator, str, "'host:port' of process 0")
+    check_count("shard.initialize", "num_processes", num_processes)
+    check_count("shard.initialize", "process_id", process_id, 0)
+    if process_id >= num_processes:
+        raise ValueError(
+            f"shard.initialize: `process_id` must be in 0 … num_processes − 1 = {num_processes - 1}; got {process_id}"
+        )
+    if local_devices is not None:
+        check_count("shard.initialize", "local_devices", local_devices)
     if local_devices is not None:
         flags = os.environ.get("XLA_FLAGS", "")
         os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={int(local_devices)}".strip()
@@ -188,8 +205,12 @@ def run(
     """
     if not callable(fn):
         raise ValueError(f"shard.run: `fn` must be a function of one element of the batch; got {fn!r}")
-    if per_device < 1:
-        raise ValueError(f"shard.run: `per_device` must be ≥ 1; got {per_device}")
+    check_count("shard.run", "per_device", per_device)
+    for name, cb in (("on_chunk", on_chunk), ("skip", skip)):
+        if cb is not None:
+            check_callable(
+                "shard.run", name, cb, f"a function ({name}(k, start, stop{', result' if name == 'on_chunk' else ''}))"
+            )
     m = mesh(devices)
     n = batch_size(batch)
     chunk = per_device * m.size
@@ -203,7 +224,12 @@ def run(
         out = skip(k, start, stop) if skip is not None else None
         if out is None:
             piece, size = pad(jax.tree.map(lambda x: x[start:stop], dynamic), chunk)
-            res = f(jax.tree.map(lambda x: _place(x, sharding), piece))
+            try:
+                res = f(jax.tree.map(lambda x: _place(x, sharding), piece))
+            except TypeError as e:  # raised while tracing `fn` (e.g. it returns a string)
+                raise ArgumentTypeError(
+                    f"shard.run: `fn` must be a jittable function of one element returning a pytree of arrays: {e}"
+                ) from e
             out = strip(jax.tree.map(_gather, res), size)
             if on_chunk is not None:
                 on_chunk(k, start, stop, out)

@@ -584,6 +584,11 @@ def _world_bounds(bounds, frame, who, allowed):
             raise ValueError(f"{who}: `bounds[{key!r}]` must not be NaN; got ({lo.tolist()}, {hi.tolist()})")
         if np.any(lo > hi):
             raise ValueError(f"{who}: `bounds[{key!r}]` has lo > hi: ({lo.tolist()}, {hi.tolist()})")
+        if key == "lengths" and np.any(lo < 0):
+            raise ValueError(
+                f"{who}: `bounds['lengths']` must have lo ≥ 0 (lengths are positive; 0 leaves them unbounded below); "
+                f"got ({lo.tolist()}, {hi.tolist()})"
+            )
         if key == "lengths" and np.any(hi <= 0):
             raise ValueError(
                 f"{who}: `bounds['lengths']` must allow positive lengths; got ({lo.tolist()}, {hi.tolist()})"

@@ -62,7 +62,7 @@ def check_array(
     a different batch shape, non-finite entries, or (with `positive`) entries ≤ 0."""
     if is_traced(value):
         return
-    arr = np.asarray(value)
+    arr = as_floats(owner, name, value)
     nt = len(trailing)
     if arr.ndim < nt or tuple(arr.shape[arr.ndim - nt :]) != tuple(trailing):
         raise ValueError(
@@ -84,6 +84,8 @@ def check_array(
 def as_floats(owner: str, name: str, value, dtype: type | np.dtype = float) -> np.ndarray:
     """`value` as a NumPy float array, or a `ValueError` naming `owner` and the argument
     `name` where it is not numbers at all (a string, a ragged list, None)."""
+    if value is None:
+        raise ValueError(f"{owner}: `{name}` must be an array of numbers; got None")
     try:
         return np.asarray(value, dtype=dtype)
     except (TypeError, ValueError):
@@ -160,6 +162,15 @@ def check_shape(owner: str, name: str, value, shape: tuple[int, ...]) -> None:
 class ArgumentTypeError(ValueError, TypeError):
     """An argument of the wrong kind (a string where a trajectory is meant): a
     `ValueError` like every bad argument, and a `TypeError`."""
+
+
+class UnknownNameError(KeyError, ValueError):
+    """A joint, link or reaction asked for by a name the result does not have: a
+    `KeyError` (results read like mappings) and a `ValueError` like every bad
+    argument. The message lists the names there are."""
+
+    def __str__(self) -> str:  # the message as written (a KeyError quotes its argument)
+        return str(self.args[0]) if self.args else ""
 
 
 def check_type(owner: str, name: str, value, kind: type | tuple[type, ...], what: str) -> None:

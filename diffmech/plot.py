@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import fourbar as _fb
-from ._validate import as_floats as _as_floats, check_count as _check_count
+from ._validate import ArgumentTypeError as _ArgumentTypeError, as_floats as _as_floats, check_count as _check_count
 
 
 def _axes(ax, **kw) -> Any:
@@ -37,6 +37,25 @@ def _check_motion(who, lk, motion):
         raise ValueError(f"plot.{who}: `motion` has no converged step to draw (its status: {motion.status})")
 
 
+def _figure(who, fig, figsize):
+    """`fig`, or a new figure of `figsize` where None; anything else is named."""
+    import matplotlib.figure
+    import matplotlib.pyplot as plt
+
+    if fig is None:
+        return plt.figure(figsize=figsize)
+    if not isinstance(fig, matplotlib.figure.Figure):
+        raise _ArgumentTypeError(f"{who}: `fig` must be a matplotlib figure or None; got {fig!r:.80}")
+    return fig
+
+
+def _one_design(who, fb):
+    """Drawings are of one four-bar: a `FourBar` without batch axes."""
+    if not isinstance(fb, _fb.FourBar) or fb.batch_shape:
+        shape = getattr(fb, "batch_shape", None)
+        raise ValueError(f"{who}: `fb` must be one FourBar (no batch axes); got {type(fb).__name__} {shape or ''}")
+
+
 def fourbar_attitudes(sweeps: dict, fig=None):
     """Bai et al. Fig. 3: the components of qB and qD over the crank angle and the
     error ‖q‖ − 1, one marker style per labelled sweep (`{label: Sweep}`).
@@ -45,14 +64,21 @@ def fourbar_attitudes(sweeps: dict, fig=None):
     **Arguments:** `sweeps`: `{label: Sweep}`; `fig`: a figure to draw in (default: a
     new one). **Returns:** the figure.
     """
-    import matplotlib.pyplot as plt
 
     if not isinstance(sweeps, dict) or not sweeps or not all(isinstance(v, _fb.Sweep) for v in sweeps.values()):
         raise ValueError(
             f"plot.fourbar_attitudes: `sweeps` must be a non-empty dict {{label: Sweep}}; got {sweeps!r:.80}"
         )
 
-    fig = fig or plt.figure(figsize=(10, 6.5))
+    for label, s in sweeps.items():
+        if np.ndim(s.q) != 2:
+            raise ValueError(
+                f"plot.fourbar_attitudes: sweep {label!r} must be of one design (q of shape (N, 6)); got q of shape "
+                f"{np.shape(s.q)}"
+            )
+        if not np.any(np.asarray(s.converged)):
+            raise ValueError(f"plot.fourbar_attitudes: sweep {label!r} has no converged crank angle to draw")
+    fig = _figure("plot.fourbar_attitudes", fig, (10, 6.5))
     axs = fig.subplots(2, 2, sharex=True)
     markers = ["o", "s", "^", "x", "d"]
     for k, (label, s) in enumerate(sweeps.items()):
@@ -87,6 +113,7 @@ def fourbar_track(fb, q, *, every: int = 10, point=None, ax=None, color="C0"):
     in (default: new ones); `color`: a matplotlib colour. **Returns:** the axes.
     """
     _check_count("plot.fourbar_track", "every", every)
+    _one_design("plot.fourbar_track", fb)
     q = _as_floats("plot.fourbar_track", "q", q)
     if q.ndim != 2 or q.shape[1] != 6 or q.shape[0] < 1:
         raise ValueError(f"plot.fourbar_track: `q` must be configurations (N, 6), N ≥ 1; got shape {q.shape}")
@@ -119,12 +146,11 @@ def fourbar_dynamics(traj, *, title: str = "", fig=None):
     **Arguments:** `traj`: a `fourbar.simulate` trajectory; `title`: the figure's title;
     `fig`: a figure to draw in (default: a new one). **Returns:** the figure.
     """
-    import matplotlib.pyplot as plt
 
     if not isinstance(traj, _fb.Simulation):
         raise ValueError(f"plot.fourbar_dynamics: `traj` must be a fourbar.simulate result; got {type(traj).__name__}")
 
-    fig = fig or plt.figure(figsize=(10, 6.5))
+    fig = _figure("plot.fourbar_dynamics", fig, (10, 6.5))
     axs = fig.subplots(2, 2, sharex=True)
     t = np.asarray(traj.ts)
     q = np.asarray(traj.q)
@@ -162,6 +188,13 @@ def animate_fourbar(fb, sweep, *, point=None, interval: int = 30):
     import matplotlib.pyplot as plt
     from matplotlib.animation import FuncAnimation
 
+    who = "plot.animate_fourbar"
+    _one_design(who, fb)
+    if not isinstance(sweep, _fb.Sweep) or np.ndim(sweep.q) != 2:
+        raise ValueError(f"{who}: `sweep` must be a fourbar.sweep result of one design; got {type(sweep).__name__}")
+    if not np.any(np.asarray(sweep.converged)):
+        raise ValueError(f"{who}: `sweep` has no converged crank angle to animate")
+    _check_count(who, "interval", interval)
     ok = np.asarray(sweep.converged)
     q = np.asarray(sweep.q)[ok]
     P = {k: np.asarray(v) for k, v in _fb.joint_positions(fb, jnp.asarray(q)).items()}

@@ -429,6 +429,102 @@ WRONG += [
 ]
 
 
+# third round: the screw algebra, the four-bar's remaining entry points, the closure
+# core's argument kinds, sharding, fitting and drawing
+BATCH2 = dm.FourBar(lengths=[[0.12, 0.25, 0.26, 0.30]] * 2)
+WRONG += [
+    (lambda: dm.screw.skew(jnp.ones(2)), "`a`"),
+    (lambda: dm.screw.vee(jnp.ones((2, 2))), "`A`"),
+    (lambda: dm.screw.rotation(jnp.zeros(3), 0.5), "unit vector"),
+    (lambda: dm.screw.rotation_vector(jnp.ones(4)), "`phi`"),
+    (lambda: dm.screw.revolute(jnp.array([1.0, 0.0]), jnp.zeros(3)), "`axis`"),
+    (lambda: dm.screw.prismatic("z"), "`axis`"),
+    (lambda: dm.screw.wrench(jnp.ones(3), jnp.ones(2)), "`point`"),
+    (lambda: dm.screw.reciprocal(jnp.ones(6), jnp.ones(5)), "`wrench_`"),
+    (lambda: dm.screw.adjoint(jnp.eye(3), jnp.ones(2)), "`p`"),
+    (lambda: dm.screw.transform(jnp.eye(3), jnp.ones(3), jnp.ones(5)), "`s`"),
+    (lambda: dm.screw.exp(jnp.zeros(5), 0.3, False), "`twist`"),
+    (lambda: dm.screw.exp(jnp.r_[0.0, 0.0, 1.0, 0.0, 0.0, 0.0], 0.3, "no"), "`prismatic_`"),
+    (lambda: dm.screw.compose((jnp.eye(3), jnp.ones(2)), (jnp.eye(3), jnp.ones(3))), "a[1] (p)"),
+    (lambda: dm.FourBar(lengths=[[0.1, 0.2, 0.2, 0.3], [0.1, 0.2, 0.2]]), "`lengths`"),
+    (lambda: fourbar.sweep(FB, "all the way round"), "`theta_A_values`"),
+    (lambda: fourbar.sweep_functional(FB, jnp.zeros((3, 4))), "`theta_A`"),
+    (lambda: fourbar.assemble(FB, None), "`theta_A`"),
+    (lambda: fourbar.solve(BATCH2, 0.3), "`fb`"),
+    (lambda: fourbar.rates(FB, Q0[:4], 0.0, 1.0), "`q`"),
+    (lambda: fourbar.rates(FB, Q0, 2.0, 1.0), "closed configuration at `theta_A`"),
+    (lambda: fourbar.grashof(FB, rtol=-1.0), "`rtol`"),
+    (lambda: fourbar.is_change_point(FB, rtol=float("nan")), "`rtol`"),
+    (lambda: fourbar.branch_sign_at(FB, float("nan")), "`theta_A`"),
+    (lambda: fourbar.crank_torque(FB, jnp.zeros(3), jnp.zeros(4), 0.0), "do not broadcast"),
+    (lambda: fourbar.energy(SEED, jnp.zeros(3), jnp.zeros((4, 6))), "`Pi`"),
+    (lambda: fourbar.momentum(SEED, fourbar.assemble(SEED, 0.0), float("nan")), "`omega_A`"),
+    (lambda: fourbar.simulate(SEED, jnp.zeros(6), 0.0, 0.1), "`q0`"),
+    (lambda: closure.root(_slider, "x", 0.5, (0.1, 0.3)), "`x0`"),
+    (lambda: closure.root(_slider, X0, 0.5, ("a", "b")), "`params`"),
+    (lambda: closure.jacobian(None), "`fn`"),
+    (lambda: closure.has_deferred("x"), "`status`"),
+    (
+        lambda: closure.sweep(
+            _slider, X0, U12, (0.1, 0.3), predictor=closure.ClosedForm(lambda u, p: (jnp.zeros(3), True))
+        ),
+        "`solution(u, params)`",
+    ),
+    # the slider-crank's dead centre (crank = rod, x = 0 at u = π/2): the rates are undetermined
+    (lambda: closure.rates(_slider, jnp.array([0.0]), jnp.pi / 2, (0.3, 0.3), 1.0), "singular"),
+    (lambda: linkage.generalised_inertia(LK, jnp.zeros(LK.x0().shape), 0.0), "`x`"),
+    (lambda: linkage.potential(LK, jnp.zeros(LK.x0().shape), 0.0), "`x`"),
+    (lambda: shard.run(lambda x: 2 * x, jnp.ones((3, 2)), per_device=2.5), "`per_device`"),
+    (lambda: shard.run(lambda x: "text", jnp.ones((3, 2))), "`fn`"),
+    (lambda: shard.run(lambda x: 2 * x, jnp.ones((3, 2)), on_chunk="save"), "`on_chunk`"),
+    (lambda: shard.run(lambda x: 2 * x, jnp.ones((3, 2)), devices=[None]), "JAX devices"),
+    (lambda: shard.pad(jnp.ones((3, 2)), 0), "`multiple`"),
+    (lambda: shard.strip(jnp.ones((3, 2)), -1), "`n`"),
+    (lambda: shard.initialize("localhost:1", num_processes=0, process_id=0), "`num_processes`"),
+    (lambda: shard.initialize("localhost:1", num_processes=2, process_id=5), "`process_id`"),
+    (
+        lambda: synthesis.function_generation([0.5, 1.0, 1.6], [0.1, 0.2, 0.3], bounds={"lengths": (-1.0, 2.0)}),
+        "lo ≥ 0",
+    ),
+    (lambda: _plot("fourbar_attitudes", {"a": fourbar.sweep(BATCH2, np.linspace(0.0, 1.0, 4))}), "one design"),
+    (lambda: _plot("fourbar_attitudes", {"a": fourbar.sweep(NOPE, np.linspace(0.0, 1.0, 4))}), "no converged"),
+    (lambda: _plot("fourbar_track", BATCH2, SWEEP.q), "`fb`"),
+    (lambda: _plot("animate_fourbar", FB, SWEEP.q), "`sweep`"),
+    (lambda: _plot("animate_fourbar", FB, SWEEP, interval=-5), "`interval`"),
+    (lambda: _plot("animate_fourbar", NOPE, fourbar.sweep(NOPE, np.linspace(0.0, 1.0, 4))), "no converged"),
+]
+
+
+def _decay_fit(**kw):
+    from diffmech import fit
+
+    class Decay(eqx.Module):
+        amplitude: jnp.ndarray
+        offset: jnp.ndarray
+
+    t = jnp.linspace(0.0, 1.0, 5)
+    y = jnp.exp(-t)
+    model = kw.pop("model", Decay(jnp.ones(()), jnp.zeros(())))
+    loss = kw.pop("loss", lambda m, y: jnp.mean((m.amplitude * jnp.exp(-t) + m.offset - y) ** 2))
+    return fit.fit(loss, model, y, steps=2, **kw), Decay
+
+
+WRONG += [
+    (lambda: _decay_fit(loss=lambda m, y: m.amplitude * jnp.ones(5) - y), "must return a scalar"),
+    (lambda: _decay_fit(batch=True), "`batch=True`"),
+    (lambda: _decay_fit(model=_decay_fit()[1](jnp.ones(3), jnp.zeros(4)), batch=True), "`batch=True`"),
+]
+
+
+def test_an_unknown_joint_name_is_a_key_error_and_a_value_error():
+    m = linkage.simulate(LK, steps=3)
+    for call in (lambda: m["J99"], lambda: m.path("nope")):
+        with pytest.raises(KeyError, match="joints are"):
+            call()
+        with pytest.raises(ValueError, match="joints are"):
+            call()
+
+
 def test_crank_torque_is_nan_where_the_design_does_not_assemble():
     # past a triple rocker's motion limit there is no motion to drive: NaN, not the
     # 1e64 N·m a failed solve produced; inside the range, finite

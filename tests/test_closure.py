@@ -99,16 +99,17 @@ def test_failure_is_a_status_not_garbage():
     u_bad = jnp.asarray(2.0)  # > r √(1 + a²) = 1.4
     guess = jnp.array([0.5, 1.0])
     sol = jax.jit(lambda u: closure.root(residual, guess, u, P, throw=False))(u_bad)
-    # beyond the motion limit Newton wanders (no root to converge to): the core says so
-    assert sol.result == closure.RESULTS.nonlinear_max_steps_reached
+    # beyond the motion limit Newton wanders (no root to converge to) without ever halving
+    # the residual: the core names the motion limit, not the step count
+    assert sol.result == closure.RESULTS.motion_limit
     np.testing.assert_array_equal(sol.value, guess)  # the guess, finite
     # the residual reported is the one at the value returned: the guess's
     assert float(sol.residual) == pytest.approx(float(jnp.max(jnp.abs(residual(guess, u_bad, P)))), rel=1e-15)
-    # throw=True (the default of a single solve): eagerly a ConvergenceError naming
+    # throw=True (the default of a single solve): eagerly a MotionLimitError naming
     # the input and the residual; under jit Equinox's run-time error, same message
-    with pytest.raises(dm.ConvergenceError, match=r"maximum number of steps.*At input 2: closure residual 1\.2"):
+    with pytest.raises(dm.MotionLimitError, match=r"No closed configuration.*At input 2: closure residual 1\.2"):
         closure.root(residual, guess, u_bad, P)
-    with pytest.raises(Exception, match="maximum number of steps"):
+    with pytest.raises(Exception, match="No closed configuration"):
         jax.block_until_ready(jax.jit(lambda u: closure.root(residual, guess, u, P).value)(u_bad))
 
 

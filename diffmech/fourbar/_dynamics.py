@@ -30,7 +30,7 @@ from jaxtyping import Array, Bool, Float
 from .. import _closure
 from .._geometry import attitude, perp
 from .._result import RESULTS, AbstractResult, finish, save_status
-from .._validate import check_array, check_integration, check_trailing, check_type, is_traced
+from .._validate import check_array, check_finite, check_integration, check_trailing, check_type, is_traced
 from . import _kinematics as _k
 from ._model import FourBar
 
@@ -105,6 +105,7 @@ def momentum(fb: FourBar, q: Float[Array, "6"], omega_A) -> Float[Array, ""]:
     **Arguments:** `fb`: the design; `q` `(6,)`: a closed configuration; `omega_A`: the
     crank's rate (rad/s). **Returns:** Π1 (kg·m²/s).
     """
+    check_finite("fourbar.momentum", {"q": q, "omega_A": omega_A})
     return sigma(fb, q) * omega_A
 
 
@@ -118,7 +119,13 @@ def energy(fb: FourBar, Pi, q: Float[Array, "*n 6"]) -> Float[Array, "*n"]:
     def one(P, qq):
         return P**2 / (2 * sigma(fb, qq)) + potential(fb, qq)
 
-    Pi = jnp.asarray(Pi, dtype=q.dtype)
+    check_trailing("fourbar.energy", "q", q, (6,))
+    if np.size(Pi) != 1 and np.shape(Pi) != np.shape(q)[:-1]:
+        raise ValueError(
+            f"fourbar.energy: `Pi` must be one value or one per configuration, shape {np.shape(q)[:-1]}; got shape "
+            f"{np.shape(Pi)}"
+        )
+    Pi = jnp.broadcast_to(jnp.asarray(Pi, dtype=q.dtype), q.shape[:-1])
     if q.ndim == 1:
         return one(Pi, q)
     return jax.vmap(one)(jnp.reshape(Pi, (-1,)), q.reshape(-1, 6)).reshape(q.shape[:-1])
@@ -136,6 +143,13 @@ def crank_torque(fb: FourBar, theta_A, omega_A, alpha_A) -> Float[Array, "*n"]:
     torque (N·m), shape `*n`; NaN where the design does not assemble at θA (no motion
     to drive there).
     """
+    shapes = {k: np.shape(v) for k, v in (("theta_A", theta_A), ("omega_A", omega_A), ("alpha_A", alpha_A))}
+    try:
+        np.broadcast_shapes(*shapes.values())
+    except ValueError:
+        raise ValueError(
+            f"fourbar.crank_torque: the shapes of theta_A, omega_A, alpha_A do not broadcast; got {shapes}"
+        )
     th, w, a = jnp.broadcast_arrays(*(jnp.asarray(v, dtype=fb.lengths.dtype) for v in (theta_A, omega_A, alpha_A)))
 
     def one(th_, w_, a_):
@@ -396,6 +410,8 @@ def simulate(
             raise ValueError(f"fourbar.simulate: `{name}` must be one time (s); got shape {np.shape(v)}")
     if np.shape(q0) != (6,):
         raise ValueError(f"simulate: `q0` must hold the 6 attitude components (qA, qB, qD); got shape {np.shape(q0)}")
+    if not is_traced(q0) and not np.any(np.asarray(q0, dtype=float)[:2]):
+        raise ValueError(f"fourbar.simulate: `q0` needs a non-zero qA (its crank angle); got {np.asarray(q0).tolist()}")
     if np.shape(Pi0) != ():
         raise ValueError(f"fourbar.simulate: `Pi0` must be a scalar (the crank momentum Π1); got shape {np.shape(Pi0)}")
     check_integration("fourbar.simulate", {"q0": q0, "Pi0": Pi0}, t0, t1, saveat, max_steps)

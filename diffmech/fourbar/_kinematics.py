@@ -17,7 +17,7 @@ from jaxtyping import Array, Bool, Float
 from .. import _closure, _linalg
 from .._geometry import attitude, cross, perp
 from .._result import RESULTS, AbstractResult, BranchSwitchError, MotionLimitError, code as _result_code, finish
-from .._validate import check_finite, check_trailing, is_traced, is_traced_module
+from .._validate import as_floats, check_finite, check_scalar, check_shape, check_trailing, is_traced, is_traced_module
 from .._xla import COMPILER_OPTIONS
 from ._model import FourBar
 
@@ -65,6 +65,7 @@ def is_change_point(fb: FourBar, rtol: float = 1e-12) -> Array:
     **Arguments:** `fb`: the design(s); `rtol`: the tolerance of the equality, relative
     to the perimeter. **Returns:** a boolean per design.
     """
+    check_scalar("fourbar.is_change_point", "rtol", rtol, nonnegative=True)
     # s + ℓ = p + q  ⇔  one of the three pairings of the four lengths has equal sums
     # (the other two pairings can only be equal when this one is); no sort, which
     # would cost a sort per lane and step inside a sweep
@@ -88,6 +89,7 @@ def is_parallelogram_mode(fb: FourBar, rtol: float = 1e-12) -> Array:
     **Arguments:** `fb`: the design(s); `rtol`: relative to the perimeter. **Returns:**
     a boolean per design.
     """
+    check_scalar("fourbar.is_parallelogram_mode", "rtol", rtol, nonnegative=True)
     l1, l2, l3, l4 = (fb.lengths[..., i] for i in range(4))
     tol = rtol * (l1 + l2 + l3 + l4)
     par = (jnp.abs(l1 - l3) <= tol) & (jnp.abs(l2 - l4) <= tol)
@@ -113,6 +115,7 @@ def branch_sign_at(fb: FourBar, theta_A) -> Array:
     **Arguments:** `fb`: the design(s); `theta_A`: the crank angle (rad). **Returns:**
     ±1.
     """
+    check_finite("fourbar.branch_sign_at", {"theta_A": theta_A})
     return branch_sign(fb) * _change_point_flip(fb, theta_A)
 
 
@@ -171,6 +174,14 @@ def solve(
 
     **Returns:** a `diffmech.closure.Solution` whose `value` is `(qB, qD)`.
     """
+    if fb.batch_shape:
+        raise ValueError(
+            "fourbar.solve: `fb` must be one design (jax.vmap solve, or sweep a batch); got batch shape "
+            f"{fb.batch_shape}"
+        )
+    if np.ndim(theta_A) != 0:
+        raise ValueError(f"fourbar.solve: `theta_A` must be one crank angle (a scalar); got shape {np.shape(theta_A)}")
+    check_finite("fourbar.solve", {"theta_A": theta_A})
     theta_A = jnp.asarray(theta_A, dtype=fb.lengths.dtype)
     closed, gap = closed_form(jax.lax.stop_gradient(fb), jax.lax.stop_gradient(theta_A))
     if guess is not None and np.shape(guess) != (4,):
@@ -241,6 +252,8 @@ def assemble(fb: FourBar, theta_A) -> Float[Array, "*batch 6"]:
     Under `jit` it raises at run time through `equinox`'s checked errors; for
     masks instead of errors use `sweep` or `solve(..., throw=False)`.
     """
+    if not is_traced(theta_A):
+        as_floats("fourbar.assemble", "theta_A", theta_A)
     theta = jnp.asarray(theta_A, dtype=fb.lengths.dtype)
     if is_traced(fb, theta):
 
@@ -355,6 +368,11 @@ def sweep_functional(
     the closure Jacobian's condition number per angle (NaN where False). **Returns:** a
     `Sweep`.
     """
+    if np.ndim(theta_A) != 1 or fb.batch_shape:
+        raise ValueError(
+            "fourbar.sweep_functional: one design (`fb` without batch axes) and `theta_A` (N,); got batch shape "
+            f"{fb.batch_shape} and `theta_A` of shape {np.shape(theta_A)} (sweep takes batches)"
+        )
     sigma = branch_sign(fb) if sign is None else jnp.asarray(sign, fb.lengths.dtype)
     sigma = jax.lax.stop_gradient(sigma)
 
@@ -451,7 +469,7 @@ def sweep(fb: FourBar, theta_A_values, *, condition: bool = True, throw: bool = 
     if traced:
         theta = jnp.asarray(theta_A_values, dtype=fb.lengths.dtype)
     else:  # the only call into JAX is the compiled program
-        theta = np.asarray(theta_A_values, dtype=np.dtype(fb.lengths.dtype))
+        theta = as_floats("fourbar.sweep", "theta_A_values", theta_A_values, np.dtype(fb.lengths.dtype))
     if theta.ndim != 1 or theta.shape[0] < 1:
         raise ValueError(
             f"sweep: `theta_A_values` must be a non-empty 1-D array of crank angles; got shape {theta.shape}"
@@ -614,6 +632,19 @@ def rates(
     """
     dt = fb.lengths.dtype
     check_finite("fourbar.rates", {"q": q, "theta_A": theta_A, "omega_A": omega_A, "alpha_A": alpha_A})
+    check_shape("fourbar.rates", "q", q, (6,))
+    if not is_traced(fb, q, theta_A):
+        # q must be the configuration at theta_A: its crank attitude and its closure
+        # (in NumPy: an eager check must not compile programs of its own)
+        l, qn, th = np.asarray(fb.lengths, dtype=float), np.asarray(q, dtype=float), float(theta_A)
+        loop = l[0] * qn[:2] + l[1] * qn[2:4] - l[2] * qn[4:] - [l[3], 0.0]
+        norms = np.linalg.norm(qn.reshape(3, 2), axis=1) - 1
+        gap = float(np.max(np.abs(np.r_[qn[:2] - [np.cos(th), np.sin(th)], loop, norms])))
+        if gap > 1e-8:
+            raise ValueError(
+                f"fourbar.rates: `q` must be a closed configuration at `theta_A` = {float(theta_A):.6g} rad (e.g. "
+                f"assemble(fb, theta_A)); its crank attitude or closure is off by {gap:.3e}"
+            )
     theta_A, omega_A, alpha_A = (jnp.asarray(v, dtype=dt) for v in (theta_A, omega_A, alpha_A))
     xdot, xddot = _closure.rates(residual, q[2:], theta_A, fb, omega_A, alpha_A)
     qA = attitude(theta_A)
@@ -698,6 +729,7 @@ def grashof(fb: FourBar, rtol: float = 1e-12) -> str:
     **Arguments:** `fb`: one concrete design; `rtol`: the relative tolerance of the
     equality `s + ℓ = p + q`.
     """
+    check_scalar("fourbar.grashof", "rtol", rtol, nonnegative=True)
     if fb.batch_shape:
         raise ValueError(f"grashof: expects one design; got batch shape {fb.batch_shape}")
     if is_traced(fb.lengths):

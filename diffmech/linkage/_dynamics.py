@@ -43,7 +43,7 @@ from .. import _closure, _linalg
 from .._geometry import cross, dot, perp, unit
 from .._result import RESULTS, AbstractResult, as_results, code, finish, save_status
 from .._screw import vee
-from .._validate import as_floats, check_integration, check_scalar, check_shape, is_traced
+from .._validate import UnknownNameError, as_floats, check_integration, check_scalar, check_shape, is_traced
 from ._equations import orthonormal
 from ._model import Linkage, _coords, _prepare, _residual
 from ._simulate import joint_path, simulate_functional, widths
@@ -394,7 +394,8 @@ def generalised_inertia(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, A
     _bodies(lk)  # the mass properties, checked eagerly where they are concrete
     check_shape("linkage.generalised_inertia", "x", x, lk.x0().shape)
     check_scalar("linkage.generalised_inertia", "u", u)
-    return _generalised_inertia(lk, jnp.asarray(x), jnp.asarray(u, lk.coords.dtype))
+    out = _generalised_inertia(lk, jnp.asarray(x), jnp.asarray(u, lk.coords.dtype))
+    return _finite_at_state("linkage.generalised_inertia", out, x, u)
 
 
 def potential(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, Array]:
@@ -408,7 +409,19 @@ def potential(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, Array]:
     _bodies(lk)
     check_shape("linkage.potential", "x", x, lk.x0().shape)
     check_scalar("linkage.potential", "u", u)
-    return _potential(lk, jnp.asarray(x), jnp.asarray(u, lk.coords.dtype))
+    out = _potential(lk, jnp.asarray(x), jnp.asarray(u, lk.coords.dtype))
+    return _finite_at_state("linkage.potential", out, x, u)
+
+
+def _finite_at_state(owner, out, x, u):
+    """An eager result that is not finite names `x`: not a configuration converged at
+    `u` (or a singular one, where the tangent is undetermined)."""
+    if not is_traced(out) and not all(np.all(np.isfinite(np.asarray(v))) for v in out):
+        raise ValueError(
+            f"{owner}: `x` must be a state converged at `u` away from a singular configuration (e.g. a motion's "
+            f"row or linkage.solve); the result is not finite at x = {np.asarray(x).round(6).tolist()}"
+        )
+    return out
 
 
 # compiled: run op by op, the nested jvps through the closure compile hundreds of
@@ -895,7 +908,7 @@ class JointForces(AbstractResult):
     def reaction(self, joint: str, link: str) -> Array:
         """The `(N, W)` wrench of `joint` on `link`."""
         if (joint, link) not in self.pairs:
-            raise KeyError(f"no reaction of joint {joint!r} on link {link!r}; pairs are {list(self.pairs)}")
+            raise UnknownNameError(f"no reaction of joint {joint!r} on link {link!r}; pairs are {list(self.pairs)}")
         return self.reactions[:, self.pairs.index((joint, link))]
 
 

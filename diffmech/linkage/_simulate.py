@@ -14,7 +14,16 @@ from jaxtyping import Array, Bool, Float
 
 from .. import _closure
 from .._result import AbstractResult, finish
-from .._validate import Recent, as_floats, check_count, check_finite, check_scalar, check_shape, is_traced
+from .._validate import (
+    Recent,
+    UnknownNameError,
+    as_floats,
+    check_count,
+    check_finite,
+    check_scalar,
+    check_shape,
+    is_traced,
+)
 from .._xla import COMPILER_OPTIONS
 from ._model import Linkage, LinkageError, _coords, _prepare, _residual, residual
 
@@ -96,7 +105,7 @@ def joint_path(result, name: str) -> Array:
     """A joint's coordinates `(…, dim)` (3 for a line or plane) from a result with
     `coords`, `names` and `widths` (`Motion`, `linkage.Simulation`)."""
     if name not in result.names:
-        raise KeyError(f"no joint {name!r}; joints are {list(result.names)}")
+        raise UnknownNameError(f"no joint {name!r}; joints are {list(result.names)}")
     j = result.names.index(name)
     return result.coords[..., j, : result.widths[j]]
 

@@ -227,7 +227,7 @@ def fit(
     seed: int = 0,
     batch: bool = False,
     chunk: int = 10,
-    progress: bool = False,
+    progress: bool | str = False,
     devices=None,
 ) -> FitResult:
     """Minimise `loss(model, *args)` over the trainable fields of `model`.
@@ -255,7 +255,8 @@ def fit(
       starts (own initial designs; frozen fields may differ per start too, e.g. an
       assembly branch). Excludes `starts`.
     - `chunk`: iterations per compiled call (the progress bar and the host-timed
-      history advance per chunk); `progress`: a text progress bar on stderr.
+      history advance per chunk); `progress`: a text progress bar on stderr (a string:
+      the bar's label, e.g. the phase of a longer search; True: "fit").
     - `devices`: multi-start only: spread the starts over these devices (`"all"`, a
       count or a list, as in `diffmech.shard.devices`): the batch of starts is padded
       to a multiple of their number (repeating the last start) and placed on a one-axis
@@ -344,7 +345,7 @@ def fit(
     losses, gnorms, actives, times = [], [], [], []
     t0 = time.perf_counter()
     n_chunks = -(-steps // chunk)
-    meter = TextProgress("fit") if progress else None
+    meter = TextProgress(progress if isinstance(progress, str) else "fit") if progress else None
     for c in range(n_chunks):
         carry, (v, g, a) = _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched, own_static)
         jax.block_until_ready(v)

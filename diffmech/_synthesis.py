@@ -31,6 +31,7 @@ from jaxtyping import Array, Bool, Float
 
 from . import _fit
 from ._geometry import attitude, rotation
+from ._progress import TextProgress
 from ._validate import as_floats, check_array, check_count, check_scalar
 from .fourbar import _kinematics as fbk
 from .fourbar._model import FourBar
@@ -738,6 +739,11 @@ def _search(
     for name, v in (("starts", starts), ("steps", steps), ("seed", seed), ("screen", screen), ("hops", hops)):
         check_count(who, name, v, 1 if name in ("starts", "steps") else 0)
     check_scalar(who, "margin", margin, nonnegative=True)
+    if 0 < screen < starts:
+        raise ValueError(
+            f"{who}: `screen` must be 0 (no screen) or at least `starts` = {starts}: the fit starts from its "
+            f"`starts` best candidates; got {screen}"
+        )
     check_scalar(who, "tol", tol, positive=True)
     if phase is not None:
         ph = as_floats(who, "phase", phase)
@@ -817,8 +823,12 @@ def _search(
     if screen:
         # the global phase: a quasi-random screen of `screen` candidates in one program,
         # the `starts` best (lowest loss, constraints' penalties included) go on
-        pool = candidates(max(screen, starts), quasi=True)
+        meter = TextProgress("screen") if progress else None
+        pool = candidates(screen, quasi=True)
         losses = np.asarray(_loss_batch(pool, prob))
+        if meter is not None:
+            meter.update(screen, screen, f"best loss {np.nanmin(losses):.3g}")
+            meter.close()
         best = np.argsort(np.where(np.isfinite(losses), losses, np.inf), kind="stable")[:starts]
         c0 = jax.tree.map(lambda a: a[best], pool)
     else:
@@ -835,7 +845,7 @@ def _search(
     trainable = lambda m: tuple(getattr(m, k) for k in names)  # noqa: E731
     positive = None if "lengths" in lo else (lambda m: m.lengths)
 
-    def polish(c):
+    def polish(c, label):
         res = _fit.fit(
             _loss,
             c,
@@ -846,11 +856,11 @@ def _search(
             steps=steps,
             gtol=gtol,
             batch=True,
-            progress=progress,
+            progress=label if progress else False,
         )
         return res, eqx.combine(res.params, c)  # fitted fields from the fit, frozen ones from the starts
 
-    res, cands = polish(c0)
+    res, cands = polish(c0, "fit")
     rounds = [(res, cands)]
     # basin hopping: the best eighth of the polished starts, each kept once as it is and
     # copied with its free coordinates perturbed (log-normally for unbounded lengths),
@@ -868,7 +878,7 @@ def _search(
             z = rng.normal(size=v.shape) * np.reshape(1.0 - keep, (-1,) + (1,) * (v.ndim - 1))
             v = v * np.exp(sigma * z) if (name == "lengths" and positive is not None) else v + sigma * z
             base = eqx.tree_at(lambda m, n=name: getattr(m, n), base, jnp.asarray(v, dtype))
-        res, cands = polish(base)
+        res, cands = polish(base, f"hop {r + 1}/{hops}")
         rounds.append((res, cands))
     if hops:
         # the last round's best eighth, finished by damped Newton on the loss (L-BFGS
@@ -876,7 +886,11 @@ def _search(
         final = np.asarray(res.loss)
         top = np.argsort(np.where(np.isfinite(final), final, np.inf), kind="stable")[:n_elite]
         sub = jax.tree.map(lambda a: a[top], cands)
+        meter = TextProgress("newton") if progress else None
         done = _newton_batch(sub, prob, tuple(names), positive is not None)
+        if meter is not None:
+            meter.update(n_elite, n_elite, "the best eighth, damped Newton")
+            meter.close()
         cands = jax.tree.map(lambda a, b: a.at[top].set(b) if eqx.is_array(a) else a, cands, done)
         rounds.append((res, cands))
     # the best design that meets every constraint over all rounds (a later round's
@@ -1159,7 +1173,8 @@ def path_generation(
       a toggle position of the crank (and, with `grashof`, the search 1/20 of it, of the
       perimeter, inside the Grashof boundary); `margin=0` lets the search reach the
       boundary, where some published optima lie (change-point linkages);
-    - `progress`: a text progress bar on stderr (as in `diffmech.fit.fit`).
+    - `progress`: text progress bars on stderr, one per phase (`screen`, `fit`, each
+      `hop`, `newton`; as in `diffmech.fit.fit`).
 
     **Returns:** a `Synthesis`: the best design (a `PlacedFourBar` or a `Linkage`) that
     meets every constraint as the closure core measures it, its absolute crank angles at

@@ -4,6 +4,7 @@ import argparse
 import json
 import math
 import os
+import pathlib
 import sys
 import time
 
@@ -388,6 +389,27 @@ def _number(kind, low, strict):
 _POSITIVE_INT, _POSITIVE, _COUNT = _number(int, 0, True), _number(float, 0.0, True), _number(int, 0, False)
 
 
+def _atlas_build(args) -> int:
+    from . import _atlas
+
+    out = pathlib.Path(args.out) if args.out is not None else _atlas.path()
+    if out.is_dir() or out.suffix != ".npz":
+        print(f"diffmech atlas build: --out must name an .npz file to write; got {str(out)!r}", file=sys.stderr)
+        return 2
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)  # before the build: a bad path fails at once
+        atlas = _atlas.build(args.size or _atlas.SIZE, args.seed, out)
+    except OSError as e:
+        print(f"diffmech atlas build: cannot write {out}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    print(
+        f"atlas: {len(atlas)} four-bars whose crank turns fully, {_atlas.POINTS} arc-length samples and "
+        f"{2 * _atlas.HARMONICS} Fourier magnitudes each, built in {atlas.meta['build_seconds']} s; "
+        f"{out.stat().st_size / 1e6:.1f} MB at {out}"
+    )
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="diffmech", description="Differentiable closed-loop mechanisms.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -441,6 +463,15 @@ def main(argv=None) -> int:
         "finished chunks are kept in RESULT.npz.chunks/ until it is written",
     )
     swp.set_defaults(func=_sweep)
+    atl = sub.add_parser("atlas", help="the four-bar coupler-curve atlas that path synthesis matches targets against")
+    atl_sub = atl.add_subparsers(dest="action", required=True)
+    build = atl_sub.add_parser("build", help="build the atlas and cache it on disk (a few seconds)")
+    build.add_argument("--size", type=_POSITIVE_INT, default=None, help="designs in the atlas (default 65536)")
+    build.add_argument("--seed", type=_COUNT, default=0, help="seed of its quasi-random designs (default 0)")
+    build.add_argument(
+        "--out", default=None, help="file to write (default: the cache, $DIFFMECH_CACHE or ~/.cache/diffmech)"
+    )
+    build.set_defaults(func=_atlas_build)
     args = parser.parse_args(argv)
     return args.func(args)
 

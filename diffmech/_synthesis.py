@@ -725,7 +725,7 @@ def _search(
     who,
     screen=0,
     hops=0,
-    hop_size=0.5,
+    atlas=0,
 ):
     """Multi-start L-BFGS on the normalised problem, then the closure core's check and
     every constraint on each start; returns the best feasible design as a `Synthesis`."""
@@ -736,13 +736,19 @@ def _search(
     for name, flag in (("grashof", grashof), ("full_rotation", full_rotation)):
         if not isinstance(flag, (bool, np.bool_)):
             raise ValueError(f"{who}: `{name}` must be True or False; got {flag!r}")
-    for name, v in (("starts", starts), ("steps", steps), ("seed", seed), ("screen", screen), ("hops", hops)):
+    counts = dict(starts=starts, steps=steps, seed=seed, screen=screen, hops=hops, atlas=atlas)
+    for name, v in counts.items():
         check_count(who, name, v, 1 if name in ("starts", "steps") else 0)
     check_scalar(who, "margin", margin, nonnegative=True)
     if 0 < screen < starts:
         raise ValueError(
             f"{who}: `screen` must be 0 (no screen) or at least `starts` = {starts}: the fit starts from its "
             f"`starts` best candidates; got {screen}"
+        )
+    if atlas and not (task == "path" and timing == "cyclic" and screen):
+        raise ValueError(
+            f"{who}: `atlas` matches the closed curve through the targets in their order: it needs "
+            f"`cyclic_order=True` and a `screen` (its candidates join the screen's); got atlas={atlas}"
         )
     check_scalar(who, "tol", tol, positive=True)
     if phase is not None:
@@ -791,11 +797,12 @@ def _search(
     with_gamma = task == "motion" or (task == "function" and timing == "free")  # function: `offsets`
     cyclic = timing == "cyclic" and task != "function"
 
-    def candidates(count, quasi):
+    def candidates(count, quasi, c=None):
         # quasi-random candidates draw their size (and turn); the few plain random starts
         # take the best of 12 sizes (and of 12 turns, where the pivot is fixed but not the
-        # ground line)
-        c = _random_starts(count, n, rng, dtype, log_scale=span if quasi else (0.0, 0.0), quasi=quasi)
+        # ground line); given ones (`c`, the atlas's) are placed like the quasi-random
+        if c is None:
+            c = _random_starts(count, n, rng, dtype, log_scale=span if quasi else (0.0, 0.0), quasi=quasi)
         for key, v in norm_fixed.items():
             c = eqx.tree_at(
                 lambda m, k=key: getattr(m, k), c, jnp.broadcast_to(jnp.asarray(v, dtype), getattr(c, key).shape)
@@ -825,11 +832,23 @@ def _search(
         # the `starts` best (lowest loss, constraints' penalties included) go on
         meter = TextProgress("screen") if progress else None
         pool = candidates(screen, quasi=True)
+        if atlas:
+            # the atlas's curves closest in shape to the closed polygon through the
+            # targets, each turned, scaled and placed onto them, join the screen
+            matched = candidates(atlas, True, _atlas_starts(targets, atlas, dtype))
+            pool = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), pool, matched)
         losses = np.asarray(_loss_batch(pool, prob))
         if meter is not None:
-            meter.update(screen, screen, f"best loss {np.nanmin(losses):.3g}")
+            meter.update(len(losses), len(losses), f"best loss {np.nanmin(losses):.3g}")
             meter.close()
-        best = np.argsort(np.where(np.isfinite(losses), losses, np.inf), kind="stable")[:starts]
+        order = np.argsort(np.where(np.isfinite(losses), losses, np.inf), kind="stable")
+        if atlas:
+            # the atlas's matches take at most a quarter of the starts (the best of them):
+            # close shapes share a basin, the screen's candidates keep the search broad
+            own = order[order < screen]
+            matched = order[order >= screen][: max(1, starts // 4)]
+            order = np.concatenate([matched, own])
+        best = order[:starts]
         c0 = jax.tree.map(lambda a: a[best], pool)
     else:
         c0 = candidates(starts, quasi=False)
@@ -908,6 +927,30 @@ def _search(
         assert error is not None
         raise error
     return best
+
+
+def _atlas_starts(targets, count, dtype) -> _Candidate:
+    """`count` candidates from the atlas (normalised coordinates): the designs whose
+    coupler curves fit the closed polygon through `targets` best (`_atlas.match`),
+    scaled, turned and placed by that fit, turning the way it runs."""
+    from . import _atlas
+
+    book = _atlas.load()
+    rows, _, a, b, reverse = _atlas.match(book, np.asarray(targets), count)
+    k = len(rows)
+    s = np.abs(a)[:, None]
+    f = lambda v: jnp.asarray(v, dtype)  # noqa: E731
+    return _Candidate(
+        lengths=f(book.lengths[rows] * s),
+        point=f(book.point[rows] * s),
+        origin=f(np.c_[np.real(b), np.imag(b)]),
+        angle=f(np.angle(a)),
+        phase=f(np.zeros(k)),
+        gamma=f(np.zeros(k)),
+        gaps=f(np.zeros((k, targets.shape[0]))),
+        sign=f(book.sign[rows]),
+        sense=f(np.where(reverse, -1.0, 1.0)),
+    )
 
 
 # basin hopping's perturbation (normalised coordinates) and its shrink per round: on the
@@ -1111,6 +1154,7 @@ def path_generation(
     steps: int = 300,
     screen: int = 0,
     hops: int = 0,
+    atlas: int = 0,
     seed: int = 0,
     optimizer="lbfgs",
     gtol: float = 1e-12,
@@ -1167,6 +1211,12 @@ def path_generation(
       constraint over all rounds is returned. On the literature problems of
       `benchmarks/bench_literature_synthesis.py`, `screen=4096, hops=8` is what reaches
       the best published designs (the figures are on the benchmarks page);
+    - `atlas`: with `cyclic_order` and a `screen`: this many designs from the atlas of
+      coupler curves (`diffmech atlas build`; built and cached on first use), those
+      whose curves fit the closed polygon through the targets best (Fourier descriptor
+      shortlist, then the exact similarity fit over every start and both directions),
+      each scaled, turned and placed onto the targets, join the screen's candidates;
+      the best of them take at most a quarter of the starts;
     - `steps`, `optimizer`, `gtol`: as in `diffmech.fit.fit`;
     - `tol`: a start succeeds when its relative path error is ≤ `tol`;
     - `margin`: keep every target at least this far (relative to the targets' size) from
@@ -1204,10 +1254,10 @@ def path_generation(
     if mechanism is not None:
         for name, v in (("starts", starts), ("steps", steps)):
             check_count(who, name, v)
-        if screen or hops:
+        if screen or hops or atlas:
             raise ValueError(
-                f"{who}: `screen` and `hops` search four-bars; a `mechanism` is fitted from perturbed copies of it "
-                "(`starts`, `spread`)"
+                f"{who}: `screen`, `hops` and `atlas` search four-bars; a `mechanism` is fitted from perturbed "
+                "copies of it (`starts`, `spread`)"
             )
         check_scalar(who, "spread", spread, nonnegative=True)
         return _linkage_generation(
@@ -1258,6 +1308,7 @@ def path_generation(
         who=who,
         screen=screen,
         hops=hops,
+        atlas=atlas,
     )
     return _clip_bounds(syn, world, who)
 

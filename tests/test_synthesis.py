@@ -474,6 +474,9 @@ def test_infeasible_constraints_are_reported_with_the_closest_design():
         (lambda t: S.path_generation(t, screen=2.5), "`screen`"),
         (lambda t: S.path_generation(t, screen=4, starts=8), "at least `starts`"),
         (lambda t: S.path_generation(t, "prescribed", mechanism=dm.examples.fourbar(), hops=2), "`hops`"),
+        (lambda t: S.path_generation(t, atlas=-1), "`atlas`"),
+        (lambda t: S.path_generation(t, screen=64, atlas=8), "`atlas`.*cyclic_order"),
+        (lambda t: S.path_generation(t, cyclic_order=True, atlas=8), "`atlas`.*`screen`"),
         (lambda t: S.motion_generation(t), "poses"),
         (lambda t: S.function_generation([0.1, 0.2, 0.3], [0.1, 0.2]), "theta_out"),
         (lambda t: S.function_generation([0.1, 0.3, 0.2], [0.1, 0.2, 0.3]), "monotonic"),
@@ -611,3 +614,82 @@ def test_the_literature_records_recomputed_by_our_model_match_their_sources():
             f.append(float(np.sum((P - t) ** 2)))
         source = rec["objective_recomputed_by_source_formula"]
         assert min(abs(x - source) for x in f) <= 1e-9 * source + 1e-22, (p["id"], f, source)
+
+
+# ------------------------------------------------------------------ the atlas of coupler curves
+
+
+def test_atlas_matching_is_invariant_to_placement_start_and_direction(tmp_path, monkeypatch):
+    # a design's curve moved by a known similarity (scale and turn a0, shift b0), started
+    # elsewhere and run backwards: the alignment recovers a0 and b0 to round-off, the
+    # descriptor shortlist ranks the design first, and its candidate is that design,
+    # placed, turning the other way, on its branch
+    from diffmech import _atlas
+
+    book = _atlas.build(512, seed=3, file=tmp_path / "atlas.npz", progress=False)
+    assert _atlas.load(512, seed=3, file=tmp_path / "atlas.npz") is not None
+    i = 77
+    curve = book.curves([i])[0]
+    a0, b0 = 0.7 * np.exp(2.1j), 0.3 - 0.2j
+    moved = a0 * np.roll(curve[::-1], 17) + b0
+    err, a, b, rev = _atlas.align(book.curves([i, i + 1]), moved)
+    assert err[0] <= 1e-24 and abs(a[0] - a0) <= 1e-12 and abs(b[0] - b0) <= 1e-12 and bool(rev[0])
+    assert err[1] > 1e-4  # another design does not fit
+    # from 16 of its points (the polygon through them, resampled): first, to the polygon's accuracy
+    pts = moved[::4]
+    rows, err, a, b, rev = _atlas.match(book, np.c_[pts.real, pts.imag], 3)
+    assert rows[0] == i and err[0] < 1e-3 and bool(rev[0])
+    assert abs(a[0] - a0) < 1e-2 * abs(a0) and abs(b[0] - b0) < 1e-2 * abs(a0)
+    # the search's candidate: its coupler point, placed in the world by its origin and
+    # angle, on its branch, passes through the points (the curve by circle intersection)
+    monkeypatch.setattr(_atlas, "load", lambda: book)
+    c = jax.tree.map(lambda v: v[0], S_._atlas_starts(np.c_[pts.real, pts.imag], 3, jnp.float64))
+    assert float(c.sense) == -1.0 and float(c.sign) == book.sign[i]
+    fb = dm.FourBar(lengths=c.lengths)
+    th = jnp.linspace(0.0, 2 * np.pi, 2000, endpoint=False)
+    x, gap = jax.vmap(lambda t: fbk.closed_form(fb, t, c.sign))(th)
+    q = jnp.concatenate([jnp.stack([jnp.cos(th), jnp.sin(th)], 1), x], 1)
+    local = np.asarray(fbk.coupler_point(fb, q, c.point))
+    rot = np.array([[np.cos(c.angle), -np.sin(c.angle)], [np.sin(c.angle), np.cos(c.angle)]])
+    world = local @ rot.T + np.asarray(c.origin)
+    assert bool(jnp.all(gap <= 0))
+    dist = np.min(np.abs((world[:, 0] + 1j * world[:, 1])[None, :] - pts[:, None]), axis=1)
+    assert dist.max() < 1e-2 * abs(a0)
+
+
+def test_atlas_is_cached_and_rebuilt_when_missing_stale_or_unreadable(tmp_path, capsys):
+    from diffmech import _atlas
+    from diffmech._cli import main
+
+    f = tmp_path / "atlas.npz"
+    assert main(["atlas", "build", "--size", "256", "--out", str(f)]) == 0
+    assert "256 four-bars" in capsys.readouterr().out
+    _atlas._LOADED.clear()
+    first = _atlas.load(256, file=f)
+    assert "building" not in capsys.readouterr().err  # read, not rebuilt
+    np.testing.assert_array_equal(first.lengths, _atlas.build(256, file=False, progress=False).lengths)
+    for spoil, why in ((lambda: f.unlink(), "missing"), (lambda: f.write_bytes(b"not an atlas"), "unreadable")):
+        spoil()
+        _atlas._LOADED.clear()
+        again = _atlas.load(256, file=f, progress=False)
+        assert f"is {why}" in capsys.readouterr().err
+        np.testing.assert_array_equal(again.lengths, first.lengths)
+    _atlas._LOADED.clear()
+    _atlas.load(128, file=f, progress=False)  # another size: stale
+    assert "is stale" in capsys.readouterr().err and len(_atlas._read(f)) == 128
+    assert main(["atlas", "build", "--out", str(tmp_path)]) == 2  # a folder
+
+
+def test_path_generation_with_atlas_candidates_keeps_the_cyclic_order(tmp_path, monkeypatch):
+    # the atlas's matches join the screen (a small atlas here); the result is exact and
+    # meets the targets in their order
+    from diffmech import _atlas
+
+    monkeypatch.setenv("DIFFMECH_CACHE", str(tmp_path))
+    monkeypatch.setattr(_atlas, "SIZE", 4096)
+    t = _targets(THETA[::2])
+    r = S.path_generation(t, cyclic_order=True, screen=16, atlas=8, **SMALL)
+    assert (tmp_path / "atlas.npz").exists()
+    assert r.relative_error <= 1e-9
+    w = np.mod(r.inputs - r.inputs[0], 2 * np.pi)
+    assert np.all(np.diff(w) > 0) or np.all(np.diff(np.mod(-(r.inputs - r.inputs[0]), 2 * np.pi)) > 0)

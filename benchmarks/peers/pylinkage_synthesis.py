@@ -351,3 +351,103 @@ if __name__ == "__main__":
     print(json.dumps(res))
     assert math.isfinite(res["best_mean_distance"]) and res["rounds"] >= 1
     print("self-check passed")
+
+
+# --------------------------------------------------------------------------- the five NV problems
+#
+# Nguyen-Van et al. (2022) as in `benchmarks/data/literature_synthesis.json`: design vector
+# [r1, r2, r3, r4, rcx, rcy, (x0, y0, θ0), (θ2 per target | θ2¹), b] (r1 ground, r2 crank,
+# r3 coupler, r4 rocker; b ≥ 0 one assembly mode, b < 0 the other), Grashof everywhere, the
+# crank the shortest link in Cases 1 and 4, the targets met in increasing cyclic order in
+# Cases 1 and 5: each a rejection (f = inf), as the source's code treats them.
+
+
+def _nv_layout(case, n):
+    """(number of design numbers before b, has frame, per-target angles)."""
+    if case == "NV-Case2":
+        return 6, False, False
+    if case in ("NV-Case1", "NV-Case5"):
+        return 9 + n, True, True
+    if case == "NV-Case3":
+        return 10, True, False
+    return 9, True, False  # NV-Case4: absolute crank angles, the frame free
+
+
+def nv_bounds(case, n, box):
+    """PSO bounds of the NV design vector (the source's boxes; b in [−1, 1])."""
+    k, frame, _ = _nv_layout(case, n)
+    lo = [1e-9] * 4 + [-box, -box] + ([-box, -box, 0.0] if frame else []) + [0.0] * (k - (9 if frame else 6))
+    hi = [box] * 4 + [box, box] + ([box, box, 2 * math.pi] if frame else []) + [2 * math.pi] * (k - (9 if frame else 6))
+    return lo + [-1.0], hi + [1.0]
+
+
+def _nv_motion(case, x, angles):
+    """(literature vector in `literature_params`' problem-2 layout, crank angles relative
+    to the first) of an NV design vector, or None where an order rule rejects it."""
+    n = len(angles)
+    k, frame, per_target = _nv_layout(case, n)
+    r, pt = list(x[:4]), list(x[4:6])
+    x0, y0, t0 = (x[6], x[7], x[8]) if frame else (0.0, 0.0, 0.0)
+    if per_target:
+        th = np.asarray(x[9 : 9 + n], dtype=float)
+        gaps = np.mod(np.diff(th), 2 * math.pi)
+        if np.any(gaps <= 0.0) or gaps.sum() >= 2 * math.pi:  # not in increasing cyclic order
+            return None
+        rel = np.concatenate([[0.0], np.cumsum(gaps)])
+        first = float(th[0])
+    elif case == "NV-Case3":
+        first, rel = float(x[9]), np.arange(n) * math.pi / 9
+    else:
+        first, rel = float(angles[0]), np.asarray(angles, dtype=float) - float(angles[0])
+    return [*r, *pt, x0, y0, t0, first, float(x[k])], rel
+
+
+def nv_objective(x, case, targets, angles):
+    """f = Σ‖Cᵢ − Tᵢ‖² of an NV design vector (with b last) by pylinkage's kinematics;
+    inf where it breaks a rule of its problem or does not assemble on its branch."""
+    s = sorted(float(v) for v in x[:4])
+    if s[0] + s[3] > s[1] + s[2]:
+        return math.inf
+    if case in ("NV-Case1", "NV-Case4") and float(x[1]) != s[0]:  # the crank the shortest
+        return math.inf
+    m = _nv_motion(case, x, angles)
+    if m is None:
+        return math.inf
+    lit, rel = m
+    p = _path(_template(), literature_params(lit, 2), _gap_runs(rel))
+    return math.inf if p is None else float(np.sum((p - np.asarray(targets, dtype=float)) ** 2))
+
+
+def run_nv(case, targets, angles, box, budget_s, seed=0, n_particles=100):
+    """pylinkage's PSO on an NV problem (`nv_objective`, `nv_bounds`), restarted with new
+    seeds while time remains, for `budget_s` seconds (numba warm-up excluded)."""
+    import pylinkage as pl
+
+    targets = np.asarray(targets, dtype=float)
+    lower, upper = nv_bounds(case, len(targets), box)
+    best = {"f": math.inf, "x": None, "n": 0}
+
+    def fitness(_linkage, x, _init_pos):
+        f = nv_objective(x, case, targets, angles)
+        best["n"] += 1
+        if f < best["f"]:
+            best["f"], best["x"] = f, list(map(float, x))
+        return f
+
+    template = _template()
+    template.step_fast(2, dt=1.0)  # numba warm-up, before the clock
+    t0, rounds = time.perf_counter(), 0
+    while time.perf_counter() - t0 < budget_s:
+        with _seeded_pso_rng(np.random.SeedSequence([seed, rounds])):
+            pl.particle_swarm_optimization(
+                fitness,
+                template,
+                dimensions=len(lower),
+                n_particles=n_particles,
+                iterations=50,
+                bounds=(lower, upper),
+                order_relation=min,
+                verbose=False,
+            )
+        rounds += 1
+    return {"objective": best["f"], "x": best["x"], "evaluations": best["n"], "wall_s": time.perf_counter() - t0}

@@ -258,32 +258,25 @@ def literature_objective(x, problem, targets, crank_angles, grashof=True):
     return math.inf if p is None else float(np.sum((p - np.asarray(targets, dtype=float)) ** 2))
 
 
-def run_literature(targets, crank_angles, problem, lower, upper, budget_s, seed=0, n_particles=100):
-    """pylinkage's PSO on the literature's formulation (design vector and bounds as in
-    `literature_params`, objective f, Grashof as a rejection), restarted with new seeds
-    while time remains, for `budget_s` seconds of wall time (numba warm-up excluded).
-    `crank_angles`: problem 1 absolute; problem 2 relative to θ2¹."""
+def _timed_swarm(objective, lower, upper, budget_s, seed, n_particles, iters=50):
+    """pylinkage's PSO minimising `objective(linkage, x)` within the box (lower, upper),
+    restarted with new seeds (`seed`, round) while time remains, for `budget_s` seconds
+    of wall time (numba warm-up excluded). Returns the best f and x, the evaluations,
+    the wall time, the rounds and the (time, best f) trace."""
     import pylinkage as pl
 
-    targets = np.asarray(targets, dtype=float)
-    runs = _gap_runs(crank_angles)
-    template = _template()
     best = {"f": math.inf, "x": None, "n": 0}
 
     def fitness(linkage, x, _init_pos):
-        r = sorted(float(v) for v in x[:4])
-        f = math.inf
-        if r[0] + r[3] <= r[1] + r[2]:
-            p = _path(linkage, literature_params(x, problem, float(crank_angles[0])), runs)
-            f = math.inf if p is None else float(np.sum((p - targets) ** 2))
+        f = objective(linkage, x)
         best["n"] += 1
         if f < best["f"]:
             best["f"], best["x"] = f, list(map(float, x))
         return f
 
+    template = _template()
     template.step_fast(2, dt=1.0)  # numba warm-up, before the clock
     t0, rounds, trace = time.perf_counter(), 0, []
-    iters = 50
     while time.perf_counter() - t0 < budget_s:
         with _seeded_pso_rng(np.random.SeedSequence([seed, rounds])):
             pl.particle_swarm_optimization(
@@ -304,10 +297,27 @@ def run_literature(targets, crank_angles, problem, lower, upper, budget_s, seed=
         "evaluations": best["n"],
         "wall_s": time.perf_counter() - t0,
         "rounds": rounds,
-        "iterations_per_round": iters,
-        "n_particles": n_particles,
         "trace": trace,
     }
+
+
+def run_literature(targets, crank_angles, problem, lower, upper, budget_s, seed=0, n_particles=100):
+    """pylinkage's PSO on the literature's formulation (design vector and bounds as in
+    `literature_params`, objective f, Grashof as a rejection), restarted with new seeds
+    while time remains, for `budget_s` seconds of wall time (numba warm-up excluded).
+    `crank_angles`: problem 1 absolute; problem 2 relative to θ2¹."""
+    targets = np.asarray(targets, dtype=float)
+    runs = _gap_runs(crank_angles)
+
+    def objective(linkage, x):
+        r = sorted(float(v) for v in x[:4])
+        if r[0] + r[3] > r[1] + r[2]:
+            return math.inf
+        p = _path(linkage, literature_params(x, problem, float(crank_angles[0])), runs)
+        return math.inf if p is None else float(np.sum((p - targets) ** 2))
+
+    out = _timed_swarm(objective, lower, upper, budget_s, seed, n_particles, iters=50)
+    return out | {"iterations_per_round": 50, "n_particles": n_particles}
 
 
 def _known_design():
@@ -421,33 +431,7 @@ def nv_objective(x, case, targets, angles):
 def run_nv(case, targets, angles, box, budget_s, seed=0, n_particles=100):
     """pylinkage's PSO on an NV problem (`nv_objective`, `nv_bounds`), restarted with new
     seeds while time remains, for `budget_s` seconds (numba warm-up excluded)."""
-    import pylinkage as pl
-
     targets = np.asarray(targets, dtype=float)
     lower, upper = nv_bounds(case, len(targets), box)
-    best = {"f": math.inf, "x": None, "n": 0}
-
-    def fitness(_linkage, x, _init_pos):
-        f = nv_objective(x, case, targets, angles)
-        best["n"] += 1
-        if f < best["f"]:
-            best["f"], best["x"] = f, list(map(float, x))
-        return f
-
-    template = _template()
-    template.step_fast(2, dt=1.0)  # numba warm-up, before the clock
-    t0, rounds = time.perf_counter(), 0
-    while time.perf_counter() - t0 < budget_s:
-        with _seeded_pso_rng(np.random.SeedSequence([seed, rounds])):
-            pl.particle_swarm_optimization(
-                fitness,
-                template,
-                dimensions=len(lower),
-                n_particles=n_particles,
-                iterations=50,
-                bounds=(lower, upper),
-                order_relation=min,
-                verbose=False,
-            )
-        rounds += 1
-    return {"objective": best["f"], "x": best["x"], "evaluations": best["n"], "wall_s": time.perf_counter() - t0}
+    objective = lambda _linkage, x: nv_objective(x, case, targets, angles)  # noqa: E731
+    return _timed_swarm(objective, lower, upper, budget_s, seed, n_particles)

@@ -474,7 +474,7 @@ def test_infeasible_constraints_are_reported_with_the_closest_design():
         (lambda t: S.path_generation(t, screen=2.5), "`screen`"),
         (lambda t: S.path_generation(t, screen=4, starts=8), "at least `starts`"),
         (lambda t: S.path_generation(t, "prescribed", mechanism=dm.examples.fourbar(), hops=2), "`hops`"),
-        (lambda t: S.path_generation(t, atlas=-1), "`atlas`"),
+        (lambda t: S.path_generation(t, atlas=-1), "`atlas` must be an integer"),
         (lambda t: S.path_generation(t, screen=64, atlas=8), "`atlas`.*cyclic_order"),
         (lambda t: S.path_generation(t, cyclic_order=True, atlas=8), "`atlas`.*`screen`"),
         (lambda t: S.motion_generation(t), "poses"),

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._geometry import attitude
+from ._progress import TextProgress
 from .fourbar import _kinematics as fbk
 from .fourbar._model import FourBar
 
@@ -163,13 +164,14 @@ def build(size: int = SIZE, seed: int = 0, file=None, progress: bool = True) -> 
     lengths, point, sign = _designs(int(size), seed)
     desc = []
     chunk = 8192
+    meter = TextProgress("atlas") if progress else None
     for i in range(0, len(lengths), chunk):
         curves = _curves(lengths[i : i + chunk], point[i : i + chunk], sign[i : i + chunk])
         desc.append(_descriptor(curves).astype(np.float32))
-        if progress:
-            print(f"\ratlas: {min(i + chunk, len(lengths))}/{len(lengths)} curves", end="", file=sys.stderr)
-    if progress:
-        print(file=sys.stderr)
+        if meter is not None:
+            meter.update(min(i + chunk, len(lengths)), len(lengths), "curves")
+    if meter is not None:
+        meter.close()
     atlas = Atlas(
         lengths=lengths,
         point=point,

@@ -835,7 +835,7 @@ def _search(
         if atlas:
             # the atlas's curves closest in shape to the closed polygon through the
             # targets, each turned, scaled and placed onto them, join the screen
-            matched = candidates(atlas, True, _atlas_starts(targets, atlas, dtype))
+            matched = candidates(atlas, True, _atlas_starts(targets, atlas, dtype, progress))
             pool = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), pool, matched)
         losses = np.asarray(_loss_batch(pool, prob))
         if meter is not None:
@@ -929,13 +929,13 @@ def _search(
     return best
 
 
-def _atlas_starts(targets, count, dtype) -> _Candidate:
+def _atlas_starts(targets, count, dtype, progress=False) -> _Candidate:
     """`count` candidates from the atlas (normalised coordinates): the designs whose
     coupler curves fit the closed polygon through `targets` best (`_atlas.match`),
     scaled, turned and placed by that fit, turning the way it runs."""
     from . import _atlas
 
-    book = _atlas.load()
+    book = _atlas.load(progress=progress)  # a build's progress bar where the caller wants bars
     rows, _, a, b, reverse = _atlas.match(book, np.asarray(targets), count)
     k = len(rows)
     s = np.abs(a)[:, None]

@@ -642,7 +642,7 @@ def test_atlas_matching_is_invariant_to_placement_start_and_direction(tmp_path, 
     assert abs(a[0] - a0) < 1e-2 * abs(a0) and abs(b[0] - b0) < 1e-2 * abs(a0)
     # the search's candidate: its coupler point, placed in the world by its origin and
     # angle, on its branch, passes through the points (the curve by circle intersection)
-    monkeypatch.setattr(_atlas, "load", lambda: book)
+    monkeypatch.setattr(_atlas, "load", lambda **_: book)
     c = jax.tree.map(lambda v: v[0], S_._atlas_starts(np.c_[pts.real, pts.imag], 3, jnp.float64))
     assert float(c.sense) == -1.0 and float(c.sign) == book.sign[i]
     fb = dm.FourBar(lengths=c.lengths)

@@ -166,6 +166,7 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
     monkeypatch.setenv("DIFFMECH_SMALL", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("DIFFMECH_RESULTS", str(path.parent.parent / "benchmarks" / "results"))
+    monkeypatch.setenv("DIFFMECH_CACHE", str(tmp_path / "cache"))  # the synthesis atlas, built here, not in ~/.cache
     monkeypatch.chdir(tmp_path)
     built = executed.BUILT / path.name
     built.unlink(missing_ok=True)  # a notebook that fails leaves nothing for the site to render

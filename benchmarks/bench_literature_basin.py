@@ -54,7 +54,7 @@ def main():
     for eps in (float(e) for e in args.eps.split(",")):
         rng = np.random.default_rng(0)
 
-        def around(count, dtype, progress=False, eps=eps, rng=rng):
+        def around(dtype, eps=eps, rng=rng):
             grow = np.exp(eps * rng.normal(size=(k, 4)))
             point = v[4:6] / scale + eps * np.linalg.norm(v[4:6] / scale) * rng.normal(size=(k, 2))
             return _synthesis._Candidate(
@@ -79,12 +79,13 @@ def main():
             rank = np.empty(loss.size, int)
             rank[order] = np.arange(loss.size)
             n = loss.size - k
-            ranks.update(ours=sorted(rank[n:].tolist()), size=loss.size, kept=float(loss[order[31]]))
-            ranks.update(losses=np.sort(loss[n:]))
+            ranks.update(
+                ours=sorted(rank[n:].tolist()), size=loss.size, kept=float(loss[order[31]]), losses=np.sort(loss[n:])
+            )
             return out
 
         atlas = _synthesis._atlas_starts
-        _synthesis._atlas_starts, _synthesis._loss_batch = (lambda t, c, d, progress=False: around(c, d)), ranked
+        _synthesis._atlas_starts, _synthesis._loss_batch = (lambda t, c, d, progress=False: around(d)), ranked
         try:
             r = S.path_generation(targets, **posed(p), starts=32, steps=600, screen=4096, hops=args.hops, atlas=k)
         finally:

@@ -159,8 +159,9 @@ def main():
                 r = S.path_generation(targets, **posed(p), starts=args.starts, steps=args.steps, seed=seed, **extra)
                 times.append(time.perf_counter() - t0)
                 objs.append(to_source(r.objective))
-                if unmet(r):
-                    misses.append(f"seed {seed}: {unmet(r)}")
+                miss = unmet(r)
+                if miss:
+                    misses.append(f"seed {seed}: {miss}")
             run = statistics.median(times[1:]) if len(times) > 1 else times[0]
             if label == "global":
                 budget = run

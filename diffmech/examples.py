@@ -1,7 +1,8 @@
-"""The seed's linkages (Sharma & Purwar, seed 003), bundled by name, joints named as
-in its tables (J1, J2, …; the four-bar's A, B, C, D and tracer P). Each function
-returns a fresh `diffmech.Linkage`; the data files are in `diffmech/linkage/data/`
-(`path(name)`), and each says where its numbers come from."""
+"""Bundled linkages: the seed's (Sharma & Purwar, seed 003; `NAMES`), joints named as
+in its tables (J1, J2, …; the four-bar's A, B, C, D and tracer P), and the spatial
+linkages engineers build (`SPATIAL`). Each function returns a fresh
+`diffmech.Linkage`; the data files are in `diffmech/linkage/data/` (`path(name)`),
+and each says where its numbers come from."""
 
 from pathlib import Path
 
@@ -9,23 +10,24 @@ from .linkage._model import Linkage
 
 _DATA = Path(__file__).parent / "linkage" / "data"
 NAMES = ("fourbar", "stephenson2", "theo_jansen", "spherical_rrpr", "spherical_watt1", "ss5")
+SPATIAL = ("rssr",)
 
 
 def path(name: str) -> Path:
     """The bundled description file of an example.
 
-    **Arguments:** `name`: one of `NAMES`. **Returns:** the file's path (`ValueError`
-    naming the available examples otherwise).
+    **Arguments:** `name`: one of `NAMES` or `SPATIAL`. **Returns:** the file's path
+    (`ValueError` naming the available examples otherwise).
     """
-    if name not in NAMES:
-        raise ValueError(f"diffmech.examples: unknown example {name!r}; available: {NAMES}")
+    if name not in NAMES + SPATIAL:
+        raise ValueError(f"diffmech.examples: unknown example {name!r}; available: {NAMES + SPATIAL}")
     return _DATA / f"{name}.json"
 
 
 def load(name: str) -> Linkage:
-    """An example by name (one of `NAMES`).
+    """An example by name (one of `NAMES` or `SPATIAL`).
 
-    **Arguments:** `name`: one of `NAMES`. **Returns:** a `Linkage`.
+    **Arguments:** `name`: one of `NAMES` or `SPATIAL`. **Returns:** a `Linkage`.
     """
     return Linkage.load(path(name))
 
@@ -59,3 +61,10 @@ def spherical_watt1() -> Linkage:
 def ss5() -> Linkage:
     """Spatial 5-SS platform linkage driven by an actuator J1–J7 (Table 5, Fig. 8)."""
     return load("ss5")
+
+
+def rssr() -> Linkage:
+    """Spatial RSSR four-bar: a crank turning about the z axis through A, an S–S
+    coupler B–C, and a rocker turning about a y-parallel axis through D, the two
+    axes skew; driven at the crank (a full turn), with mass properties and gravity."""
+    return load("rssr")

@@ -220,7 +220,7 @@ def _segments(lk, C):
     and planes are not drawn as segments."""
     segs = []
     for link in lk.links:
-        pts = [j for j in link if lk.types[j] != "P"]
+        pts = [j for j in link if lk.types[j] not in ("P", "axis")]
         if len(pts) < 2:
             continue
         ring = pts + [pts[0]] if len(pts) > 2 else pts
@@ -260,7 +260,7 @@ def linkage_curve(lk, motion, *, tracers=None, every: int = 15, ax: Any = None, 
             ax.plot(*seg.T, "-", color="0.6", lw=0.7, alpha=0.5)
     for seg in _segments(lk, C[0]):
         ax.plot(*seg.T, "-o", color="C0", lw=2, ms=3)
-    ground = [j for j in lk.links[lk.ground] if lk.types[j] != "P"]
+    ground = [j for j in lk.links[lk.ground] if lk.types[j] not in ("P", "axis")]
     if ground:
         ax.plot(*np.asarray(C[0])[ground, : lk.dim].T, "k^", ms=8, label="ground joints")
     for k, name in enumerate(tracers):

@@ -44,6 +44,7 @@ from .._geometry import cross, dot, perp, unit
 from .._result import RESULTS, AbstractResult, as_results, code, finish, save_status
 from .._screw import vee
 from .._validate import UnknownNameError, as_floats, check_integration, check_scalar, check_shape, is_traced
+from . import _schema
 from ._equations import orthonormal
 from ._model import Linkage, _coords, _prepare, _residual
 from ._simulate import joint_path, simulate_functional, widths
@@ -964,6 +965,11 @@ def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> 
             )
     u = jnp.asarray(u, dt)
     udot, uddot = (jnp.broadcast_to(jnp.asarray(v, dt), u.shape) for v in (udot, uddot))
+    if _schema.AXIS in lk.types:
+        raise ValueError(
+            f"joint_forces: {lk.name!r} has spatial revolute (R) joints, whose reactions (a force and a moment "
+            "normal to the axis) joint_forces does not compute yet; simulate_dynamics and the kinematics handle them"
+        )
     body = _inertial(lk)
     plan = _reaction_plan(lk, body)
     if plan.redundancy < 0 or (plan.redundancy > 0 and not plan.sphere):

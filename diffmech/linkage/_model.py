@@ -5,7 +5,10 @@ Elements. A revolute joint is a **point**: `(x, y)` in the plane, a unit vector
 `(x, y, z)` on the unit sphere (Eq. (9)). A prismatic joint is a **line**
 `a x + b y + c = 0` in the plane (normalised to `a² + b² = 1`, Eq. (8)) or a **plane**
 through the sphere's centre, given by its unit normal (its pole). A spatial joint is
-a spherical (S) joint, a point `(x, y, z)`. A **tracer** is a point carried by one
+a spherical (S) joint, a point `(x, y, z)`, or a revolute (R) joint, a point and its
+axis (natural coordinates: a point and a unit vector shared by its two links; the
+vector is held as a second point on the axis, type `axis`, so that every spatial
+equation reads points). A **tracer** is a point carried by one
 link, computed from the link's pose, never solved for (a tracer collinear with two
 joints of its link would make distance equations rank-deficient).
 
@@ -90,7 +93,7 @@ class _Topology:
 
     def members(self, link):
         """(points, lines) of a link, tracers excluded, points first."""
-        pts = [j for j in self.links[link] if self.types[j] in ("R", "S")]
+        pts = [j for j in self.links[link] if self.types[j] in ("R", "S", _schema.AXIS)]
         lns = [j for j in self.links[link] if self.types[j] == "P"]
         return pts, lns
 
@@ -253,7 +256,9 @@ class Linkage(eqx.Module):
       variables). Planar points use the first two columns (the third is 0); planar
       lines are `(a, b, c)`, `a x + b y + c = 0`; spherical points and planes are unit
       vectors (point; plane normal); spatial points are `(x, y, z)`;
-    - `names`, `types` (static): joint names and types (`"R"`, `"P"`, `"S"`, `"tracer"`);
+    - `names`, `types` (static): joint names and types (`"R"`, `"P"`, `"S"`, `"tracer"`;
+      a spatial R joint's axis point, `"<name>.axis"`, is of type `"axis"`, after
+      the joints);
     - `links`, `link_names` (static): the joints of each link (indices), the names;
     - `ground` (static): index of the ground link;
     - `input_kind` (static): `"revolute"`, `"prismatic"` or `"actuator"`;
@@ -304,6 +309,7 @@ class Linkage(eqx.Module):
         ```
         {"name": "...", "geometry": "planar" | "spherical" | "spatial",
          "joints": {NAME: {"type": "R" | "P" | "S" | "tracer", "coords": [...]}, ...},
+                   (a spatial R also has "axis": [ax, ay, az])
          "links": {LINK: [joint names], ...},
          "ground": LINK,
          "input": LINK  (revolute or prismatic about/along its joint with the ground)
@@ -369,9 +375,14 @@ class Linkage(eqx.Module):
         """The description (`from_dict(lk.to_dict())` rebuilds the same linkage)."""
         C = np.asarray(self.coords)
         joints = {}
+        index = {n: i for i, n in enumerate(self.names)}
         for n, t, row in zip(self.names, self.types, C):
+            if t == _schema.AXIS:
+                continue
             w = 2 if (self.geometry == "planar" and t != "P") else 3
             joints[n] = {"type": t, "coords": [float(v) for v in row[:w]]}
+            if self.geometry == "spatial" and t == "R":
+                joints[n]["axis"] = [float(v) for v in C[index[n + _schema.AXIS_SUFFIX]] - row]
         if self.input_kind == "actuator":
             inp = {"type": "actuator", "joints": [self.names[j] for j in self.input_joints]}
         else:
@@ -423,7 +434,7 @@ class Linkage(eqx.Module):
     def _links_dict(self) -> dict:
         out = {}
         for li, (ln, members) in enumerate(zip(self.link_names, self.links)):
-            joints = [self.names[j] for j in members]
+            joints = [self.names[j] for j in members if self.types[j] != _schema.AXIS]
             m = 0.0 if self.masses is None else float(self.masses[li])
             inertia = np.zeros(()) if self.inertias is None else np.asarray(self.inertias)[li]
             if m == 0.0 and not np.any(inertia):
@@ -571,6 +582,10 @@ def _moved(prep: _Prepared, u):
             t = u * jnp.stack([C[s, 1], -C[s, 0]])
             rows = jnp.where(line[:, None], M.at[:, 2].add(-(M[:, :2] @ t)), M.at[:, :2].add(t))
         return moving, rows
+    if lk.geometry == "spatial":  # a turn about the R joint's axis (its point and axis point)
+        a = lk.names.index(lk.names[s] + _schema.AXIS_SUFFIX)
+        P = C[s]
+        return moving, P + (M - P) @ _screw.rotation(unit(C[a] - P), u).T
     # spherical: a rotation about the pivot's axis or the slider plane's pole, Eqs. (15)–(22)
     return moving, M @ _screw.rotation(C[s], u).T
 

@@ -15,7 +15,21 @@ KEYS = ("name", "geometry", "description", "joints", "links", "ground", "input",
 LOADS = ("spring", "damper", "force", "torque")
 LINK_KEYS = ("joints", "mass", "com", "inertia")
 INPUTS = ("revolute", "prismatic", "actuator")
-JOINT_TYPES = {"planar": ("R", "P", "tracer"), "spherical": ("R", "P", "tracer"), "spatial": ("S", "tracer")}
+JOINT_TYPES = {"planar": ("R", "P", "tracer"), "spherical": ("R", "P", "tracer"), "spatial": ("R", "S", "tracer")}
+# A spatial revolute joint is a point and an axis (natural coordinates: a point and a unit
+# vector shared by its two links). The axis is held as a second point on it, `AXIS_SUFFIX`
+# appended to the joint's name, of type "axis", one `axis_length` along the unit axis
+# (the description's size, so that a link's frame is well proportioned): every equation
+# of a spatial link then reads points alone (distances and the frame form).
+AXIS_SUFFIX = ".axis"
+AXIS = "axis"
+
+
+def axis_length(points: np.ndarray) -> float:
+    """The distance at which a spatial R joint's axis point sits from the joint: the
+    largest distance of a joint from the joints' centroid (1 for a single point)."""
+    size = float(np.max(np.linalg.norm(points - points.mean(axis=0), axis=1))) if len(points) else 0.0
+    return size if size > 0 else 1.0
 
 
 class LinkageError(ValueError):
@@ -43,10 +57,26 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         raise LinkageError("links: a non-empty mapping of link name -> [joint names]")
     allowed = JOINT_TYPES[geometry]
     names, types, rows = [], [], []
+    axes = {}  # spatial R joint -> its axis direction
     for name, j in joints.items():
         kind = j.get("type") if isinstance(j, dict) else None
         if kind not in allowed:
             raise LinkageError(f"joints.{name}.type: a {geometry} joint is one of {allowed}; got {kind!r}")
+        extra = sorted(set(j) - {"type", "coords", "axis"})
+        if extra:
+            raise LinkageError(
+                f"joints.{name}: unknown key {extra[0]!r} (allowed: 'type', 'coords', and 'axis' for a spatial R)"
+            )
+        if str(name).endswith(AXIS_SUFFIX):
+            raise LinkageError(
+                f"joints.{name}: a joint name may not end in {AXIS_SUFFIX!r} (the name of an R joint's axis)"
+            )
+        if geometry == "spatial" and kind == "R":
+            axes[str(name)] = _axis(name, j.get("axis"))
+        elif "axis" in j:
+            raise LinkageError(
+                f"joints.{name}.axis: only a spatial revolute (R) joint has an axis; this is a {geometry} {kind}"
+            )
         raw = j.get("coords")
         try:
             c = np.asarray(raw, dtype=float)
@@ -85,6 +115,13 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         names.append(str(name))
         types.append(kind)
         rows.append(c)
+    if axes:
+        # each spatial R joint's axis point, after every joint, in the joints' order
+        length = axis_length(np.array([r for r, t in zip(rows, types) if t != "tracer"]))
+        for name, a in axes.items():
+            names.append(name + AXIS_SUFFIX)
+            types.append(AXIS)
+            rows.append(rows[names.index(name)] + length * a)
     index = {n: i for i, n in enumerate(names)}
     link_names, link_tuples, inertial = [], [], []
     for lname, members in links.items():
@@ -105,7 +142,8 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         idx = tuple(index[m] for m in members)
         if len(set(idx)) != len(idx):
             raise LinkageError(f"links.{lname}: a joint is listed twice: {list(members)}")
-        if sum(types[i] != "tracer" for i in idx) < 2:
+        idx += tuple(index[m + AXIS_SUFFIX] for m in members if m in axes)
+        if sum(types[i] not in ("tracer", AXIS) for i in idx) < 2:
             raise LinkageError(
                 f"links.{lname}: a link needs two or more joints (tracers not counted); got {list(members)}"
             )
@@ -248,6 +286,22 @@ def _loads(loads, geometry, names, types, index, link_names, link_tuples, rows) 
     )
 
 
+def _axis(name, raw) -> np.ndarray:
+    """A spatial R joint's unit axis from the description's direction."""
+    if raw is None:
+        raise LinkageError(f"joints.{name}.axis: a spatial revolute joint needs its axis direction [ax, ay, az]")
+    try:
+        a = np.asarray(raw, dtype=float)
+    except (TypeError, ValueError):
+        a = np.zeros(0)
+    if a.shape != (3,) or not np.all(np.isfinite(a)):
+        raise LinkageError(f"joints.{name}.axis: 3 finite numbers [ax, ay, az]; got {raw!r}")
+    n = float(np.linalg.norm(a))
+    if not n > 1e-12:
+        raise LinkageError(f"joints.{name}.axis: the axis {a.tolist()} has zero length")
+    return a / n
+
+
 def _number(path, v, *, positive_or_zero=True) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
         raise LinkageError(f"{path}: a finite number; got {v!r}")
@@ -371,7 +425,7 @@ def parse_input(inp, geometry, names, types, link_names, link_tuples, g):
         if not (isinstance(js, (list, tuple)) and len(js) == 2):
             raise LinkageError(f"input.joints: an actuator acts between two joints; got {js!r}")
         for n in js:
-            if n not in names or types[names.index(n)] == "P":
+            if n not in names or types[names.index(n)] in ("P", AXIS):
                 raise LinkageError(f"input.joints: {n!r} is not a point joint of this linkage")
         a, b = names.index(js[0]), names.index(js[1])
         if a == b:
@@ -379,15 +433,13 @@ def parse_input(inp, geometry, names, types, link_names, link_tuples, g):
         if any(a in lk and b in lk for lk in link_tuples):
             raise LinkageError(f"input.joints: {js[0]} and {js[1]} are on the same link; the actuator would be rigid")
         return "actuator", -1, (a, b)
-    if geometry == "spatial":
-        raise LinkageError('input: a spatial linkage is driven by an actuator ({"type": "actuator", "joints": [A, B]})')
     link = inp.get("link")
     if link not in link_names:
         raise LinkageError(f"input.link: unknown link {link!r}; links are {link_names}")
     li = link_names.index(link)
     if li == g:
         raise LinkageError("input.link: the input link cannot be the ground")
-    shared = [j for j in link_tuples[li] if j in link_tuples[g] and types[j] != "tracer"]
+    shared = [j for j in link_tuples[li] if j in link_tuples[g] and types[j] not in ("tracer", AXIS)]
     if "joint" in inp:
         if inp["joint"] not in names or names.index(inp["joint"]) not in shared:
             raise LinkageError(f"input.joint: {inp['joint']!r} is not a joint between {link!r} and the ground")
@@ -397,6 +449,11 @@ def parse_input(inp, geometry, names, types, link_names, link_tuples, g):
             f"input: link {link!r} must share exactly one joint with the ground; it shares {[names[j] for j in shared]}"
         )
     (s,) = shared
+    if geometry == "spatial" and types[s] != "R":
+        raise LinkageError(
+            f'input: a spatial linkage is driven by an actuator ({{"type": "actuator", "joints": [A, B]}}) or '
+            f"turned about a revolute (R) joint with the ground; {names[s]} is an {types[s]} joint"
+        )
     inferred = "prismatic" if types[s] == "P" else "revolute"
     if kind is not None and kind != inferred:
         raise LinkageError(

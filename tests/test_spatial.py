@@ -1,0 +1,171 @@
+"""Spatial linkages with revolute (R) joints: the RSSR four-bar against its closed-form
+input–output equation (written here from the description file, without diffmech), its
+design gradient against central differences of that closed form, the energy balance of
+its free motion, and the errors of bad descriptions."""
+
+import json
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import diffmech as dm
+from diffmech import linkage as L
+
+SPEC = json.loads(dm.examples.path("rssr").read_text())
+
+
+def _rot(axis, t):
+    K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+    return np.eye(3) + np.sin(t) * K + (1 - np.cos(t)) * K @ K
+
+
+def rssr_closed_form(thetas, C0=None, D=None):
+    """The rocker's angle φ(θ) of the RSSR from |C(φ) − B(θ)|² = L², written as
+    P cos φ + Q sin φ = S (Freudenstein's form for the RSSR): the root through φ = 0 at
+    θ = 0, followed by continuity. Also returns C(θ)."""
+    j = SPEC["joints"]
+    A, B0 = np.array(j["A"]["coords"]), np.array(j["B"]["coords"])
+    C0 = np.array(j["C"]["coords"]) if C0 is None else C0
+    D = np.array(j["D"]["coords"]) if D is None else D
+    a = np.array(j["A"]["axis"]) / np.linalg.norm(j["A"]["axis"])
+    d = np.array(j["D"]["axis"]) / np.linalg.norm(j["D"]["axis"])
+    L2 = np.sum((C0 - B0) ** 2)
+    r = C0 - D
+    par = (r @ d) * d
+    perp = r - par
+    e = np.cross(d, perp)
+    phis, Cs, prev = [], [], 0.0
+    for th in thetas:
+        B = A + _rot(a, th) @ (B0 - A)
+        w = D + par - B
+        P, Q, S = 2 * w @ perp, 2 * w @ e, L2 - w @ w - perp @ perp
+        base, half = np.arctan2(Q, P), np.arccos(np.clip(S / np.hypot(P, Q), -1, 1))
+        roots = np.array([base + half, base - half])
+        k = np.argmin(np.abs(np.angle(np.exp(1j * (roots - prev)))))
+        prev = prev + np.angle(np.exp(1j * (roots[k] - prev)))
+        phis.append(prev)
+        Cs.append(D + par + np.cos(prev) * perp + np.sin(prev) * e)
+    return np.array(phis), np.array(Cs)
+
+
+def test_rssr_rocker_follows_the_closed_form_input_output_equation():
+    lk = dm.examples.rssr()
+    m = L.simulate(lk)  # the default: a full crank turn in 2° steps
+    assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
+    _, C = rssr_closed_form(np.asarray(m.inputs))
+    got = np.asarray(m.coords)[:, lk.joint("C")]
+    assert np.max(np.abs(got - C)) <= 1e-10
+    # the crank point turns about A's axis at the input angle
+    B = np.asarray(m.coords)[:, lk.joint("B")]
+    th = np.asarray(m.inputs)
+    assert np.max(np.abs(B - np.c_[np.cos(th), np.sin(th), np.zeros_like(th)])) <= 1e-12
+    # the mobility from the Jacobian's rank, and the round trip through the description
+    assert L.mobility(lk)["mobility"] == 1
+    back = L.Linkage.from_dict(lk.to_dict())
+    assert back.names == lk.names and np.allclose(back.coords, lk.coords, atol=1e-15)
+
+
+def test_rssr_design_gradient_matches_central_differences_of_the_closed_form():
+    # the design: the coupler's end C (3) and the rocker's pivot D moved with its axis (3)
+    lk = dm.examples.rssr()
+    iC, iD, iDa = lk.joint("C"), lk.joint("D"), lk.joint("D.axis")
+    u = jnp.linspace(0.0, 1.0, 11)  # to θ = 1 rad from the described configuration
+    d = jnp.asarray(SPEC["joints"]["D"]["axis"], float)
+
+    def phi_end(p):
+        c = lk.coords.at[iC].add(p[:3]).at[jnp.array([iD, iDa])].add(p[3:])
+        m = L.simulate_functional(eqx.tree_at(lambda k: k.coords, lk, c), u)
+        r0, r = c[iC] - c[iD], m.coords[-1, iC] - c[iD]
+        perp = r0 - (r0 @ d) * d
+        return jnp.arctan2(jnp.cross(d, perp) @ r, perp @ r)
+
+    g = np.asarray(jax.grad(phi_end)(jnp.zeros(6)))
+    j = SPEC["joints"]
+    C0, D0 = np.array(j["C"]["coords"]), np.array(j["D"]["coords"])
+    h = 1e-6
+    for k in range(6):
+        s = np.eye(6)[k] * h
+        plus = rssr_closed_form(np.asarray(u), C0 + s[:3], D0 + s[3:])[0][-1]
+        minus = rssr_closed_form(np.asarray(u), C0 - s[:3], D0 - s[3:])[0][-1]
+        fd = (plus - minus) / (2 * h)
+        assert abs(g[k] - fd) <= 1e-7 * max(1.0, abs(fd)), (k, g[k], fd)
+
+
+def rssr_inertia(theta):
+    """The RSSR's generalised inertia M(θ) (kinetic energy ½ M θ̇²) from the closed form
+    and the description's mass properties: the crank and rocker turning about their
+    axes (the rocker at φ′ = (C − B)·v_B / ((C − B)·(d × (C − D))), from differentiating
+    |C − B|² = L²), the coupler a rod whose centre of mass moves with its ends."""
+    j, links = SPEC["joints"], SPEC["links"]
+    A, B0, D = (np.array(j[n]["coords"]) for n in "ABD")
+    a, d = (np.array(j[n]["axis"]) / np.linalg.norm(j[n]["axis"]) for n in "AD")
+    phi, C = rssr_closed_form(np.linspace(0.0, theta, 200))
+    phi, C = phi[-1], C[-1]
+    B = A + _rot(a, theta) @ (B0 - A)
+    vB = np.cross(a, B - A)
+    dphi = (C - B) @ vB / ((C - B) @ np.cross(d, C - D))
+    vC = dphi * np.cross(d, C - D)
+    M = 0.0
+    for name, pivot, axis, angle, rate in (("crank", A, a, theta, 1.0), ("rocker", D, d, phi, dphi)):
+        m, com, inertia = (np.array(links[name][k], float) for k in ("mass", "com", "inertia"))
+        v = rate * np.cross(axis, pivot + _rot(axis, angle) @ (com - pivot) - pivot)
+        M += m * v @ v + rate**2 * axis @ inertia @ axis  # a fixed axis: Rᵀ a = a
+    rod = links["coupler"]
+    length = np.linalg.norm(C - B)
+    s = np.linalg.norm(np.array(rod["com"]) - B0) / np.linalg.norm(np.array(j["C"]["coords"]) - B0)
+    v = (1 - s) * vB + s * vC
+    w = np.cross((C - B) / length, vC - vB) / length  # the rod's transverse angular velocity
+    return M + rod["mass"] * v @ v + rod["inertia"] * w @ w
+
+
+def test_rssr_generalised_inertia_matches_the_closed_form_kinetic_energy():
+    lk = dm.examples.rssr()
+    u = jnp.linspace(0.0, 2 * np.pi, 7)[:-1]
+    m = L.simulate(lk, inputs=u)
+    for i, th in enumerate(np.asarray(u)):
+        M, _ = L.generalised_inertia(lk, lk.state(m.coords[i]), th)
+        want = rssr_inertia(th)
+        assert abs(float(M) - want) <= 1e-10 * want, (th, float(M), want)
+
+
+def test_rssr_free_motion_keeps_its_energy_balance():
+    lk = dm.examples.rssr()
+    sim = L.simulate_dynamics(lk, 1.0, 2.0, saveat=jnp.linspace(0.0, 2.0, 21), rtol=1e-11, atol=1e-13)
+    assert bool(np.all(sim.converged))
+    assert float(sim.energy_error) <= 1e-9
+    assert float(np.max(sim.residual)) <= 1e-10
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda s: s["joints"]["A"].update(axis=[0.0, 0.0, 0.0]), r"joints\.A\.axis: the axis .* has zero length"),
+        (lambda s: s["joints"]["A"].pop("axis"), r"joints\.A\.axis: a spatial revolute joint needs its axis"),
+        (lambda s: s["joints"]["B"].update(axis=[1.0, 0.0, 0.0]), r"joints\.B\.axis: only a spatial revolute"),
+        (lambda s: s["joints"]["A"].update(axis=[0.0, "z", 1.0]), r"joints\.A\.axis: 3 finite numbers"),
+        (
+            lambda s: s["joints"].update({"X.axis": s["joints"].pop("B")}),
+            r"joints\.X\.axis: a joint name may not end in '\.axis'",
+        ),
+        (
+            lambda s: (
+                s["links"].update(ground=["A", "D", "B"]),
+                s.update(input={"type": "revolute", "link": "coupler", "joint": "B"}),
+            ),
+            r"input: a spatial linkage is driven by an actuator .* B is an S joint",
+        ),
+    ],
+)
+def test_bad_spatial_revolute_descriptions_name_the_item(change, message):
+    spec = json.loads(json.dumps(SPEC))
+    change(spec)
+    with pytest.raises(L.LinkageError, match=message):
+        L.Linkage.from_dict(spec)
+
+
+def test_joint_forces_refuse_spatial_revolute_joints_by_name():
+    with pytest.raises(ValueError, match="spatial revolute"):
+        L.joint_forces(dm.examples.rssr(), jnp.linspace(0.0, 1.0, 3))

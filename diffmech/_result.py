@@ -58,6 +58,12 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore
         "The closure is solved but the platform is not at the prescribed pose: the "
         "mechanism cannot reach it (a motion its degrees of freedom do not allow)."
     )
+    redundancy_lost = (
+        "The closure is solved on the independent equations chosen at the initial "
+        "configuration, but the redundant ones do not hold: the over-constrained "
+        "linkage's special geometry (Bennett's, parallel axes) is lost, so it is rigid or "
+        "has left the motion its redundancy allows."
+    )
     singular_configuration = (
         "A singular configuration: the Jacobian is singular here (a closure Jacobian, "
         "joint screws or a wrench system without full rank), so the Newton step, the "

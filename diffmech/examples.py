@@ -1,8 +1,8 @@
 """Bundled linkages: the seed's (Sharma & Purwar, seed 003; `NAMES`), joints named as
-in its tables (J1, J2, …; the four-bar's A, B, C, D and tracer P), and the spatial
-linkages engineers build (`SPATIAL`). Each function returns a fresh
-`diffmech.Linkage`; the data files are in `diffmech/linkage/data/` (`path(name)`),
-and each says where its numbers come from."""
+in its tables (J1, J2, …; the four-bar's A, B, C, D and tracer P), spatial linkages
+engineers build (`SPATIAL`) and linkages with several inputs (`SEVERAL_INPUTS`). Each
+function returns a fresh `diffmech.Linkage`; the data files are in
+`diffmech/linkage/data/` (`path(name)`), and each says where its numbers come from."""
 
 from pathlib import Path
 
@@ -10,24 +10,25 @@ from .linkage._model import Linkage
 
 _DATA = Path(__file__).parent / "linkage" / "data"
 NAMES = ("fourbar", "stephenson2", "theo_jansen", "spherical_rrpr", "spherical_watt1", "ss5")
-SPATIAL = ("rssr",)
+SPATIAL = ("rssr", "bennett")
+SEVERAL_INPUTS = ("five_bar", "delta")
 
 
 def path(name: str) -> Path:
     """The bundled description file of an example.
 
-    **Arguments:** `name`: one of `NAMES` or `SPATIAL`. **Returns:** the file's path
+    **Arguments:** `name`: one of `NAMES`, `SPATIAL` or `SEVERAL_INPUTS`. **Returns:** the file's path
     (`ValueError` naming the available examples otherwise).
     """
-    if name not in NAMES + SPATIAL:
-        raise ValueError(f"diffmech.examples: unknown example {name!r}; available: {NAMES + SPATIAL}")
+    if name not in NAMES + SPATIAL + SEVERAL_INPUTS:
+        raise ValueError(f"diffmech.examples: unknown example {name!r}; available: {NAMES + SPATIAL + SEVERAL_INPUTS}")
     return _DATA / f"{name}.json"
 
 
 def load(name: str) -> Linkage:
-    """An example by name (one of `NAMES` or `SPATIAL`).
+    """An example by name (one of `NAMES`, `SPATIAL` or `SEVERAL_INPUTS`).
 
-    **Arguments:** `name`: one of `NAMES` or `SPATIAL`. **Returns:** a `Linkage`.
+    **Arguments:** `name`: one of `NAMES`, `SPATIAL` or `SEVERAL_INPUTS`. **Returns:** a `Linkage`.
     """
     return Linkage.load(path(name))
 
@@ -68,3 +69,23 @@ def rssr() -> Linkage:
     coupler B–C, and a rocker turning about a y-parallel axis through D, the two
     axes skew; driven at the crank (a full turn), with mass properties and gravity."""
     return load("rssr")
+
+
+def bennett() -> Linkage:
+    """Bennett's over-constrained 4R linkage (lengths 1, √3, 1, √3, twists 30°, 60°,
+    30°, 60°: Bennett's condition sin α / a = sin β / b), built from its
+    Denavit–Hartenberg chain; Kutzbach counts −2, yet it moves, driven at the crank."""
+    return load("bennett")
+
+
+def five_bar() -> Linkage:
+    """Planar five-bar with two inputs: cranks about A = (0, 0) and E = (1, 0) and two
+    links meeting at C; `simulate` takes inputs of shape (N, 2)."""
+    return load("five_bar")
+
+
+def delta() -> Linkage:
+    """Delta robot (Clavel): three arms turning about horizontal axes on the base, each
+    carrying a parallelogram of two S–S rods to a platform that translates (tracer T
+    at its centre); three inputs, one per arm: `simulate` takes inputs of shape (N, 3)."""
+    return load("delta")

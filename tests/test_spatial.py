@@ -1,7 +1,10 @@
 """Spatial linkages with revolute (R) joints: the RSSR four-bar against its closed-form
 input–output equation (written here from the description file, without diffmech), its
-design gradient against central differences of that closed form, the energy balance of
-its free motion, and the errors of bad descriptions."""
+design gradient against central differences of that closed form and its generalised
+inertia against the closed-form kinetic energy; the over-constrained Bennett 4R against
+Bennett's closed-form relation between its joint angles (and its implicit derivative);
+the energy balance of free motion; the errors of bad descriptions and the status of a
+Bennett design that has lost its special geometry."""
 
 import json
 
@@ -131,8 +134,9 @@ def test_rssr_generalised_inertia_matches_the_closed_form_kinetic_energy():
         assert abs(float(M) - want) <= 1e-10 * want, (th, float(M), want)
 
 
-def test_rssr_free_motion_keeps_its_energy_balance():
-    lk = dm.examples.rssr()
+@pytest.mark.parametrize("name", ["rssr", "bennett"])
+def test_free_spatial_motion_keeps_its_energy_balance(name):
+    lk = dm.examples.load(name)
     sim = L.simulate_dynamics(lk, 1.0, 2.0, saveat=jnp.linspace(0.0, 2.0, 21), rtol=1e-11, atol=1e-13)
     assert bool(np.all(sim.converged))
     assert float(sim.energy_error) <= 1e-9
@@ -169,3 +173,62 @@ def test_bad_spatial_revolute_descriptions_name_the_item(change, message):
 def test_joint_forces_refuse_spatial_revolute_joints_by_name():
     with pytest.raises(ValueError, match="spatial revolute"):
         L.joint_forces(dm.examples.rssr(), jnp.linspace(0.0, 1.0, 3))
+
+
+# --------------------------------------------------------------------------- Bennett
+
+
+def test_bennett_moves_as_bennetts_closed_form_says_though_kutzbach_counts_minus_two():
+    lk = dm.examples.bennett()
+    mob = L.mobility(lk)
+    assert (mob["mobility"], mob["redundant"], lk.counts()["equations"], lk.counts()["unknowns"]) == (1, 5, 11, 6)
+    m = L.simulate(lk)  # a full turn of the crank
+    assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
+    C = np.asarray(m.coords)
+    p = [C[:, lk.joint(f"J{i}")] for i in range(1, 5)]
+    z = [C[:, lk.joint(f"J{i}.axis")] - p[i - 1] for i in range(1, 5)]
+    z = [v / np.linalg.norm(v, axis=1, keepdims=True) for v in z]
+
+    def joint_angle(i):  # about joint i's axis, from the normal arriving to the one leaving
+        x_in = p[i] - p[i - 1]
+        x_out = p[(i + 1) % 4] - p[i]
+        return np.arctan2(np.einsum("ij,ij->i", np.cross(x_in, x_out), z[i]), np.einsum("ij,ij->i", x_in, x_out))
+
+    # Bennett: opposite joint angles opposite, tan(θ1/2) tan(θ2/2) = sin((β+α)/2) / sin((β−α)/2)
+    al, be = np.deg2rad(30.0), np.deg2rad(60.0)
+    K = np.sin((be + al) / 2) / np.sin((be - al) / 2)
+    th1 = 1.2 + np.asarray(m.inputs)  # the file's crank angle plus the input
+    th2 = joint_angle(1)
+    wrap = lambda a: np.angle(np.exp(1j * a))  # noqa: E731
+    assert np.max(np.abs(wrap(th2 - 2 * np.arctan(K / np.tan(th1 / 2))))) <= 1e-10
+    assert np.max(np.abs(wrap(joint_angle(2) + th1))) <= 1e-10
+    assert np.max(np.abs(wrap(joint_angle(3) + th2))) <= 1e-10
+    assert np.max(np.abs(wrap(joint_angle(0) - th1))) <= 1e-10
+    # the implicit derivative through the over-constrained closure: dθ2/du against
+    # central differences of Bennett's relation
+    i1, i2, i3, a2 = (lk.joint(n) for n in ("J2", "J1", "J3", "J2.axis"))
+
+    def theta2(u):
+        X = L.simulate_functional(lk, jnp.linspace(0.0, u, 8)).coords[-1]
+        x_in, x_out, zz = X[i1] - X[i2], X[i3] - X[i1], X[a2] - X[i1]
+        return jnp.arctan2(jnp.cross(x_in, x_out) @ zz / jnp.linalg.norm(zz), x_in @ x_out)
+
+    closed = lambda t: 2 * np.arctan(K / np.tan((1.2 + t) / 2))  # noqa: E731
+    h = 1e-6
+    for u0 in (0.7, 2.5):
+        fd = (closed(u0 + h) - closed(u0 - h)) / (2 * h)
+        assert abs(float(jax.grad(theta2)(u0)) - fd) <= 1e-7 * max(1.0, abs(fd)), (u0, fd)
+
+
+def test_a_bennett_design_off_its_condition_is_rigid_by_name_and_by_status():
+    spec = json.loads(dm.examples.path("bennett").read_text())
+    spec["joints"]["J3"]["axis"] = [a + 0.01 for a in spec["joints"]["J3"]["axis"]]  # the geometry lost
+    with pytest.raises(L.LinkageError, match=r"over-constrained and rigid: the input cannot move it"):
+        L.Linkage.from_dict(spec)
+    # inside a program no description is checked: the same design change is a status
+    lk = dm.examples.bennett()
+    a3 = lk.joint("J3.axis")
+    bent = eqx.tree_at(lambda k: k.coords, lk, lk.coords.at[a3].add(0.01 * lk.coords[a3]))
+    m = jax.jit(lambda k: L.simulate_functional(k, jnp.linspace(0.0, 0.5, 6)))(bent)
+    assert not bool(np.asarray(m.converged)[1])
+    assert bool(m.result == dm.closure.RESULTS.redundancy_lost), m.result

@@ -384,6 +384,15 @@ def _inertia_slope(x, u, tan, prep, body):
     return jax.jvp(lambda x_, u_: _terms(x_, u_, prep, body)[0], (x, u), (tan, jnp.ones_like(u)))[1]
 
 
+def _one_input(owner: str, lk: Linkage) -> None:
+    """The dynamics here are a one-input linkage's (a scalar reduced equation)."""
+    if lk.n_inputs != 1:
+        raise ValueError(
+            f"{owner}: {lk.name!r} has {lk.n_inputs} inputs; the dynamics and joint forces take one-input "
+            "linkages for now (its kinematics, `simulate` with inputs (N, k), `rates` and `mobility`, take several)"
+        )
+
+
 def generalised_inertia(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, Array]:
     """`M(u)` and `M′(u)` of the reduced equation at a converged state `x` (at input
     `u`): the kinetic energy is `½ M u̇²`. One compiled program per linkage
@@ -392,6 +401,7 @@ def generalised_inertia(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, A
     **Arguments:** `lk`: the linkage; `x` `(n,)`: a state converged at input `u`.
     **Returns:** `(M, M′)` (kg·m² for a revolute input, kg for a prismatic one).
     """
+    _one_input("linkage.generalised_inertia", lk)
     _bodies(lk)  # the mass properties, checked eagerly where they are concrete
     check_shape("linkage.generalised_inertia", "x", x, lk.x0().shape)
     check_scalar("linkage.generalised_inertia", "u", u)
@@ -407,6 +417,7 @@ def potential(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, Array]:
     **Arguments:** `lk`: the linkage; `x` `(n,)`: a state converged at input `u`.
     **Returns:** `(V, V′)` (J and J per unit input).
     """
+    _one_input("linkage.potential", lk)
     _bodies(lk)
     check_shape("linkage.potential", "x", x, lk.x0().shape)
     check_scalar("linkage.potential", "u", u)
@@ -551,6 +562,7 @@ def simulate_dynamics(
     check_scalar("linkage.simulate_dynamics", "atol", atol, nonnegative=True)
     if not isinstance(drive, Drive):
         raise ValueError(f"linkage.simulate_dynamics: `drive` must be a linkage.Drive or None; got {drive!r:.80}")
+    _one_input("linkage.simulate_dynamics", lk)
     _bodies(lk)  # the mass properties, checked eagerly where they are concrete
     moving = [k for k in range(len(lk.links)) if k != lk.ground]
     if not is_traced(lk.masses, lk.inertias) and not (
@@ -965,6 +977,7 @@ def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> 
             )
     u = jnp.asarray(u, dt)
     udot, uddot = (jnp.broadcast_to(jnp.asarray(v, dt), u.shape) for v in (udot, uddot))
+    _one_input("linkage.joint_forces", lk)
     if _schema.AXIS in lk.types:
         raise ValueError(
             f"joint_forces: {lk.name!r} has spatial revolute (R) joints, whose reactions (a force and a moment "

@@ -80,6 +80,16 @@ class _Topology:
     input_kind: str
     input_link: int  # -1 for an actuator
     input_joints: tuple[int, ...]  # (pivot or slider joint,) or the actuator's (a, b)
+    more_inputs: tuple = ()  # the second, third, ... input: (kind, link, joints) each
+
+    @property
+    def inputs(self) -> tuple:
+        """Every input: `(kind, link, joints)` each, in the order of the input vector."""
+        return ((self.input_kind, self.input_link, self.input_joints),) + tuple(self.more_inputs)
+
+    @property
+    def input_links(self) -> tuple[int, ...]:
+        return tuple(link for _, link, _ in self.inputs if link >= 0)
 
     def width(self, j):
         return 2 if (self.geometry == "planar" and self.types[j] != "P") else 3
@@ -87,8 +97,8 @@ class _Topology:
     @property
     def known(self) -> tuple[bool, ...]:
         fixed = set(self.links[self.ground])
-        if self.input_link >= 0:
-            fixed |= set(self.links[self.input_link])
+        for link in self.input_links:
+            fixed |= set(self.links[link])
         return tuple(j in fixed or t == "tracer" for j, t in enumerate(self.types))
 
     def members(self, link):
@@ -134,11 +144,11 @@ def _compile(topo: _Topology, names: tuple, link_names: tuple) -> _Plan:
     for li in range(len(topo.links)):
         frame = _frame_of(topo, li)
         frames.append(frame)
-        if li == topo.ground or li == topo.input_link:
+        if li == topo.ground or li in topo.input_links:
             continue
         pts, lns = topo.members(li)
         lname = link_names[li]
-        moved = set(topo.links[topo.input_link]) - set(topo.links[topo.ground]) if topo.input_link >= 0 else set()
+        moved = {j for link in topo.input_links for j in topo.links[link]} - set(topo.links[topo.ground])
         members = set(topo.links[li])
         if members and all(known[j] for j in members) and members & moved:
             # every joint is placed by the ground or the input: no unknown can keep this
@@ -206,8 +216,9 @@ def _compile(topo: _Topology, names: tuple, link_names: tuple) -> _Plan:
             gauge = t == "P" or topo.geometry == "spherical"
             if gauge and t != "tracer" and not known[j] and j not in carried:
                 eq["unit"].append((j,))
-    if topo.input_kind == "actuator":
-        eq["act"].append(topo.input_joints)
+    for kind, _, joints in topo.inputs:
+        if kind == "actuator":
+            eq["act"].append(joints)
 
     rows_per = {k: E.rows for k, E in EQUATIONS.items()}
     width = {k: E.width for k, E in EQUATIONS.items()}
@@ -247,8 +258,8 @@ def _compile(topo: _Topology, names: tuple, link_names: tuple) -> _Plan:
 
 class Linkage(eqx.Module):
     """A linkage of points, lines and planes (Sharma & Purwar): planar, spherical or
-    spatial, with one input (a revolute or prismatic joint on the ground, or a linear
-    actuator between two joints).
+    spatial, with one input or several (each a revolute or prismatic joint on the
+    ground, or a linear actuator between two joints).
 
     **Fields:**
 
@@ -263,7 +274,9 @@ class Linkage(eqx.Module):
     - `ground` (static): index of the ground link;
     - `input_kind` (static): `"revolute"`, `"prismatic"` or `"actuator"`;
       `input_link` (static, −1 for an actuator), `input_joints` (static: the pivot or
-      slider joint with the ground, or the actuator's two joints);
+      slider joint with the ground, or the actuator's two joints): the first input;
+    - `more_inputs` (static): the second, third, … inputs, `(kind, link, joints)`
+      each (`n_inputs` counts them all; `simulate` then takes `(N, k)` inputs);
     - `geometry`, `name` (static); `steps`, `step` (static): the default range of
       `simulate` (the seed's: 180 steps of 2°, or 0.01 length units).
 
@@ -287,6 +300,7 @@ class Linkage(eqx.Module):
     input_kind: str = eqx.field(static=True)
     input_link: int = eqx.field(static=True)
     input_joints: tuple[int, ...] = eqx.field(static=True)
+    more_inputs: tuple[tuple[str, int, tuple[int, ...]], ...] = eqx.field(static=True, default=())
     geometry: str = eqx.field(static=True, default="planar")
     name: str = eqx.field(static=True, default="linkage")
     steps: int = eqx.field(static=True, default=180)
@@ -315,6 +329,7 @@ class Linkage(eqx.Module):
          "input": LINK  (revolute or prismatic about/along its joint with the ground)
                 | {"type": "revolute" | "prismatic", "link": LINK, "joint": NAME}
                 | {"type": "actuator", "joints": [NAME, NAME]},
+         (or "inputs": [one of those, ...] for several inputs)
          "simulation": {"steps": 180, "step": 0.0349}}   (optional)
         ```
 
@@ -326,6 +341,9 @@ class Linkage(eqx.Module):
         lk = cls(**_schema.parse(spec, sphere_tol=sphere_tol))
         lk._validate_frames()
         plan = lk.plan
+        if plan.n_equations > plan.n_unknowns:
+            lk._check_redundant()
+            return lk
         if plan.n_equations != plan.n_unknowns:
             raise LinkageError(
                 f"linkage {lk.name!r}: {plan.n_equations} rigidity equations for {plan.n_unknowns} unknown "
@@ -334,6 +352,45 @@ class Linkage(eqx.Module):
                 "it is locked or over-constrained). Check the links' joints, the ground and the input."
             )
         return lk
+
+    @property
+    def over_constrained(self) -> bool:
+        """More rigidity equations than unknowns (the Bennett 4R, a planar loop
+        described in space): the closure core then solves their least-squares normal
+        equations `JᵀΦ = 0` (see `_residual`), and every equation is checked at each
+        solution (`redundancy_lost` where the redundant ones fail)."""
+        return self.plan.n_equations > self.plan.n_unknowns
+
+    def _check_redundant(self) -> None:
+        """An over-constrained description must close at its initial configuration,
+        its input must determine it (`∂Φ/∂x` of full column rank) and move it (the
+        rank of `[∂Φ/∂x, ∂Φ/∂u]` no more than the unknowns: mobility 1)."""
+        x, u = self.x0(), self.zero_input()
+        prep = _prepare(self)
+        r = np.asarray(_full_residual(x, u, prep))
+        Jx = np.asarray(jax.jacfwd(_full_residual)(x, u, prep))
+        Ju = np.asarray(jax.jacfwd(_full_residual, argnums=1)(x, u, prep))
+        m, n = Jx.shape
+        if not np.all(np.abs(r) <= 1e-10):
+            raise LinkageError(
+                f"linkage {self.name!r}: the initial configuration violates its own constraints "
+                f"(max residual {np.abs(r).max():.2e} > 1e-10)"
+            )
+        s_all = np.linalg.svd(np.c_[Jx, Ju], compute_uv=False)
+        rank_x = int(np.sum(np.linalg.svd(Jx, compute_uv=False) > 1e-9 * s_all[0]))
+        rank = int(np.sum(s_all > 1e-9 * s_all[0]))
+        if rank_x < n or rank > n:
+            what = (
+                "rigid: the input cannot move it (mobility 0); its special geometry (Bennett's, parallel axes) "
+                "is not met"
+                if rank > n
+                else f"not determined by its input (mobility {n + 1 - rank})"
+            )
+            raise LinkageError(
+                f"linkage {self.name!r}: {m} rigidity equations for {n} unknown coordinates, of rank {rank_x} "
+                f"({rank} with the input's column): over-constrained and {what}. Check the links' joints, the "
+                "ground, the input and the joints' axes."
+            )
 
     def _validate_frames(self):
         """Frames must be non-degenerate: distinct points, non-parallel vectors,
@@ -383,14 +440,14 @@ class Linkage(eqx.Module):
             joints[n] = {"type": t, "coords": [float(v) for v in row[:w]]}
             if self.geometry == "spatial" and t == "R":
                 joints[n]["axis"] = [float(v) for v in C[index[n + _schema.AXIS_SUFFIX]] - row]
-        if self.input_kind == "actuator":
-            inp = {"type": "actuator", "joints": [self.names[j] for j in self.input_joints]}
-        else:
-            inp = {
-                "type": self.input_kind,
-                "link": self.link_names[self.input_link],
-                "joint": self.names[self.input_joints[0]],
-            }
+
+        def one(kind, link, joints):
+            if kind == "actuator":
+                return {"type": "actuator", "joints": [self.names[j] for j in joints]}
+            return {"type": kind, "link": self.link_names[link], "joint": self.names[joints[0]]}
+
+        specs = [one(*spec) for spec in self.topology.inputs]
+        inp = specs[0] if len(specs) == 1 else specs
         sim: dict[str, int | float] = {"steps": self.steps}
         if self.step is not None:
             sim["step"] = self.step
@@ -401,7 +458,7 @@ class Linkage(eqx.Module):
             "joints": joints,
             "links": self._links_dict(),
             "ground": self.link_names[self.ground],
-            "input": inp,
+            ("input" if self.n_inputs == 1 else "inputs"): inp,
             "simulation": sim,
             **({} if self.gravity is None else {"gravity": [float(v) for v in np.asarray(self.gravity)[: self.dim]]}),
             **({"loads": self._loads_list()} if self.load_kinds else {}),
@@ -456,8 +513,25 @@ class Linkage(eqx.Module):
     @property
     def topology(self) -> _Topology:
         return _Topology(
-            self.geometry, self.types, self.links, self.ground, self.input_kind, self.input_link, self.input_joints
+            self.geometry,
+            self.types,
+            self.links,
+            self.ground,
+            self.input_kind,
+            self.input_link,
+            self.input_joints,
+            self.more_inputs,
         )
+
+    def zero_input(self) -> Array:
+        """The inputs at the initial configuration: 0, or `(k,)` zeros for `k` inputs."""
+        return jnp.zeros(() if self.n_inputs == 1 else (self.n_inputs,), self.coords.dtype)
+
+    @property
+    def n_inputs(self) -> int:
+        """How many inputs drive the linkage (`k`: `simulate` takes `(N, k)` inputs when
+        it is more than one)."""
+        return 1 + len(self.more_inputs)
 
     @property
     def plan(self) -> _Plan:
@@ -557,19 +631,34 @@ def _prepare(lk: Linkage) -> _Prepared:
     return _Prepared(lk=lk, C0=C0, k=k)
 
 
+def _input_values(lk: Linkage, u):
+    """Each input's value: `u` itself for one input, its entries for several."""
+    return [u] if lk.n_inputs == 1 else [u[i] for i in range(lk.n_inputs)]
+
+
 def _moved(prep: _Prepared, u):
-    """The input link's moving elements after the input `u`: (indices, rows)."""
+    """Every input link's moving elements after the inputs `u`: [(indices, rows)]."""
+    lk = prep.lk
+    out = []
+    for (kind, link, joints), ui in zip(lk.topology.inputs, _input_values(lk, u)):
+        if kind != "actuator":
+            moving, rows = _moved_one(prep, kind, link, joints, ui)
+            if moving is not None:
+                out.append((moving, rows))
+    return out
+
+
+def _moved_one(prep: _Prepared, kind, link, joints, u):
+    """One input link's moving elements after its input `u`: (indices, rows)."""
     lk, C = prep.lk, prep.C0
-    if lk.input_kind == "actuator":
-        return None, None
-    moving = np.array([j for j in lk.links[lk.input_link] if j not in lk.links[lk.ground]], dtype=int)
+    moving = np.array([j for j in lk.links[link] if j not in lk.links[lk.ground]], dtype=int)
     if moving.size == 0:
         return None, None
-    (s,) = lk.input_joints
+    (s,) = joints
     M = C[moving]
     line = np.array([lk.types[j] == "P" for j in moving])
     if lk.geometry == "planar":
-        if lk.input_kind == "revolute":  # Eqs. (10)–(12)
+        if kind == "revolute":  # Eqs. (10)–(12)
             P = C[s, :2]
             R = rotation(u)
             pts = P + (M[:, :2] - P) @ R.T
@@ -595,8 +684,7 @@ def _assemble(x, u, prep: _Prepared) -> Float[Array, "J 3"]:
     (None: the initial values) at input `u`: two scatters with static indices (one op
     each, whatever the number of joints: tracing cost matters on first calls)."""
     lk, X = prep.lk, prep.C0
-    moving, moved = _moved(prep, u)
-    if moving is not None:
+    for moving, moved in _moved(prep, u):
         X = X.at[moving].set(moved)
     if x is not None and lk.plan.unknowns:
         n = x.shape[0]
@@ -628,13 +716,34 @@ def _carry_tracers(prep: _Prepared, X):
 # tracing 1.35 s → 0.78 s; XLA inlines the call, run time unchanged).
 @jax.jit
 def _residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " n"]:
-    """The rigidity equations of a prepared linkage (the closure core's residual)."""
+    """The rigidity equations of a prepared linkage (the closure core's residual,
+    square). An over-constrained linkage's `m > n` equations Φ enter as their
+    least-squares normal equations `J(x)ᵀ Φ(x) = 0` (`J = ∂Φ/∂x`): at a closed
+    configuration their Jacobian is `JᵀJ`, of full rank wherever the input determines
+    the linkage, whichever equations are redundant there (a fixed choice of `n`
+    independent rows loses rank along a Bennett linkage's turn where the whole system
+    does not); the implicit derivative `−(JᵀJ)⁻¹ Jᵀ ∂Φ/∂u` is then exact. A zero of
+    `JᵀΦ` that is not a zero of Φ is caught by the check of every equation
+    (`redundancy_lost`)."""
+    if not prep.lk.over_constrained:
+        return _full_residual(x, u, prep)
+    r, J = _full_residual(x, u, prep), jax.jacfwd(_full_residual)(x, u, prep)
+    return J.T @ r
+
+
+@jax.jit
+def _full_residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " m"]:
+    """Every rigidity equation of a prepared linkage (more than the unknowns for an
+    over-constrained one)."""
     lk, k = prep.lk, prep.k
     X = _assemble(x, u, prep)
     sl = slice(0, lk.dim)
+    # the actuators' inputs, in the order of their equations (the inputs' order)
+    acts = [ui for (kind, _, _), ui in zip(lk.topology.inputs, _input_values(lk, u)) if kind == "actuator"]
+    u_act = jnp.stack(acts) if lk.n_inputs > 1 and acts else u
     return jnp.concatenate(
         [
-            E.residual(X, lk.plan.groups[kind], k.get(kind), u, sl)
+            E.residual(X, lk.plan.groups[kind], k.get(kind), u_act if kind == "act" else u, sl)
             for kind, E in EQUATIONS.items()
             if lk.plan.groups[kind].size
         ]

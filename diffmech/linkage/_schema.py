@@ -11,7 +11,19 @@ import jax.numpy as jnp
 import numpy as np
 
 GEOMETRIES = ("planar", "spherical", "spatial")
-KEYS = ("name", "geometry", "description", "joints", "links", "ground", "input", "simulation", "gravity", "loads")
+KEYS = (
+    "name",
+    "geometry",
+    "description",
+    "joints",
+    "links",
+    "ground",
+    "input",
+    "inputs",
+    "simulation",
+    "gravity",
+    "loads",
+)
 LOADS = ("spring", "damper", "force", "torque")
 LINK_KEYS = ("joints", "mass", "com", "inertia")
 INPUTS = ("revolute", "prismatic", "actuator")
@@ -44,6 +56,10 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
     extra = sorted(set(spec) - set(KEYS))
     if extra:
         raise LinkageError(f"linkage: unknown key {extra[0]!r} (allowed: {KEYS})")
+    if "inputs" in spec and "input" in spec:
+        raise LinkageError("linkage: give 'input' (one) or 'inputs' (a list), not both")
+    if "inputs" in spec:
+        spec = {k: v for k, v in spec.items() if k != "inputs"} | {"input": spec["inputs"]}
     for key in ("joints", "links", "ground", "input"):
         if key not in spec:
             raise LinkageError(f"linkage: missing key {key!r} (need 'joints', 'links', 'ground', 'input')")
@@ -160,7 +176,8 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
             raise LinkageError(f"joints.{names[j]}: a tracer belongs to exactly one link; it is in {holders}")
         if kind != "tracer" and len(holders) < 2:
             raise LinkageError(f"joints.{names[j]}: a joint connects two or more links; it is in {holders}")
-    in_kind, in_link, in_joints = parse_input(spec["input"], geometry, names, types, link_names, link_tuples, g)
+    inputs = _parse_inputs(spec["input"], geometry, names, types, link_names, link_tuples, g)
+    (in_kind, in_link, in_joints), more = inputs[0], tuple(inputs[1:])
     sim = spec.get("simulation", {}) or {}
     if not isinstance(sim, dict) or set(sim) - {"steps", "step"}:
         raise LinkageError(f"simulation: a mapping with 'steps' and/or 'step'; got {sim!r}")
@@ -180,6 +197,7 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         input_kind=in_kind,
         input_link=in_link,
         input_joints=in_joints,
+        more_inputs=more,
         geometry=geometry,
         name=str(spec.get("name", "linkage")),
         steps=steps,
@@ -408,6 +426,35 @@ def read(path: Path) -> dict:
         return tomllib.loads(text) if path.suffix.lower() == ".toml" else json.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as e:
         raise LinkageError(f"{path}: not valid {'TOML' if path.suffix.lower() == '.toml' else 'JSON'} ({e})") from None
+
+
+def _parse_inputs(inp, geometry, names, types, link_names, link_tuples, g):
+    """One input, or a list of several: `(kind, link, joints)` each. Several inputs
+    drive distinct links (each turning about or sliding along its own joint with the
+    ground) or actuators between distinct pairs of joints."""
+    if not isinstance(inp, list):
+        return [parse_input(inp, geometry, names, types, link_names, link_tuples, g)]
+    if not inp:
+        raise LinkageError("inputs: a non-empty list of inputs")
+    out = []
+    for i, one in enumerate(inp):
+        try:
+            out.append(parse_input(one, geometry, names, types, link_names, link_tuples, g))
+        except LinkageError as e:
+            raise LinkageError(f"inputs[{i}]: {e}") from None
+    for i, (kind, link, joints) in enumerate(out):
+        for k, (kind2, link2, joints2) in enumerate(out[:i]):
+            if (link >= 0 and link == link2) or (kind == kind2 == "actuator" and set(joints) == set(joints2)):
+                what = f"link {link_names[link]}" if link >= 0 else f"joints {[names[j] for j in joints]}"
+                raise LinkageError(f"inputs[{i}]: drives the same {what} as inputs[{k}]")
+            if link >= 0 and link2 >= 0:
+                common = set(link_tuples[link]) & set(link_tuples[link2]) - set(link_tuples[g])
+                if common:
+                    raise LinkageError(
+                        f"inputs[{i}]: its link {link_names[link]} and the link {link_names[link2]} of inputs[{k}] "
+                        f"share joint {names[min(common)]}, which both would place"
+                    )
+    return out
 
 
 def parse_input(inp, geometry, names, types, link_names, link_tuples, g):

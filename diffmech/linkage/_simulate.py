@@ -13,7 +13,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from .. import _closure
-from .._result import AbstractResult, finish
+from .._result import RESULTS, AbstractResult, as_results, code, finish
 from .._validate import (
     Recent,
     UnknownNameError,
@@ -25,7 +25,7 @@ from .._validate import (
     is_traced,
 )
 from .._xla import COMPILER_OPTIONS
-from ._model import Linkage, LinkageError, _coords, _prepare, _residual, residual
+from ._model import Linkage, LinkageError, _coords, _full_residual, _prepare, _residual, residual
 
 
 def solve(lk: Linkage, u, guess: Float[Array, " n"] | None = None, *, throw: bool = True) -> _closure.Solution:
@@ -48,7 +48,16 @@ def solve(lk: Linkage, u, guess: Float[Array, " n"] | None = None, *, throw: boo
     if guess is not None:
         check_shape("linkage.solve", "guess", guess, x0.shape)
         x0 = jnp.asarray(guess, x0.dtype)
-    sol = _closure.root(_residual, jax.lax.stop_gradient(x0), u, _prepare(lk), throw=False)
+    prep = _prepare(lk)
+    sol = _closure.root(_residual, jax.lax.stop_gradient(x0), u, prep, throw=False)
+    if lk.over_constrained:  # an over-constrained linkage: its redundant equations must hold too
+        full = jnp.max(jnp.abs(_full_residual(sol.value, u, prep)))
+        bad = sol.converged & ~(full <= REDUNDANT_TOL)
+        sol = eqx.tree_at(
+            lambda s: (s.result, s.residual),
+            sol,
+            (RESULTS.where(bad, RESULTS.redundancy_lost, sol.result), jnp.where(bad, full, sol.residual)),
+        )
     return sol.check(throw, f"linkage {lk.name!r}: solve", u)
 
 
@@ -196,7 +205,7 @@ def _sweep_options(lk) -> dict:
     default steps (length units). Longer steps between consecutive inputs are taken
     in substeps, so every solution is the one continuation along the inputs reaches
     (the branch invariant alone cannot tell two assembly modes flipped together)."""
-    angle = lk.input_kind == "revolute" or lk.geometry == "spherical"
+    angle = all(kind == "revolute" for kind, _, _ in lk.topology.inputs) or lk.geometry == "spherical"
     return dict(max_steps=10, max_step=math.pi / 12 if angle else 15 * (lk.step if lk.step is not None else 0.01))
 
 
@@ -208,7 +217,7 @@ def _simulate(lk, inputs, branch, condition, fallback, probe, origin=False):
     which need not be 0 (that first row is dropped from the motion, not from `sol`)."""
     inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
     if origin:
-        inputs = jnp.concatenate([jnp.zeros((1,), inputs.dtype), inputs])
+        inputs = jnp.concatenate([jnp.zeros((1,) + inputs.shape[1:], inputs.dtype), inputs])
     prep = _prepare(lk)
     x0 = lk.x0()
     sol, probed = _closure._sweep(
@@ -221,7 +230,7 @@ def _simulate(lk, inputs, branch, condition, fallback, probe, origin=False):
         branch="det" if branch else None,
         condition=condition,
         fallback=fallback,
-        probe=(x0, jnp.zeros((), inputs.dtype)) if probe else None,
+        probe=(x0, lk.zero_input().astype(inputs.dtype)) if probe else None,
         **_sweep_options(lk),
     )
     motion = _motion(lk, prep, sol)
@@ -230,15 +239,35 @@ def _simulate(lk, inputs, branch, condition, fallback, probe, origin=False):
     return motion, probed, sol
 
 
+# the redundant equations of an over-constrained linkage hold to this at a solution
+# (round-off of the independent ones through the Jacobian's conditioning)
+REDUNDANT_TOL = 1e-9
+
+
+def _certified(lk, prep, x, u, converged, status, res):
+    """An over-constrained linkage's solutions with every equation checked, the
+    redundant ones too: `(converged, status, residual)`, `redundancy_lost` from the
+    first input where they fail (unchanged for a square system)."""
+    if not lk.over_constrained:
+        return converged, status, res
+    full = jnp.max(jnp.abs(jax.vmap(lambda x_, u_: _full_residual(x_, u_, prep))(x, u)), axis=-1)
+    bad = converged & ~(full <= REDUNDANT_TOL)
+    lost = jnp.cumsum(bad) > 0
+    codes = jnp.where(lost & converged, code(RESULTS.not_reached), code(status))
+    status = as_results(jnp.where(bad, code(RESULTS.redundancy_lost), codes))
+    return converged & ~lost, status, jnp.maximum(res, jnp.where(converged, full, res))
+
+
 def _motion(lk, prep, sol: _closure.SweepSolution) -> "Motion":
     coords = jax.vmap(lambda x, u: _coords(x, u, prep))(sol.value, sol.inputs)
+    converged, status, res = _certified(lk, prep, sol.value, sol.inputs, sol.converged, sol.status, sol.residual)
     return Motion(
         inputs=sol.inputs,
         coords=coords,
-        converged=sol.converged,
-        status=sol.status,
+        converged=converged,
+        status=status,
         condition=sol.condition,
-        residual=sol.residual,
+        residual=res,
         names=lk.names,
         widths=widths(lk),
     )
@@ -311,6 +340,12 @@ def simulate(
     if inputs is not None and (steps is not None or step is not None):
         raise ValueError("linkage.simulate: give either `inputs` or `steps`/`step`, not both")
     _check_range("linkage.simulate", steps, step)
+    k = lk.n_inputs
+    if inputs is None and k > 1:
+        raise ValueError(
+            f"linkage.simulate: {lk.name!r} has {k} inputs: give `inputs`, a path of shape (N, {k}) from the "
+            "initial configuration (all inputs 0)"
+        )
     if inputs is None:
         # the default range: built, validated and copied to the device once per
         # (steps, step, dtype) (a per-call copy is a fifth of a small linkage's sweep)
@@ -319,9 +354,11 @@ def simulate(
         inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
     else:
         inputs = as_floats("linkage.simulate", "inputs", inputs, np.dtype(lk.coords.dtype))
-        if inputs.ndim != 1 or inputs.size < 1 or not np.all(np.isfinite(inputs)):
-            raise ValueError(f"linkage.simulate: inputs must be a finite 1-D array; got shape {inputs.shape}")
-        rows = _path_rows(inputs)
+        want = "1-D array" if k == 1 else f"array of shape (N, {k}) (one column per input)"
+        shape_ok = inputs.ndim == (1 if k == 1 else 2) and inputs.shape[1:] in ((), (k,))
+        if not shape_ok or inputs.size < 1 or not np.all(np.isfinite(inputs)):
+            raise ValueError(f"linkage.simulate: inputs must be a finite {want}; got shape {inputs.shape}")
+        rows = _path_rows(inputs) if k == 1 else None  # several inputs: followed as the path given
         if rows is not None:  # not a path from 0 in order: solve the sorted path, return the rows given
             inputs, take = rows
     # the initial configuration is checked once per linkage object (a Linkage is
@@ -374,26 +411,31 @@ def _path_rows(inputs: np.ndarray):
 
 def _initial_values(lk):
     """Residual and Jacobians at the initial configuration (input 0)."""
-    x, u = lk.x0(), jnp.asarray(0.0, lk.coords.dtype)
+    x, u = lk.x0(), lk.zero_input()
     return residual(x, u, lk), jax.jacfwd(residual)(x, u, lk), jax.jacfwd(residual, argnums=1)(x, u, lk)
 
 
 @eqx.filter_jit
 def _jacobians(x, u, lk):
-    Jx = jax.jacfwd(residual)(x, u, lk)
-    Ju = jax.jacfwd(residual, argnums=1)(x, u, lk)
+    # every equation, the redundant ones of an over-constrained linkage too
+    prep = _prepare(lk)
+    Jx = jax.jacfwd(_full_residual)(x, u, prep)
+    Ju = jax.jacfwd(_full_residual, argnums=1)(x, u, prep)
     return Jx, Ju
 
 
 def _rank_info(Jx, Ju, rtol):
     Jx, Ju = np.asarray(Jx), np.asarray(Ju)
     n = Jx.shape[1]
-    s_full = np.linalg.svd(np.concatenate([Jx, Ju[:, None]], axis=1), compute_uv=False)
+    Ju = Ju.reshape(Jx.shape[0], -1)  # one column per input
+    s_full = np.linalg.svd(np.concatenate([Jx, Ju], axis=1), compute_uv=False)
     s_x = np.linalg.svd(Jx, compute_uv=False)
     scale = max(s_full[0], 1e-300)
     rank = int(np.sum(s_full > rtol * scale))
     rank_x = int(np.sum(s_x > rtol * scale))
-    return dict(mobility=n + 1 - rank, rank=rank, rank_x=rank_x, n_unknowns=n, sv_x=s_x)
+    return dict(
+        mobility=n + Ju.shape[1] - rank, rank=rank, rank_x=rank_x, n_unknowns=n, redundant=Jx.shape[0] - rank, sv_x=s_x
+    )
 
 
 def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: float = 1e-9) -> dict:
@@ -403,8 +445,10 @@ def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: floa
     configuration) converged at input `u`; `rtol`: singular values below `rtol` times
     the largest count as zero.
 
-    **Returns:** a dict with `mobility` (`n + 1 − rank[∂Φ/∂x, ∂Φ/∂u]`: 1 for a
-    linkage the input drives; 0 if locked), `rank` and `n_unknowns`, `rank_x`
+    **Returns:** a dict with `mobility` (`n + k − rank[∂Φ/∂x, ∂Φ/∂u]`, `k` inputs: `k`
+    for a linkage its inputs drive; less if locked), `rank` and `n_unknowns`, `redundant` (the
+    equations beyond the rank: 0 unless the linkage is over-constrained, e.g. 5 for
+    the Bennett 4R as described here), `rank_x`
     (`rank ∂Φ/∂x`: below `n` at a singular configuration, where the input does not
     determine the rest) and the singular values `sv_x` of `∂Φ/∂x`.
     """
@@ -413,7 +457,7 @@ def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: floa
         check_shape("linkage.mobility", "x", x, lk.x0().shape)
     x = lk.x0() if x is None else x
     check_finite("linkage.mobility", {"coords": lk.coords, "x": x, "u": u})
-    u = jnp.asarray(u, dtype=lk.coords.dtype)
+    u = jnp.broadcast_to(jnp.asarray(u, dtype=lk.coords.dtype), lk.zero_input().shape)
     return _rank_info(*_jacobians(x, u, lk), rtol)
 
 
@@ -434,10 +478,10 @@ def _raise_if_bad_initial(lk, r, Jx, Ju=None, tol: float = 1e-10) -> None:
     s_x = np.linalg.svd(np.asarray(Jx), compute_uv=False)
     if Ju is None and s_x[-1] > 1e-6 * max(s_x[0], 1e-300):
         return  # clearly full rank, so mobility 1 (the common case: no second program)
-    if Ju is None:
-        Ju = _jacobians(lk.x0(), jnp.zeros((), lk.coords.dtype), lk)[1]
+    if Ju is None:  # every equation's Jacobian (an over-constrained linkage's too)
+        Jx, Ju = _jacobians(lk.x0(), lk.zero_input(), lk)
     m = _rank_info(Jx, Ju, 1e-9)
-    if m["rank_x"] < m["n_unknowns"] or m["mobility"] != 1:
+    if m["rank_x"] < m["n_unknowns"] or m["mobility"] != lk.n_inputs:
         raise LinkageError(
             f"linkage {lk.name!r}: the constraints do not determine the linkage at its initial configuration: "
             f"closure Jacobian rank {m['rank_x']} of {m['n_unknowns']} unknowns, mobility {m['mobility']} "
@@ -471,16 +515,23 @@ def rates(
 
     **Arguments:** `lk`: the linkage; `x` `(n,)`: a state converged at input `u`;
     `udot`, `uddot`: the input's rate and acceleration (rad/s and rad/s² for a revolute
-    input, length units per s and s² otherwise).
+    input, length units per s and s² otherwise); with `k` inputs, `u`, `udot`, `uddot`
+    are `(k,)` (a scalar rate applies to every input).
 
     **Returns:** `(velocities, accelerations)`, each `(J, 3)` in the rows of
     `Motion.coords`.
     """
     dt = lk.coords.dtype
     check_shape("linkage.rates", "x", x, lk.x0().shape)
+    shape = lk.zero_input().shape
     for name, v in (("u", u), ("udot", udot), ("uddot", uddot)):
-        check_scalar("linkage.rates", name, v)
-    u, udot, uddot = (jnp.asarray(v, dt) for v in (u, udot, uddot))
+        if not shape:
+            check_scalar("linkage.rates", name, v)
+        elif not is_traced(v) and np.shape(v) not in ((), shape):
+            raise ValueError(
+                f"linkage.rates: `{name}` must be a scalar or one value per input, shape {shape}; got {np.shape(v)}"
+            )
+    u, udot, uddot = (jnp.broadcast_to(jnp.asarray(v, dt), shape) for v in (u, udot, uddot))
     prep = _prepare(lk)
     xdot, xddot = _closure.rates(_residual, x, u, prep, udot, uddot)
 
@@ -500,7 +551,7 @@ def motion_rates(lk: Linkage, motion: Motion, udot=1.0, uddot=0.0):
     velocities and accelerations `(N, J, 3)` for an input rate `udot` (and `uddot`)."""
     if not isinstance(motion, Motion):
         raise ValueError(f"linkage.motion_rates: `motion` must be a Motion (from linkage.simulate); got {motion!r}")
-    rows = jax.eval_shape(lambda: lk.full(lk.x0(), jnp.zeros((), lk.coords.dtype))).shape
+    rows = jax.eval_shape(lambda: lk.full(lk.x0(), lk.zero_input())).shape
     if motion.coords.shape[1:] != rows:
         raise ValueError(
             f"linkage.motion_rates: `motion` is not a motion of {lk.name!r} (its joints {motion.coords.shape[1:]}, "

@@ -232,3 +232,18 @@ def test_a_bennett_design_off_its_condition_is_rigid_by_name_and_by_status():
     m = jax.jit(lambda k: L.simulate_functional(k, jnp.linspace(0.0, 0.5, 6)))(bent)
     assert not bool(np.asarray(m.converged)[1])
     assert bool(m.result == dm.closure.RESULTS.redundancy_lost), m.result
+
+
+def test_released_at_another_input_the_motion_continues_the_one_released_at_zero():
+    # the free RSSR is autonomous: released at (u(τ), u̇(τ)) of a motion from u = 0, it
+    # follows that motion from τ on (same configuration, same input and rate)
+    lk = dm.examples.rssr()
+    tau, t1 = 0.7, 2.0
+    a = L.simulate_dynamics(lk, 1.0, t1, saveat=jnp.array([0.0, tau, t1]), rtol=1e-11, atol=1e-13)
+    b = L.simulate_dynamics(lk, a.u[1], a.udot[1], t1 - tau, saveat=jnp.array([0.0, t1 - tau]), rtol=1e-11, atol=1e-13)
+    assert bool(np.all(a.converged)) and bool(np.all(b.converged))
+    assert float(a.u[1]) > 0.5  # released well away from the file's configuration (~40°)
+    assert np.max(np.abs(np.asarray(b.coords[0]) - np.asarray(a.coords[1]))) <= 1e-12
+    assert abs(float(b.u[-1] - a.u[-1])) <= 1e-8 and abs(float(b.udot[-1] - a.udot[-1])) <= 1e-8
+    with pytest.raises(ValueError, match="`u0` is given twice"):
+        L.simulate_dynamics(lk, 0.1, 0.0, 1.0, u0=0.2)

@@ -30,7 +30,7 @@ Applied loads (springs, dampers, constant forces and couples) act in every geome
 """
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import diffrax
 import equinox as eqx
@@ -521,9 +521,10 @@ class Simulation(AbstractResult):
 
 def simulate_dynamics(
     lk: Linkage,
-    udot0=0.0,
-    t1: float = 1.0,
-    *,
+    *state,
+    u0=None,
+    udot0=None,
+    t1=None,
     saveat=None,
     drive: Drive | None = None,
     solver: diffrax.AbstractAdaptiveSolver | None = None,
@@ -533,8 +534,8 @@ def simulate_dynamics(
     adjoint: diffrax.AbstractAdjoint | None = None,
     throw: bool = False,
 ) -> Simulation:
-    """The motion of a one-input linkage (planar, spherical or spatial) from its initial configuration
-    (input 0) with input rate `udot0`, under gravity (`lk.gravity`) and `drive`,
+    """The motion of a one-input linkage (planar, spherical or spatial) released at input
+    `u0` with input rate `udot0`, under gravity (`lk.gravity`) and `drive`,
     from t = 0 to `t1` (saved at `saveat`, default 201 times): the reduced equation
     `M(u) ü + ½ M′(u) u̇² + V′(u) = Q(t, u, u̇)` (see the module) integrated with
     Diffrax (`solver`, default `Dopri8()`, with a PID controller at `rtol`, `atol`).
@@ -549,8 +550,25 @@ def simulate_dynamics(
 
     **Returns:** a `Simulation`.
 
-    `lk`: the linkage (with masses); `max_steps`: the integrator's step budget.
+    `lk`: the linkage (with masses); `state`: positionally `(u0, udot0, t1)`, or the
+    shorthand `(udot0, t1)` that starts at the file's configuration (`u0 = 0`); `u0`,
+    `udot0`, `t1` may be given by keyword instead (defaults 0, 0 and 1 s). The
+    configuration at `u0` is the one the closure core reaches from the file's along
+    the input (substeps of at most 15° or 15 default steps; where it cannot be
+    assembled, every save is `motion_limit`). `max_steps`: the integrator's step
+    budget.
     """
+    owner = "linkage.simulate_dynamics"
+    if len(state) > 3:
+        raise ValueError(f"{owner}: at most three positional arguments (u0, udot0, t1); got {len(state)}")
+    names: tuple[str, ...] = ("u0", "udot0", "t1") if len(state) == 3 else ("udot0", "t1")
+    given: dict[str, Any] = dict(zip(names, state))
+    for name, v in (("u0", u0), ("udot0", udot0), ("t1", t1)):
+        if v is not None:
+            if name in given:
+                raise ValueError(f"{owner}: `{name}` is given twice (positionally and by keyword)")
+            given[name] = v
+    u0, udot0, t1 = given.get("u0", 0.0), given.get("udot0", 0.0), given.get("t1", 1.0)
     drive = Drive() if drive is None else drive
     solver = diffrax.Dopri8() if solver is None else solver
     adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
@@ -558,6 +576,7 @@ def simulate_dynamics(
     if not is_traced(t1) and not float(t1) > 0:
         raise ValueError(f"linkage.simulate_dynamics: `t1` must be > 0; got {t1}")
     check_scalar("linkage.simulate_dynamics", "udot0", udot0)
+    check_scalar("linkage.simulate_dynamics", "u0", u0)
     check_scalar("linkage.simulate_dynamics", "rtol", rtol, positive=True)
     check_scalar("linkage.simulate_dynamics", "atol", atol, nonnegative=True)
     if not isinstance(drive, Drive):
@@ -576,6 +595,7 @@ def simulate_dynamics(
     ts = jnp.linspace(0.0, t1, 201, dtype=dt) if saveat is None else jnp.asarray(saveat, dtype=dt)
     out = _simulate_dynamics(
         lk,
+        jnp.asarray(u0, dt),
         jnp.asarray(udot0, dt),
         jnp.asarray(t1, dt),
         ts,
@@ -585,16 +605,22 @@ def simulate_dynamics(
         jnp.asarray(atol, dt),
         max_steps,
         adjoint,
+        released=is_traced(u0) or float(u0) != 0.0,
     )
     return finish(out, throw, f"linkage {lk.name!r}: simulate_dynamics")
 
 
 @eqx.filter_jit
-def _simulate_dynamics(lk, udot0, t1, ts, drive, solver, rtol, atol, max_steps, adjoint):
+def _simulate_dynamics(lk, u0, udot0, t1, ts, drive, solver, rtol, atol, max_steps, adjoint, released=True):
     prep, body = _prepare(lk), _inertial(lk)
-    x0 = lk.x0()
+    if released:
+        # the configuration at the release input u0: continuation from the file's (input 0)
+        start = simulate_functional(lk, u0[None], condition=False)
+        x0, assembled = lk.state(start.coords[0]), start.converged[0]
+    else:  # u0 = 0 (a concrete zero): the file's configuration, no continuation compiled
+        x0, assembled = lk.x0(), jnp.asarray(True)
     zero = jnp.zeros((), x0.dtype)
-    y0 = jnp.concatenate([jnp.stack([zero, udot0, zero, zero]), x0])
+    y0 = jnp.concatenate([jnp.stack([u0, udot0, zero, zero]), x0])
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(_rhs),
         solver,
@@ -618,6 +644,7 @@ def _simulate_dynamics(lk, udot0, t1, ts, drive, solver, rtol, atol, max_steps, 
         return s.value, s.converged, s.residual
 
     x, closed, residual = jax.vmap(close)(xs, u)
+    closed = closed & assembled
     coords = jax.vmap(lambda x_, u_: _coords(x_, u_, prep))(x, u)
     M, V, _, _, _, _ = jax.vmap(lambda x_, u_: _terms(x_, u_, prep, body))(x, u)
     kinetic = 0.5 * M * udot**2

@@ -708,6 +708,7 @@ class _Reactions(eqx.Module):
     width: int = eqx.field(static=True)
     n_equations: int = eqx.field(static=True)
     sphere: bool = eqx.field(static=True, default=False)
+    axes: tuple = eqx.field(static=True, default=())  # (spatial R joint, its axis point)
 
     @property
     def redundancy(self) -> int:
@@ -723,6 +724,13 @@ def _reaction_plan(lk: Linkage, body: _Inertial) -> _Reactions:
     # per pin and extra link: a force (2 in the plane, 3 in space), and on the sphere
     # the moment normal to the joint's axis (2)
     per_pin = {"planar": 2, "spherical": 5, "spatial": 3}[lk.geometry]
+    # a spatial R joint: its force and the moment normal to its axis (5), as on the sphere
+    axes = tuple(
+        (j, lk.names.index(lk.names[j] + _schema.AXIS_SUFFIX))
+        for j, t in enumerate(lk.types)
+        if lk.geometry == "spatial" and t == "R"
+    )
+    size = {j: 5 for j, _ in axes}
     for j, t in enumerate(lk.types):
         holders = tuple(k for k, members in enumerate(lk.links) if j in members)
         if t in ("R", "S") or (sphere and t == "P"):
@@ -737,7 +745,7 @@ def _reaction_plan(lk: Linkage, body: _Inertial) -> _Reactions:
         motor = tuple((j, next(k for k, m in enumerate(lk.links) if j in m)) for j in lk.input_joints)
     else:
         motor = ((-1, lk.input_link),)
-    n = sum(per_pin * (len(h) - 1) for _, h in pins) + 2 * len(slides) + 1
+    n = sum(size.get(j, per_pin) * (len(h) - 1) for j, h in pins) + 2 * len(slides) + 1
     return _Reactions(
         bodies=bodies,
         pins=tuple(pins),
@@ -748,6 +756,7 @@ def _reaction_plan(lk: Linkage, body: _Inertial) -> _Reactions:
         width=width,
         n_equations=width * len(bodies) - body.n_rods,
         sphere=sphere,
+        axes=axes,
     )
 
 
@@ -774,6 +783,11 @@ def _pin_wrenches(X, j, plan: "_Reactions"):
     unit couples normal to the joint's axis."""
     if plan.width == 3:
         return [_wrench(X[j, :2], f) for f in jnp.eye(2, dtype=X.dtype)]
+    axis = dict(plan.axes).get(j)
+    if axis is not None:  # a spatial R joint: forces through it, couples normal to its axis
+        zero = jnp.zeros(3, X.dtype)
+        forces = [_wrench(X[j, :3], f) for f in jnp.eye(3, dtype=X.dtype)]
+        return forces + [jnp.concatenate([zero, t]) for t in _normals(X[axis, :3] - X[j, :3])]
     if not plan.sphere:
         return [_wrench(X[j, :3], f) for f in jnp.eye(3, dtype=X.dtype)]
     zero = jnp.zeros(3, X.dtype)
@@ -819,6 +833,9 @@ def _motor(X, lk: Linkage, plan: _Reactions):
     one = jnp.ones((), X.dtype)
     if lk.input_kind == "revolute" and plan.sphere:  # a unit couple about the input joint's axis
         return [_couple(unit(X[lk.input_joints[0], :3]), 6)]
+    if lk.input_kind == "revolute" and plan.axes:  # in space: about the R joint's axis
+        (s,) = lk.input_joints
+        return [_couple(unit(X[dict(plan.axes)[s], :3] - X[s, :3]), 6)]
     if lk.input_kind == "revolute":
         return [_couple(one, plan.width)]
     if lk.input_kind == "prismatic":
@@ -1005,14 +1022,9 @@ def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> 
     u = jnp.asarray(u, dt)
     udot, uddot = (jnp.broadcast_to(jnp.asarray(v, dt), u.shape) for v in (udot, uddot))
     _one_input("linkage.joint_forces", lk)
-    if _schema.AXIS in lk.types:
-        raise ValueError(
-            f"joint_forces: {lk.name!r} has spatial revolute (R) joints, whose reactions (a force and a moment "
-            "normal to the axis) joint_forces does not compute yet; simulate_dynamics and the kinematics handle them"
-        )
     body = _inertial(lk)
     plan = _reaction_plan(lk, body)
-    if plan.redundancy < 0 or (plan.redundancy > 0 and not plan.sphere):
+    if plan.redundancy < 0 or (plan.redundancy > 0 and not (plan.sphere or lk.over_constrained)):
         raise ValueError(
             f"joint_forces: {plan.n_unknowns} unknowns for {plan.n_equations} independent equations in {lk.name!r}: a "
             "one-input planar or spatial linkage whose joints all carry load has as many"

@@ -11,7 +11,7 @@ from .linkage._model import Linkage
 _DATA = Path(__file__).parent / "linkage" / "data"
 NAMES = ("fourbar", "stephenson2", "theo_jansen", "spherical_rrpr", "spherical_watt1", "ss5")
 SPATIAL = ("rssr", "bennett")
-SEVERAL_INPUTS = ("five_bar", "delta")
+SEVERAL_INPUTS = ("five_bar", "delta", "double_wishbone")
 
 
 def path(name: str) -> Path:
@@ -89,3 +89,12 @@ def delta() -> Linkage:
     carrying a parallelogram of two S–S rods to a platform that translates (tracer T
     at its centre); three inputs, one per arm: `simulate` takes inputs of shape (N, 3)."""
     return load("delta")
+
+
+def double_wishbone() -> Linkage:
+    """Left front double-wishbone suspension with bell-crank steering (m; x forward, y
+    outboard, z up): control arms turning about their chassis axes, the knuckle on
+    two ball joints, a tie rod from the steering bell-crank; wheel centre `W` and a
+    point `WS` along the spin axis as tracers. Two inputs: the lower arm's turn (wheel
+    travel, positive up) and the bell-crank's (steering)."""
+    return load("double_wishbone")

@@ -46,6 +46,7 @@ GROUP = {
     "07": "synthesis",
     "08": "synthesis",
     "09": "linkage",
+    "10": "spatial",
 }
 
 
@@ -191,6 +192,11 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert c["ls_vs_ift_rates"] <= 1e-10
     if path.name.startswith("05_"):
         assert c["dof"] == 2 and c["null_dim"] == 2
+    if path.name.startswith("10_"):
+        assert c["rssr_residual"] <= 1e-10 and c["bennett_relation"] <= 1e-10
+        assert "over-constrained and rigid" in c["rigid_error"]
+        assert c["several_inputs_closed"] is True
+        assert c["toe_gradient_vs_fd"] < 1e-6
     if path.name.startswith("07_"):
         from test_synthesis import _poses, check_five_pose_motion_generation
 

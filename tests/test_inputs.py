@@ -56,6 +56,11 @@ def test_five_bar_driven_by_both_cranks_follows_the_circle_intersection():
         vel, _ = L.rates(lk, x, m.inputs[i], jnp.asarray(udot))
         fd = (five_bar_closed_form(U[i : i + 1] + h * udot) - five_bar_closed_form(U[i : i + 1] - h * udot)) / (2 * h)
         assert np.max(np.abs(np.asarray(vel)[lk.joint("C"), :2] - fd[0])) <= 1e-8, k
+    # one configuration by Newton from the file's, the inputs as a vector
+    sol = L.solve(lk, U[1])
+    assert np.max(np.abs(np.asarray(lk.full(sol.value, jnp.asarray(U[1])))[lk.joint("C"), :2] - C[1])) <= 1e-12
+    with pytest.raises(ValueError, match=r"`u` must be 2 finite input values, one per input"):
+        L.solve(lk, 0.1)
     # the description keeps its inputs through a round trip
     back = L.Linkage.from_dict(lk.to_dict())
     assert back.topology.inputs == lk.topology.inputs

@@ -35,14 +35,18 @@ def solve(lk: Linkage, u, guess: Float[Array, " n"] | None = None, *, throw: boo
 
     **Arguments:** `lk`: the linkage; `u`: the input (radians for a revolute input,
     length units for a prismatic joint or an actuator, from 0 at the initial
-    configuration); `guess`: a state `(n,)`.
+    configuration; one value per input, `(k,)`, for `k` inputs); `guess`: a state `(n,)`.
 
     **Returns:** a `diffmech.closure.Solution`.
     """
     if not is_traced(u):
         a = as_floats("linkage.solve", "u", u)
-        if a.shape != () or not np.isfinite(a):
+        if lk.n_inputs == 1 and (a.shape != () or not np.isfinite(a)):
             raise ValueError(f"linkage.solve: `u` must be one finite input value; got {a.tolist()}")
+        if lk.n_inputs > 1 and (a.shape != (lk.n_inputs,) or not np.all(np.isfinite(a))):
+            raise ValueError(
+                f"linkage.solve: `u` must be {lk.n_inputs} finite input values, one per input; got {a.tolist()}"
+            )
     u = jnp.asarray(u, dtype=lk.coords.dtype)
     x0 = lk.x0()
     if guess is not None:

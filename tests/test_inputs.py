@@ -4,6 +4,7 @@ differences of that closed form, and the errors of inputs of the wrong width."""
 
 import json
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -72,6 +73,8 @@ def test_several_inputs_are_named_when_missing_or_of_the_wrong_width():
         L.simulate(lk)
     with pytest.raises(ValueError, match=r"inputs must be a finite array of shape \(N, 2\).*got shape \(5, 3\)"):
         L.simulate(lk, inputs=np.zeros((5, 3)))
+    with pytest.raises(ValueError, match=r"has 2 input\(s\): `inputs` must be of shape \(N, 2\); got \(4,\)"):
+        jax.jit(lambda v: L.simulate_functional(lk, v))(jnp.zeros(4))  # inside a program too
     with pytest.raises(ValueError, match=r"`udot` must be a scalar or one value per input, shape \(2,\)"):
         L.rates(lk, lk.x0(), jnp.zeros(2), jnp.ones(3))
     with pytest.raises(ValueError, match=r"has 2 inputs; the dynamics and joint forces take one-input"):
@@ -131,3 +134,27 @@ def test_delta_robot_forward_kinematics_meets_the_three_spheres():
     # the platform translates: its edges keep their initial directions
     edge = C[:, lk.joint("P1a")] - C[:, lk.joint("P2b")]
     assert np.max(np.abs(edge - edge[0])) <= 1e-10
+
+
+def test_link_pose_carries_every_point_of_the_link_and_the_delta_platform_only_translates():
+    # the pose from the link's frame maps every initial point of the link (joints and
+    # tracers) onto the motion: the knuckle's (a wheel carrier) along bump and steering
+    sus = dm.examples.double_wishbone()
+    U = np.c_[np.linspace(0.0, 0.25, 21), np.linspace(0.0, 0.1, 21)]  # the suspension test's path
+    m = L.simulate(sus, inputs=U)
+    R, p = L.link_pose(sus, m, "knuckle")
+    X0, X = np.asarray(sus.initial()), np.asarray(m.coords)
+    for name in ("LB", "UB", "TO", "W", "WS"):
+        j = sus.joint(name)
+        assert np.max(np.abs(np.einsum("nij,j->ni", R, X0[j]) + p - X[:, j])) <= 1e-12, name
+    assert np.max(np.abs(np.einsum("nji,njk->nik", R, R) - np.eye(3))) <= 1e-12
+    # the delta's parallelograms keep the platform's orientation: R = I along any path
+    delta = dm.examples.delta()
+    t = np.linspace(0.0, 2 * np.pi, 41)
+    md = L.simulate(delta, inputs=np.c_[0.3 * np.sin(t), 0.3 * np.sin(t + 2.0), 0.3 * np.sin(2 * t)])
+    Rd, pd = L.link_pose(delta, md, "platform")
+    assert np.max(np.abs(np.asarray(Rd) - np.eye(3))) <= 1e-10
+    T0 = np.asarray(delta.initial())[delta.joint("T")]  # the platform's centre: p is its displacement
+    assert np.max(np.abs(np.asarray(pd) - (np.asarray(md.coords)[:, delta.joint("T")] - T0))) <= 1e-11
+    with pytest.raises(ValueError, match=r"link 'rod1a' has no frame"):
+        L.link_pose(delta, md, "rod1a")

@@ -19,6 +19,7 @@ from ._simulate import (
     Motion as Motion,
     check_initial as check_initial,
     default_inputs as default_inputs,
+    link_pose as link_pose,
     mobility as mobility,
     motion_rates as motion_rates,
     rates as rates,

@@ -752,10 +752,12 @@ def _full_residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " 
 
 def residual(x: Float[Array, " n"], u, lk: Linkage) -> Float[Array, " n"]:
     """The rigidity equations at input `u` (square; each form has an O(1), full-rank
-    Jacobian; see the module docstring).
+    Jacobian; see the module docstring). For an over-constrained linkage (more
+    equations Φ than unknowns), their least-squares normal equations `J(x)ᵀ Φ(x)`, which
+    the closure core solves (see `_residual`).
 
     **Arguments:** `x` `(n,)`: the state (the unknown coordinates, `lk.x0()` at the
-    initial configuration); `u`: the input; `lk`: the linkage.
+    initial configuration); `u`: the input (`(k,)` for `k` inputs); `lk`: the linkage.
 
     **Returns:** the residual `(n,)`, zero on a closed configuration.
     """

@@ -25,6 +25,7 @@ from .._validate import (
     is_traced,
 )
 from .._xla import COMPILER_OPTIONS
+from ._equations import orthonormal
 from ._model import Linkage, LinkageError, _coords, _full_residual, _prepare, _residual, residual
 
 
@@ -121,6 +122,47 @@ def joint_path(result, name: str) -> Array:
         raise UnknownNameError(f"no joint {name!r}; joints are {list(result.names)}")
     j = result.names.index(name)
     return result.coords[..., j, : result.widths[j]]
+
+
+def link_pose(lk: Linkage, result, link: str) -> tuple[Array, Array]:
+    """A link's pose along a result with `coords` (`Motion`, `linkage.Simulation`): the
+    rotation `R` and translation `p` with `X = R X₀ + p` for every point of the link
+    (its joints and tracers; `X₀` the initial coordinates), from the link's frame
+    (two points in the plane, three in space, two directions on the sphere) — a
+    platform's or a wheel carrier's pose. An S–S rod has no pose (its spin is idle).
+
+    **Arguments:** `lk`: the linkage; `result`: its motion; `link`: the link's name.
+
+    **Returns:** `(R, p)`: `(…, d, d)` and `(…, d)`, `d` = 2 in the plane, 3 otherwise
+    (`p` = 0 on the sphere).
+    """
+    if link not in lk.link_names:
+        raise UnknownNameError(f"linkage.link_pose: no link {link!r}; links are {list(lk.link_names)}")
+    frame = lk.plan.frames[lk.link_names.index(link)]
+    if frame is None:
+        raise ValueError(f"linkage.link_pose: link {link!r} has no frame (an S–S rod's spin is idle)")
+    kind, *el = frame
+    d = lk.dim
+    X, X0 = jnp.asarray(result.coords), lk.initial()
+
+    def basis(C):  # the frame's orthonormal axes, as columns
+        if kind == "pp":
+            e = C[..., el[1], :2] - C[..., el[0], :2]
+            e = e / jnp.linalg.norm(e, axis=-1, keepdims=True)
+            return jnp.stack([e, jnp.stack([-e[..., 1], e[..., 0]], axis=-1)], axis=-1)
+        if kind == "pl":  # a point and a line: the line's normal turns with the link
+            n = C[..., el[1], :2]
+            n = n / jnp.linalg.norm(n, axis=-1, keepdims=True)
+            return jnp.stack([jnp.stack([n[..., 1], -n[..., 0]], axis=-1), n], axis=-1)
+        a, b = C[..., el[0], :3], C[..., el[1], :3]
+        u, v = (a, b) if kind == "ss" else (b - a, C[..., el[2], :3] - a)
+        return jnp.stack(orthonormal(u, v), axis=-1)
+
+    R = basis(X) @ jnp.swapaxes(basis(X0), -1, -2)
+    if kind == "ss":
+        return R, jnp.zeros(R.shape[:-1], R.dtype)
+    origin = X[..., el[0], :d]
+    return R, origin - jnp.einsum("...ij,j->...i", R, X0[el[0], :d])
 
 
 def widths(lk):
@@ -220,6 +262,13 @@ def _simulate(lk, inputs, branch, condition, fallback, probe, origin=False):
     starts at input 0 (the initial configuration's) before the first of `inputs`,
     which need not be 0 (that first row is dropped from the motion, not from `sol`)."""
     inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
+    want = (None,) if lk.n_inputs == 1 else (None, lk.n_inputs)
+    if inputs.ndim != len(want) or inputs.shape[1:] != want[1:]:  # shapes are static, traced or not
+        raise ValueError(
+            f"linkage.simulate: {lk.name!r} has {lk.n_inputs} input(s): `inputs` must be of shape "
+            + ("(N,)" if lk.n_inputs == 1 else f"(N, {lk.n_inputs})")
+            + f"; got {inputs.shape}"
+        )
     if origin:
         inputs = jnp.concatenate([jnp.zeros((1,) + inputs.shape[1:], inputs.dtype), inputs])
     prep = _prepare(lk)

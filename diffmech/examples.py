@@ -10,7 +10,7 @@ from .linkage._model import Linkage
 
 _DATA = Path(__file__).parent / "linkage" / "data"
 NAMES = ("fourbar", "stephenson2", "theo_jansen", "spherical_rrpr", "spherical_watt1", "ss5")
-SPATIAL = ("rssr", "bennett")
+SPATIAL = ("rssr", "bennett", "cardan")
 SEVERAL_INPUTS = ("five_bar", "delta", "double_wishbone")
 
 
@@ -98,3 +98,10 @@ def double_wishbone() -> Linkage:
     point `WS` along the spin axis as tracers. Two inputs: the lower arm's turn (wheel
     travel, positive up) and the bell-crank's (steering)."""
     return load("double_wishbone")
+
+
+def cardan() -> Linkage:
+    """Cardan (Hooke's) joint: an input shaft about the z axis and an output shaft
+    tilted 30° from it, joined by a universal joint at the axes' intersection (the
+    output turns as `tan φ2 = tan φ1 / cos β`); driven at the input shaft."""
+    return load("cardan")

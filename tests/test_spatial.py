@@ -330,3 +330,56 @@ def test_double_wishbone_against_an_independent_absolute_coordinate_model():
     h = 1e-6
     fd = (toe_ref(h) - toe_ref(-h)) / (2 * h)
     assert abs(float(jax.grad(toe)(0.0)) - fd) <= 1e-6 * abs(fd), (float(jax.grad(toe)(0.0)), fd)
+
+
+# --------------------------------------------------------------------------- universal joint
+
+
+def test_cardan_joint_output_follows_hookes_law():
+    # the output yoke's axis stays perpendicular to the input's and to the output shaft:
+    # e2 ∝ z2 × e1(φ1); its angle about z2 obeys tan φ2 = tan φ1 / cos β (Hooke)
+    lk = dm.examples.cardan()
+    assert L.mobility(lk)["mobility"] == 1
+    m = L.simulate(lk)  # a full turn of the input shaft, 2° steps
+    assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
+    X = np.asarray(m.coords)
+    beta = np.radians(30.0)
+    z2 = np.array([np.sin(beta), 0.0, np.cos(beta)])
+    phi1 = np.asarray(m.inputs)
+    e1 = np.c_[np.cos(phi1), np.sin(phi1), np.zeros_like(phi1)]
+    e2 = np.cross(z2, e1)
+    e2 /= np.linalg.norm(e2, axis=1, keepdims=True)
+    got = X[:, lk.joint("C.axis.output")] - X[:, lk.joint("C")]
+    got /= np.linalg.norm(got, axis=1, keepdims=True)
+    assert np.max(np.abs(got - e2)) <= 1e-10
+    phi2 = np.arctan2(got @ np.cross(z2, [0.0, 1.0, 0.0]), got @ np.array([0.0, 1.0, 0.0]))
+    away = np.abs(np.cos(phi1)) > 0.1  # where tan φ1 is finite
+    assert np.max(np.abs(np.tan(phi2[away]) - np.tan(phi1[away]) / np.cos(beta))) <= 1e-9
+    back = L.Linkage.from_dict(lk.to_dict())
+    assert np.allclose(back.coords, lk.coords, atol=1e-15)
+
+
+def test_universal_joint_axes_must_be_perpendicular_and_name_their_links():
+    spec = json.loads(dm.examples.path("cardan").read_text())
+    spec["joints"]["C"]["axes"]["output"] = [0.1, 1.0, 0.0]
+    with pytest.raises(L.LinkageError, match=r"joints\.C\.axes: a universal joint's two axes must be perpendicular"):
+        L.Linkage.from_dict(spec)
+    spec = json.loads(dm.examples.path("cardan").read_text())
+    spec["joints"]["C"]["axes"] = {"input": [1.0, 0.0, 0.0], "ground": [0.0, 1.0, 0.0]}
+    with pytest.raises(L.LinkageError, match=r"joints\.C: a universal joint joins exactly the two links its 'axes'"):
+        L.Linkage.from_dict(spec)
+
+
+def test_cardan_joint_forces_drive_torque_is_the_reduced_equations():
+    # the universal joint transmits a force and the couple along its axes' normal; the
+    # input torque from every shaft's Newton–Euler balance against M(u), V(u) (Lagrange)
+    lk = dm.examples.cardan()
+    m = L.simulate(lk)  # the Hooke test's program; every 30th input
+    w, alpha = 2.0, 0.5
+    jf = L.joint_forces(lk, m.inputs[::30], w, alpha)
+    assert bool(np.all(jf.converged)) and jf.redundancy == 3
+    for i, th in enumerate(np.asarray(m.inputs[::30])):
+        x = lk.state(m.coords[30 * i])
+        (M, dM), (_, dV) = L.generalised_inertia(lk, x, th), L.potential(lk, x, th)
+        want = float(M * alpha + 0.5 * dM * w**2 + dV)
+        assert abs(float(jf.torque[i]) - want) <= 1e-9 * max(1.0, abs(want)), (th, float(jf.torque[i]), want)

@@ -709,6 +709,7 @@ class _Reactions(eqx.Module):
     n_equations: int = eqx.field(static=True)
     sphere: bool = eqx.field(static=True, default=False)
     axes: tuple = eqx.field(static=True, default=())  # (spatial R joint, its axis point)
+    crosses: tuple = eqx.field(static=True, default=())  # (U joint, its two axis points)
 
     @property
     def redundancy(self) -> int:
@@ -730,10 +731,17 @@ def _reaction_plan(lk: Linkage, body: _Inertial) -> _Reactions:
         for j, t in enumerate(lk.types)
         if lk.geometry == "spatial" and t == "R"
     )
-    size = {j: 5 for j, _ in axes}
+    # a universal joint: its force and the moment along the normal of its two axes (4)
+    crosses = tuple(
+        (j, *(lk.names.index(f"{lk.names[j]}{_schema.AXIS_SUFFIX}.{lk.link_names[k]}") for k in holders))
+        for j, t in enumerate(lk.types)
+        if t == "U"
+        for holders in [[k for k, members in enumerate(lk.links) if j in members]]
+    )
+    size = {j: 5 for j, _ in axes} | {j: 4 for j, *_ in crosses}
     for j, t in enumerate(lk.types):
         holders = tuple(k for k, members in enumerate(lk.links) if j in members)
-        if t in ("R", "S") or (sphere and t == "P"):
+        if t in ("R", "S", "U") or (sphere and t == "P"):
             pins.append((j, holders))
             pairs += [(j, k) for k in holders]
         elif t == "P":
@@ -757,6 +765,7 @@ def _reaction_plan(lk: Linkage, body: _Inertial) -> _Reactions:
         n_equations=width * len(bodies) - body.n_rods,
         sphere=sphere,
         axes=axes,
+        crosses=crosses,
     )
 
 
@@ -788,6 +797,11 @@ def _pin_wrenches(X, j, plan: "_Reactions"):
         zero = jnp.zeros(3, X.dtype)
         forces = [_wrench(X[j, :3], f) for f in jnp.eye(3, dtype=X.dtype)]
         return forces + [jnp.concatenate([zero, t]) for t in _normals(X[axis, :3] - X[j, :3])]
+    cross_ = {c: (a, b) for c, a, b in plan.crosses}.get(j)
+    if cross_ is not None:  # a universal joint: forces through it, the couple along its axes' normal
+        n = unit(jnp.cross(X[cross_[0], :3] - X[j, :3], X[cross_[1], :3] - X[j, :3]))
+        forces = [_wrench(X[j, :3], f) for f in jnp.eye(3, dtype=X.dtype)]
+        return forces + [jnp.concatenate([jnp.zeros(3, X.dtype), n])]
     if not plan.sphere:
         return [_wrench(X[j, :3], f) for f in jnp.eye(3, dtype=X.dtype)]
     zero = jnp.zeros(3, X.dtype)

@@ -277,6 +277,23 @@ class SpaceCarried(Equation):
         return (X[d] - X[a] - kk[:, :1] * e1 - kk[:, 1:2] * e2 - kk[:, 2:] * jnp.cross(e1, e2)).reshape(-1)
 
 
+class Perpendicular(Equation):
+    """Spatial: a universal joint's two axes stay perpendicular, `(a − c)·(b − c)/ℓ` with
+    `c` the joint and `a`, `b` its axis points (one in each link), `ℓ` their distance."""
+
+    width, rows = 3, 1
+
+    @staticmethod
+    def constants(C0, idx, sl):
+        c, a, b = idx.T
+        return jnp.sqrt(_distance0(C0, c, a, sl) * _distance0(C0, c, b, sl))
+
+    @staticmethod
+    def residual(X, idx, ell, u, sl):
+        c, a, b = idx.T
+        return dot(X[a] - X[c], X[b] - X[c]) / ell
+
+
 class Actuator(Equation):
     """The input actuator: the distance between its joints grows by `u` (Section 4.6)."""
 
@@ -306,6 +323,7 @@ EQUATIONS: dict[str, type[Equation]] = {
     "scarry": SphereCarried,
     "scarry2": SphereShared,
     "tcarry": SpaceCarried,
+    "perp": Perpendicular,
     "unit": Unit,
     "act": Actuator,
 }

@@ -103,7 +103,7 @@ class _Topology:
 
     def members(self, link):
         """(points, lines) of a link, tracers excluded, points first."""
-        pts = [j for j in self.links[link] if self.types[j] in ("R", "S", _schema.AXIS)]
+        pts = [j for j in self.links[link] if self.types[j] in ("R", "S", "U", _schema.AXIS)]
         lns = [j for j in self.links[link] if self.types[j] == "P"]
         return pts, lns
 
@@ -133,6 +133,10 @@ def _frame_of(topo: _Topology, link: int):
         el = pts + lns
         return ("ss", el[0], el[1]) if len(el) >= 2 else None
     return ("ppp", pts[0], pts[1], pts[2]) if len(pts) >= 3 else None
+
+
+def _holders(topo: _Topology, j: int) -> list[int]:
+    return [k for k, members in enumerate(topo.links) if j in members]
 
 
 @functools.lru_cache(maxsize=256)
@@ -216,6 +220,11 @@ def _compile(topo: _Topology, names: tuple, link_names: tuple) -> _Plan:
             gauge = t == "P" or topo.geometry == "spherical"
             if gauge and t != "tracer" and not known[j] and j not in carried:
                 eq["unit"].append((j,))
+    for j, t in enumerate(topo.types):  # a universal joint's axes stay perpendicular
+        if t == "U":
+            a, b = (names.index(f"{names[j]}{_schema.AXIS_SUFFIX}.{link_names[k]}") for k in _holders(topo, j))
+            if not (known[j] and known[a] and known[b]):
+                eq["perp"].append((j, a, b))
     for kind, _, joints in topo.inputs:
         if kind == "actuator":
             eq["act"].append(joints)
@@ -440,6 +449,10 @@ class Linkage(eqx.Module):
             joints[n] = {"type": t, "coords": [float(v) for v in row[:w]]}
             if self.geometry == "spatial" and t == "R":
                 joints[n]["axis"] = [float(v) for v in C[index[n + _schema.AXIS_SUFFIX]] - row]
+            if t == "U":
+                held = [self.link_names[k] for k in _holders(self.topology, index[n])]
+                axis_row = {ln: C[index[f"{n}{_schema.AXIS_SUFFIX}.{ln}"]] for ln in held}
+                joints[n]["axes"] = {ln: [float(v) for v in axis_row[ln] - row] for ln in held}
 
         def one(kind, link, joints):
             if kind == "actuator":

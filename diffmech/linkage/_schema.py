@@ -27,7 +27,7 @@ KEYS = (
 LOADS = ("spring", "damper", "force", "torque")
 LINK_KEYS = ("joints", "mass", "com", "inertia")
 INPUTS = ("revolute", "prismatic", "actuator")
-JOINT_TYPES = {"planar": ("R", "P", "tracer"), "spherical": ("R", "P", "tracer"), "spatial": ("R", "S", "tracer")}
+JOINT_TYPES = {"planar": ("R", "P", "tracer"), "spherical": ("R", "P", "tracer"), "spatial": ("R", "S", "U", "tracer")}
 # A spatial revolute joint is a point and an axis (natural coordinates: a point and a unit
 # vector shared by its two links). The axis is held as a second point on it, `AXIS_SUFFIX`
 # appended to the joint's name, of type "axis", one `axis_length` along the unit axis
@@ -74,19 +74,37 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
     allowed = JOINT_TYPES[geometry]
     names, types, rows = [], [], []
     axes = {}  # spatial R joint -> its axis direction
+    u_axes = {}  # spatial U joint -> {link: the axis fixed in that link}
     for name, j in joints.items():
         kind = j.get("type") if isinstance(j, dict) else None
         if kind not in allowed:
             raise LinkageError(f"joints.{name}.type: a {geometry} joint is one of {allowed}; got {kind!r}")
-        extra = sorted(set(j) - {"type", "coords", "axis"})
+        extra = sorted(set(j) - {"type", "coords", "axis", "axes"})
         if extra:
             raise LinkageError(
-                f"joints.{name}: unknown key {extra[0]!r} (allowed: 'type', 'coords', and 'axis' for a spatial R)"
+                f"joints.{name}: unknown key {extra[0]!r} (allowed: 'type', 'coords', 'axis' for a spatial R, "
+                "'axes' for a U)"
             )
         if str(name).endswith(AXIS_SUFFIX):
             raise LinkageError(
                 f"joints.{name}: a joint name may not end in {AXIS_SUFFIX!r} (the name of an R joint's axis)"
             )
+        if geometry == "spatial" and kind == "U":
+            raw_axes = j.get("axes")
+            if not (isinstance(raw_axes, dict) and len(raw_axes) == 2):
+                raise LinkageError(
+                    f"joints.{name}.axes: a universal joint needs {{LINK: [ax, ay, az], LINK: [...]}}, the axis fixed "
+                    f"in each of its two links; got {raw_axes!r}"
+                )
+            u_axes[str(name)] = {str(k): _axis(f"{name}.axes.{k}", v) for k, v in raw_axes.items()}
+            e1, e2 = u_axes[str(name)].values()
+            if abs(float(e1 @ e2)) > 1e-9:
+                raise LinkageError(
+                    f"joints.{name}.axes: a universal joint's two axes must be perpendicular; they are "
+                    f"{np.degrees(np.arccos(np.clip(e1 @ e2, -1, 1))):.6g}° apart"
+                )
+        elif "axes" in j:
+            raise LinkageError(f"joints.{name}.axes: only a spatial universal (U) joint has axes; this is a {kind}")
         if geometry == "spatial" and kind == "R":
             axes[str(name)] = _axis(name, j.get("axis"))
         elif "axis" in j:
@@ -131,13 +149,19 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         names.append(str(name))
         types.append(kind)
         rows.append(c)
-    if axes:
-        # each spatial R joint's axis point, after every joint, in the joints' order
+    if axes or u_axes:
+        # each spatial R joint's axis point, after every joint, in the joints' order; a U
+        # joint's two (one in each of its links, named after the link)
         length = axis_length(np.array([r for r, t in zip(rows, types) if t != "tracer"]))
         for name, a in axes.items():
             names.append(name + AXIS_SUFFIX)
             types.append(AXIS)
             rows.append(rows[names.index(name)] + length * a)
+        for name, per_link in u_axes.items():
+            for link, a in per_link.items():
+                names.append(f"{name}{AXIS_SUFFIX}.{link}")
+                types.append(AXIS)
+                rows.append(rows[names.index(name)] + length * a)
     index = {n: i for i, n in enumerate(names)}
     link_names, link_tuples, inertial = [], [], []
     for lname, members in links.items():
@@ -159,6 +183,9 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         if len(set(idx)) != len(idx):
             raise LinkageError(f"links.{lname}: a joint is listed twice: {list(members)}")
         idx += tuple(index[m + AXIS_SUFFIX] for m in members if m in axes)
+        idx += tuple(index[f"{m}{AXIS_SUFFIX}.{lname}"] for m in members if lname in u_axes.get(m, {}))
+        if geometry == "spatial":
+            idx = _frame_first(idx, types, rows)
         if sum(types[i] not in ("tracer", AXIS) for i in idx) < 2:
             raise LinkageError(
                 f"links.{lname}: a link needs two or more joints (tracers not counted); got {list(members)}"
@@ -174,8 +201,13 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         holders = [link_names[k] for k, lk in enumerate(link_tuples) if j in lk]
         if kind == "tracer" and len(holders) != 1:
             raise LinkageError(f"joints.{names[j]}: a tracer belongs to exactly one link; it is in {holders}")
-        if kind != "tracer" and len(holders) < 2:
+        if kind not in ("tracer", AXIS) and len(holders) < 2:
             raise LinkageError(f"joints.{names[j]}: a joint connects two or more links; it is in {holders}")
+        if kind == "U" and (len(holders) != 2 or set(holders) != set(u_axes[names[j]])):
+            raise LinkageError(
+                f"joints.{names[j]}: a universal joint joins exactly the two links its 'axes' name "
+                f"({sorted(u_axes[names[j]])}); it is in {holders}"
+            )
     inputs = _parse_inputs(spec["input"], geometry, names, types, link_names, link_tuples, g)
     (in_kind, in_link, in_joints), more = inputs[0], tuple(inputs[1:])
     sim = spec.get("simulation", {}) or {}
@@ -302,6 +334,24 @@ def _loads(loads, geometry, names, types, index, link_names, link_tuples, rows) 
         load_index=tuple(idx),
         load_params=jnp.asarray(np.asarray(params, dtype=float).reshape(-1, 3)),
     )
+
+
+def _frame_first(idx, types, rows):
+    """A spatial link's joints with three non-collinear points first (its frame): the
+    description's order where its first three points already are (a shaft's joints may
+    all lie on its axis: then a U joint's cross axis point comes forward)."""
+    pts = [i for i in idx if types[i] not in ("tracer", "P")]
+    for a in range(len(pts)):
+        for b in range(a + 1, len(pts)):
+            for c in range(b + 1, len(pts)):
+                p, q, r = (np.asarray(rows[k], float) for k in (pts[a], pts[b], pts[c]))
+                size = max(np.linalg.norm(q - p) * np.linalg.norm(r - p), 1e-300)
+                if np.linalg.norm(np.cross(q - p, r - p)) > 1e-9 * size:
+                    if (a, b, c) == (0, 1, 2):
+                        return idx  # the description's order
+                    first = (pts[a], pts[b], pts[c])
+                    return first + tuple(i for i in idx if i not in first)
+    return idx
 
 
 def _axis(name, raw) -> np.ndarray:

@@ -59,10 +59,9 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore
         "mechanism cannot reach it (a motion its degrees of freedom do not allow)."
     )
     redundancy_lost = (
-        "The closure is solved on the independent equations chosen at the initial "
-        "configuration, but the redundant ones do not hold: the over-constrained "
-        "linkage's special geometry (Bennett's, parallel axes) is lost, so it is rigid or "
-        "has left the motion its redundancy allows."
+        "The closure's least-squares equations are solved, but not every equation "
+        "holds: the over-constrained linkage's special geometry (Bennett's, parallel "
+        "axes) is lost, so it is rigid or has left the motion its redundancy allows."
     )
     singular_configuration = (
         "A singular configuration: the Jacobian is singular here (a closure Jacobian, "

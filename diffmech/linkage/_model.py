@@ -374,26 +374,25 @@ class Linkage(eqx.Module):
         """An over-constrained description must close at its initial configuration,
         its input must determine it (`∂Φ/∂x` of full column rank) and move it (the
         rank of `[∂Φ/∂x, ∂Φ/∂u]` no more than the unknowns: mobility 1)."""
+        from ._simulate import _jacobians, _rank_info  # the rank test `mobility` uses
+
         x, u = self.x0(), self.zero_input()
-        prep = _prepare(self)
-        r = np.asarray(_full_residual(x, u, prep))
-        Jx = np.asarray(jax.jacfwd(_full_residual)(x, u, prep))
-        Ju = np.asarray(jax.jacfwd(_full_residual, argnums=1)(x, u, prep))
+        r = np.asarray(_full_residual(x, u, _prepare(self)))
+        Jx, Ju = _jacobians(x, u, self)
         m, n = Jx.shape
         if not np.all(np.abs(r) <= 1e-10):
             raise LinkageError(
                 f"linkage {self.name!r}: the initial configuration violates its own constraints "
                 f"(max residual {np.abs(r).max():.2e} > 1e-10)"
             )
-        s_all = np.linalg.svd(np.c_[Jx, Ju], compute_uv=False)
-        rank_x = int(np.sum(np.linalg.svd(Jx, compute_uv=False) > 1e-9 * s_all[0]))
-        rank = int(np.sum(s_all > 1e-9 * s_all[0]))
+        info = _rank_info(Jx, Ju, 1e-9)
+        rank_x, rank = info["rank_x"], info["rank"]
         if rank_x < n or rank > n:
             what = (
                 "rigid: the input cannot move it (mobility 0); its special geometry (Bennett's, parallel axes) "
                 "is not met"
                 if rank > n
-                else f"not determined by its input (mobility {n + 1 - rank})"
+                else f"not determined by its input (mobility {info['mobility']})"
             )
             raise LinkageError(
                 f"linkage {self.name!r}: {m} rigidity equations for {n} unknown coordinates, of rank {rank_x} "

@@ -55,14 +55,10 @@ def solve(lk: Linkage, u, guess: Float[Array, " n"] | None = None, *, throw: boo
         x0 = jnp.asarray(guess, x0.dtype)
     prep = _prepare(lk)
     sol = _closure.root(_residual, jax.lax.stop_gradient(x0), u, prep, throw=False)
-    if lk.over_constrained:  # an over-constrained linkage: its redundant equations must hold too
-        full = jnp.max(jnp.abs(_full_residual(sol.value, u, prep)))
-        bad = sol.converged & ~(full <= REDUNDANT_TOL)
-        sol = eqx.tree_at(
-            lambda s: (s.result, s.residual),
-            sol,
-            (RESULTS.where(bad, RESULTS.redundancy_lost, sol.result), jnp.where(bad, full, sol.residual)),
-        )
+    if lk.over_constrained:  # its redundant equations must hold too (`_certified`, one sample)
+        one = jnp.asarray(sol.converged)[None], as_results(code(sol.result)[None]), sol.residual[None]
+        _, status, res = _certified(lk, prep, sol.value[None], u[None], *one)
+        sol = eqx.tree_at(lambda s: (s.result, s.residual), sol, (as_results(code(status)[0]), res[0]))
     return sol.check(throw, f"linkage {lk.name!r}: solve", u)
 
 

@@ -10,7 +10,7 @@ from .linkage._model import Linkage
 
 _DATA = Path(__file__).parent / "linkage" / "data"
 NAMES = ("fourbar", "stephenson2", "theo_jansen", "spherical_rrpr", "spherical_watt1", "ss5")
-SPATIAL = ("rssr", "bennett", "cardan")
+SPATIAL = ("rssr", "rscr", "bennett", "cardan")
 SEVERAL_INPUTS = ("five_bar", "delta", "double_wishbone")
 
 
@@ -69,6 +69,14 @@ def rssr() -> Linkage:
     coupler B–C, and a rocker turning about a y-parallel axis through D, the two
     axes skew; driven at the crank (a full turn), with mass properties and gravity."""
     return load("rssr")
+
+
+def rscr() -> Linkage:
+    """Spatial RSCR four-bar: the RSSR's crank, a coupler that turns about and slides
+    along an axis carried by the rocker (a cylindrical joint), and a rocker turning
+    about a y-parallel axis; driven at the crank (a full turn), with mass properties
+    and gravity."""
+    return load("rscr")
 
 
 def bennett() -> Linkage:

@@ -77,8 +77,16 @@ def test_several_inputs_are_named_when_missing_or_of_the_wrong_width():
         jax.jit(lambda v: L.simulate_functional(lk, v))(jnp.zeros(4))  # inside a program too
     with pytest.raises(ValueError, match=r"`udot` must be a scalar or one value per input, shape \(2,\)"):
         L.rates(lk, lk.x0(), jnp.zeros(2), jnp.ones(3))
-    with pytest.raises(ValueError, match=r"has 2 inputs; the dynamics and joint forces take one-input"):
-        L.simulate_dynamics(lk, 0.0, 1.0)
+    with pytest.raises(
+        ValueError, match=r"`u0` must be a scalar or one value per input \(2,\) for 'five_bar'; got shape \(3,\)"
+    ):
+        L.simulate_dynamics(lk, np.zeros(3), np.zeros(2), 1.0)
+    with pytest.raises(
+        ValueError, match=r"`u` must be a finite non-empty \(N, 2\) array of inputs; got shape \(4, 3\)"
+    ):
+        L.joint_forces(lk, np.zeros((4, 3)))
+    with pytest.raises(ValueError, match=r"`udot` must be a finite scalar, \(2,\) or an array of `u`'s shape"):
+        L.joint_forces(lk, np.zeros((4, 2)), np.ones(3))
     spec = json.loads(json.dumps(SPEC))
     spec["inputs"][1] = {"type": "revolute", "link": "crank1", "joint": "A"}
     with pytest.raises(L.LinkageError, match=r"inputs\[1\]: drives the same link crank1 as inputs\[0\]"):
@@ -158,3 +166,122 @@ def test_link_pose_carries_every_point_of_the_link_and_the_delta_platform_only_t
     assert np.max(np.abs(np.asarray(pd) - (np.asarray(md.coords)[:, delta.joint("T")] - T0))) <= 1e-11
     with pytest.raises(ValueError, match=r"link 'rod1a' has no frame"):
         L.link_pose(delta, md, "rod1a")
+
+
+# --------------------------------------------------------------------------- dynamics with several inputs
+
+
+def _slope(f, x, h):
+    """`∂f/∂x` `(…, k)` by fourth-order central differences along each input."""
+    cols = []
+    for e in np.eye(len(x)):
+        cols.append((8 * (f(x + h * e) - f(x - h * e)) - (f(x + 2 * h * e) - f(x - 2 * h * e))) / (12 * h))
+    return np.stack(cols, axis=-1)
+
+
+def five_bar_bodies(u):
+    """Each moving link's centre of mass and angle at crank turns `u` (2,), from the
+    circle intersection: uniform rods, centres at the middles of their joints."""
+    P = {k: np.array(v["coords"], float) for k, v in SPEC["joints"].items()}
+
+    def turn(p, centre, t):
+        d = p - centre
+        return centre + np.array([np.cos(t) * d[0] - np.sin(t) * d[1], np.sin(t) * d[0] + np.cos(t) * d[1]])
+
+    B, D, C = turn(P["B"], P["A"], u[0]), turn(P["D"], P["E"], u[1]), five_bar_closed_form(u[None])[0]
+    ends = {"crank1": (P["A"], B), "left": (B, C), "right": (C, D), "crank2": (D, P["E"])}
+    return {k: ((a + b) / 2, np.arctan2(b[1] - a[1], b[0] - a[0])) for k, (a, b) in ends.items()}
+
+
+def five_bar_lagrangian_torques(u, udot, uddot):
+    """τ = M(u) ü + Ṁ u̇ − ½ ∇(u̇ᵀ M u̇) + ∇V of the five-bar from `five_bar_bodies`
+    (M = Σ m J_cᵀ J_c + I J_φᵀ J_φ, every derivative by central differences)."""
+    links, g = SPEC["links"], np.array(SPEC["gravity"])
+
+    def inertia(q):
+        M = np.zeros((2, 2))
+        for k in ("crank1", "left", "right", "crank2"):
+            Jc = _slope(lambda s: five_bar_bodies(s)[k][0], q, 1e-4)
+            Jp = _slope(lambda s: np.atleast_1d(five_bar_bodies(s)[k][1]), q, 1e-4)
+            M += links[k]["mass"] * Jc.T @ Jc + links[k]["inertia"] * Jp.T @ Jp
+        return M
+
+    def potential(q):
+        return np.atleast_1d(-sum(links[k]["mass"] * g @ c for k, (c, _) in five_bar_bodies(q).items()))
+
+    dM = _slope(inertia, u, 1e-3)  # dM[j, l, i] = ∂M_jl/∂u_i
+    h = np.einsum("jli,i,l->j", dM, udot, udot) - 0.5 * np.einsum("jli,j,l->i", dM, udot, udot)
+    return inertia(u) @ uddot + h + _slope(potential, u, 1e-3)[0]
+
+
+def test_five_bar_drive_torques_and_free_motion_with_two_inputs():
+    # the two motor torques from the Newton–Euler balances against Lagrange's equations
+    # written from the circle intersection; the free fall of the five-bar released with
+    # both cranks turning keeps its energy, and the kinetostatics of its motion need no
+    # torque (the reduced k×k equations and the balances agree)
+    lk = dm.examples.five_bar()
+    U = np.array([[0.0, 0.0], [0.2, -0.1], [-0.15, 0.25]])
+    udot, uddot = np.array([[1.0, -0.5], [0.3, 0.8], [-1.2, 0.4]]), np.array([[0.3, 0.2], [-1.0, 0.5], [0.0, 2.0]])
+    jf = L.joint_forces(lk, U, udot, uddot)
+    assert jf.torque.shape == (3, 2) and bool(np.all(jf.converged))
+    for i in range(3):
+        want = five_bar_lagrangian_torques(U[i], udot[i], uddot[i])
+        np.testing.assert_allclose(np.asarray(jf.torque[i]), want, rtol=1e-6, atol=1e-7, err_msg=str(i))
+    sim = L.simulate_dynamics(lk, np.zeros(2), np.array([1.0, -0.5]), 0.1, saveat=np.linspace(0, 0.1, 6))
+    assert sim.u.shape == (6, 2) and bool(np.all(sim.converged)) and float(np.max(sim.residual)) <= 1e-10
+    assert float(sim.energy_error) <= 1e-8
+    # the accelerations along the free motion by differences of the saved rates: no torque
+    h = 1e-5
+    ends = L.simulate_dynamics(
+        lk, np.zeros(2), np.array([1.0, -0.5]), 0.05 + h, saveat=np.array([0.05 - h, 0.05, 0.05 + h])
+    )
+    acc = (np.asarray(ends.udot[2]) - np.asarray(ends.udot[0])) / (2 * h)
+    free = L.joint_forces(lk, ends.u[1:2], ends.udot[1:2], acc[None])
+    assert float(np.max(np.abs(np.asarray(free.torque)))) <= 1e-5
+
+
+def delta_potential(u):
+    """The delta robot's potential energy at arm turns `u` (3,) from the three-sphere
+    closed form: the arms turn about their axes, the platform translates, each rod's
+    centre at the middle of its ends."""
+    spec = json.loads(dm.examples.path("delta").read_text())
+    J = {k: np.array(v["coords"], float) for k, v in spec["joints"].items()}
+    links, g = spec["links"], np.array(spec["gravity"])
+    p = delta_closed_form(u[None])[0]
+    V = -links["platform"]["mass"] * g @ (p + np.array(links["platform"]["com"]) - J["T"])
+    for n in (1, 2, 3):
+        A, t = J[f"A{n}"], np.array(spec["joints"][f"A{n}"]["axis"], float)
+        t = t / np.linalg.norm(t)
+        K = np.array([[0, -t[2], t[1]], [t[2], 0, -t[0]], [-t[1], t[0], 0]])
+        R = np.eye(3) + np.sin(u[n - 1]) * K + (1 - np.cos(u[n - 1])) * K @ K
+        V -= links[f"arm{n}"]["mass"] * g @ (A + R @ (np.array(links[f"arm{n}"]["com"]) - A))
+        for s in "ab":
+            top, bottom = A + R @ (J[f"U{n}{s}"] - A), p + J[f"P{n}{s}"] - J["T"]
+            V -= links[f"rod{n}{s}"]["mass"] * g @ (top + bottom) / 2
+    return np.atleast_1d(V)
+
+
+def test_delta_holding_torques_are_the_potentials_slope():
+    # three inputs in space: the torques that hold the delta robot still are ∇V, V from
+    # the three-sphere closed form
+    lk = dm.examples.delta()
+    U = np.array([[0.0, 0.0, 0.0], [0.2, -0.1, 0.05], [-0.1, 0.3, 0.2]])
+    jf = L.joint_forces(lk, U)
+    assert jf.torque.shape == (3, 3) and bool(np.all(jf.converged))
+    for i in range(3):
+        want = _slope(delta_potential, U[i], 1e-3)[0]
+        np.testing.assert_allclose(np.asarray(jf.torque[i]), want, rtol=1e-7, atol=1e-9, err_msg=str(i))
+
+
+def test_motion_rates_and_joint_forces_take_a_motion_with_several_inputs():
+    # a motion's rates for both cranks turning (k,) against the closed form's central
+    # differences; joint_forces reads the motion's inputs
+    lk = dm.examples.five_bar()
+    U = np.array([[0.0, 0.0], [0.2, -0.1], [-0.15, 0.25]])
+    m = L.simulate(lk, inputs=U)
+    w = np.array([0.7, -1.3])
+    vel, _ = L.motion_rates(lk, m, w)
+    h = 1e-6
+    fd = (five_bar_closed_form(U + h * w) - five_bar_closed_form(U - h * w)) / (2 * h)
+    assert np.max(np.abs(np.asarray(vel)[:, lk.joint("C"), :2] - fd)) <= 1e-8
+    np.testing.assert_array_equal(np.asarray(L.joint_forces(lk, m).torque), np.asarray(L.joint_forces(lk, U).torque))

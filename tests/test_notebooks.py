@@ -196,6 +196,8 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert c["rssr_residual"] <= 1e-10 and c["bennett_relation"] <= 1e-10
         assert "over-constrained and rigid" in c["rigid_error"]
         assert c["several_inputs_closed"] is True
+        assert c["rscr_residual"] <= 1e-10 and c["rscr_axial"] <= 1e-12  # a C joint: no axial force or moment
+        assert c["five_bar_energy_error"] <= 1e-8
         assert c["toe_gradient_vs_fd"] < 1e-6
     if path.name.startswith("07_"):
         from test_synthesis import _poses, check_five_pose_motion_generation

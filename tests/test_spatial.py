@@ -146,7 +146,7 @@ def test_free_over_constrained_motion_keeps_its_energy_balance():
     "change, message",
     [
         (lambda s: s["joints"]["A"].update(axis=[0.0, 0.0, 0.0]), r"joints\.A\.axis: the axis .* has zero length"),
-        (lambda s: s["joints"]["A"].pop("axis"), r"joints\.A\.axis: a spatial revolute joint needs its axis"),
+        (lambda s: s["joints"]["A"].pop("axis"), r"joints\.A\.axis: a spatial R, P or C joint needs its axis"),
         (lambda s: s["joints"]["B"].update(axis=[1.0, 0.0, 0.0]), r"joints\.B\.axis: only a spatial revolute"),
         (lambda s: s["joints"]["A"].update(axis=[0.0, "z", 1.0]), r"joints\.A\.axis: 3 finite numbers"),
         (
@@ -158,7 +158,7 @@ def test_free_over_constrained_motion_keeps_its_energy_balance():
                 s["links"].update(ground=["A", "D", "B"]),
                 s.update(input={"type": "revolute", "link": "coupler", "joint": "B"}),
             ),
-            r"input: a spatial linkage is driven by an actuator .* B is an S joint",
+            r"input: a spatial linkage is driven by an actuator .* B is a joint of type S",
         ),
     ],
 )
@@ -175,7 +175,10 @@ def test_bad_spatial_revolute_descriptions_name_the_item(change, message):
 def test_bennett_moves_as_bennetts_closed_form_says_though_kutzbach_counts_minus_two():
     lk = dm.examples.bennett()
     mob = L.mobility(lk)
-    assert (mob["mobility"], mob["redundant"], lk.counts()["equations"], lk.counts()["unknowns"]) == (1, 5, 11, 6)
+    # the moving joint J3 and its axis point (6 unknowns); each moving link's 5 equations
+    # (two fixed points: one freedom each); 3 redundant by Kutzbach's count, 1 because both
+    # links hold J3's axis point at its distance
+    assert (mob["mobility"], mob["redundant"], lk.counts()["equations"], lk.counts()["unknowns"]) == (1, 4, 10, 6)
     m = L.simulate(lk)  # a full turn of the crank
     assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
     C = np.asarray(m.coords)
@@ -383,3 +386,255 @@ def test_cardan_joint_forces_drive_torque_is_the_reduced_equations():
         (M, dM), (_, dV) = L.generalised_inertia(lk, x, th), L.potential(lk, x, th)
         want = float(M * alpha + 0.5 * dM * w**2 + dV)
         assert abs(float(jf.torque[i]) - want) <= 1e-9 * max(1.0, abs(want)), (th, float(jf.torque[i]), want)
+
+
+# --------------------------------------------------------------------------- P and C joints
+
+RSCR = json.loads(dm.examples.path("rscr").read_text())
+
+
+def _newton(g, x, tol=1e-15):
+    """A scalar root of `g` near `x` (secant steps)."""
+    for _ in range(60):
+        h = 1e-7
+        step = g(x) * 2 * h / (g(x + h) - g(x - h))
+        x -= step
+        if abs(step) < tol:
+            break
+    return x
+
+
+def rscr_poses(theta, phi=None):
+    """The RSCR's links' poses `{link: (R, com)}` (R from the description's
+    configuration) at crank angle θ, from its closure condition alone: the crank's
+    point B at the constant distance h from the rocker's C axis line (the coupler turns
+    about and slides along that line, so that is all the C joint asks), solved for the
+    rocker angle φ by continuation from θ = 0 (or from `phi`); the coupler's pose from
+    that line and B. Returns the poses and φ."""
+    j, links = RSCR["joints"], RSCR["links"]
+    A, B0, C0, D = (np.array(j[n]["coords"]) for n in "ABCD")
+    a, c, d = (np.array(j[n]["axis"]) / np.linalg.norm(j[n]["axis"]) for n in "ACD")
+
+    def line(p):  # the rocker's C axis: a point and its direction
+        return D + _rot(d, p) @ (C0 - D), _rot(d, p) @ c
+
+    def crank(t):
+        return A + _rot(a, t) @ (B0 - A)
+
+    h = np.linalg.norm(np.cross(B0 - C0, c))
+
+    def gap(t, p):
+        P, e = line(p)
+        return np.linalg.norm(np.cross(crank(t) - P, e)) - h
+
+    if phi is None:
+        phi = 0.0
+        for t in np.linspace(0.0, theta, 60)[1:]:
+            phi = _newton(lambda p: gap(t, p), phi)
+    phi = _newton(lambda p: gap(theta, p), phi)
+
+    def coupler_frame(t, p):  # the foot F of B on the line, and the frame (line, to B, their normal)
+        P, e = line(p)
+        B = crank(t)
+        F = P + ((B - P) @ e) * e
+        n = (B - F) / np.linalg.norm(B - F)
+        return F, np.stack([e, n, np.cross(e, n)], axis=1)
+
+    F0, R0 = coupler_frame(0.0, 0.0)
+    F, R = coupler_frame(theta, phi)
+    Rc = R @ R0.T
+    com = {k: np.array(links[k]["com"]) for k in ("crank", "coupler", "rocker")}
+    return {
+        "crank": (_rot(a, theta), A + _rot(a, theta) @ (com["crank"] - A)),
+        "coupler": (Rc, F + Rc @ (com["coupler"] - F0)),
+        "rocker": (_rot(d, phi), D + _rot(d, phi) @ (com["rocker"] - D)),
+    }, phi
+
+
+def rscr_energy_terms(theta):
+    """M(θ), M′(θ), V′(θ) of the RSCR from `rscr_poses` by central differences: the
+    kinetic energy ½ M θ̇² with M = Σ m |ċ|² + ωᵀ R I Rᵀ ω per unit θ̇."""
+    links, g = RSCR["links"], np.array(RSCR["gravity"])
+    _, phi = rscr_poses(theta)
+
+    def slope(f, t, h):  # the fourth-order central difference
+        return (8 * (f(t + h) - f(t - h)) - (f(t + 2 * h) - f(t - 2 * h))) / (12 * h)
+
+    def inertia(t):
+        here, _ = rscr_poses(t, phi)
+        M = 0.0
+        for k, (R, _) in here.items():
+            W = slope(lambda s: rscr_poses(s, phi)[0][k][0], t, 1e-4) @ R.T
+            w = np.array([W[2, 1], W[0, 2], W[1, 0]])
+            v = slope(lambda s: rscr_poses(s, phi)[0][k][1], t, 1e-4)
+            M += links[k]["mass"] * v @ v + w @ R @ np.array(links[k]["inertia"]) @ R.T @ w
+        return M
+
+    def potential(t):
+        return -sum(links[k]["mass"] * g @ c for k, (_, c) in rscr_poses(t, phi)[0].items())
+
+    return inertia(theta), slope(inertia, theta, 1e-3), slope(potential, theta, 1e-3)
+
+
+def test_rscr_follows_its_closure_condition_and_its_drive_torque_is_the_lagrangians():
+    # the cylindrical joint: the rocker's angle against the closure condition written
+    # from the file (B at its distance from the rocker's C axis), every link's pose
+    # against the closed form; the motor torque from the Newton–Euler balances (the C
+    # joint's reactions: no force along its axis, no couple about it) against the
+    # reduced equation τ = M θ̈ + ½ M′ θ̇² + V′ of that closed form
+    lk = dm.examples.rscr()
+    assert L.mobility(lk)["mobility"] == 1 and not lk.over_constrained
+    m = L.simulate(lk)  # a full crank turn
+    assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
+    for i in range(0, 180, 30):
+        th = float(m.inputs[i])
+        want, _ = rscr_poses(th)
+        for link in ("crank", "coupler", "rocker"):
+            R, p = L.link_pose(lk, m, link)
+            np.testing.assert_allclose(np.asarray(R[i]), want[link][0], atol=1e-10, err_msg=(th, link))
+    w, alpha = 2.0, 0.5
+    jf = L.joint_forces(lk, m.inputs[::45], w, alpha)
+    for th, tau in zip(np.asarray(m.inputs[::45]), np.asarray(jf.torque)):
+        M, dM, dV = rscr_energy_terms(th)
+        want = M * alpha + 0.5 * dM * w**2 + dV
+        assert abs(tau - want) <= 1e-6 * max(1.0, abs(want)), (th, tau, want)
+    # each reaction in its joint's frame: the cylinder's on the coupler has no force along
+    # its axis and no moment about it; the R joints' no moment about their axes; the S
+    # joint's no moment about its centre; the frame maps the local force back to the world
+    zero = {("C", "coupler"): [2, 5], ("A", "crank"): [5], ("D", "rocker"): [5], ("B", "coupler"): [3, 4, 5]}
+    for (joint, link), rows in zero.items():
+        local = np.asarray(jf.local(joint, link))
+        scale = np.max(np.abs(local))
+        assert np.max(np.abs(local[:, rows])) <= 1e-12 * scale, (joint, link)
+        i = jf.pairs.index((joint, link))
+        np.testing.assert_allclose(
+            np.einsum("nij,nj->ni", np.asarray(jf.frames[:, i]), local[:, :3]),
+            np.asarray(jf.reaction(joint, link))[:, :3],
+            atol=1e-12 * scale,
+        )
+    e = np.asarray(m.coords[::45, lk.names.index("C.axis")] - m.coords[::45, lk.names.index("C")])
+    np.testing.assert_allclose(
+        np.asarray(jf.frames[:, jf.pairs.index(("C", "coupler")), :, 2]),
+        e / np.linalg.norm(e, axis=1, keepdims=True),
+        atol=1e-14,
+    )
+
+
+def slider_crank_spec(joint="P", driven="crank"):
+    """A spatial slider-crank: a crank about z (radius 1), an S–S rod of length 2.5, a
+    slider on a P (or C) joint along a skew axis through `P`, the rod's joint `C` off
+    that axis; masses (kg) and gravity along −z."""
+    e = np.array([1.0, 0.3, 0.2]) / np.linalg.norm([1.0, 0.3, 0.2])
+    B = np.array([1.0, 0.0, 0.0])
+    P = np.array([2.0, 0.5, 0.8])
+    off = np.array([0.0, 0.3, -0.2])
+    t = 2.5**2 - np.sum((P + off - B) ** 2)  # place C at distance 2.5 from B along the axis
+    b = (P + off - B) @ e
+    C = P + off + (-b + np.sqrt(b * b + t)) * e
+    inp = {"type": "revolute", "link": "crank", "joint": "A"}
+    if driven == "slider":
+        inp = {"type": "prismatic", "link": "slider", "joint": "P"}
+    return (
+        {
+            "name": "rssp",
+            "geometry": "spatial",
+            "joints": {
+                "A": {"type": "R", "coords": [0.0, 0.0, 0.0], "axis": [0.0, 0.0, 1.0]},
+                "B": {"type": "S", "coords": B.tolist()},
+                "C": {"type": "S", "coords": C.tolist()},
+                "P": {"type": joint, "coords": P.tolist(), "axis": e.tolist()},
+            },
+            "links": {
+                "ground": ["A", "P"],
+                "crank": {
+                    "joints": ["A", "B"],
+                    "mass": 0.5,
+                    "com": [0.5, 0.0, 0.0],
+                    "inertia": np.diag([1e-3, 0.04, 0.04]).tolist(),
+                },
+                "rod": {"joints": ["B", "C"], "mass": 0.7, "com": ((B + C) / 2).tolist(), "inertia": 0.36},
+                "slider": {
+                    "joints": ["P", "C"],
+                    "mass": 1.5,
+                    "com": (P + 0.5 * off).tolist(),
+                    "inertia": np.diag([0.01, 0.02, 0.03]).tolist(),
+                },
+            },
+            "ground": "ground",
+            "input": inp,
+            "gravity": [0.0, 0.0, -9.81],
+        },
+        e,
+        C,
+    )
+
+
+def test_spatial_prismatic_joint_slides_without_turning_and_drives_by_its_force():
+    # crank-driven: the slider translates along its axis, by the root of |C + s e − B(θ)| = 2.5
+    spec, e, C0 = slider_crank_spec()
+    lk = L.Linkage.from_dict(spec)
+    assert L.mobility(lk)["mobility"] == 1
+    m = L.simulate(lk)
+    assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
+    th = np.asarray(m.inputs)
+    B = np.stack([np.cos(th), np.sin(th), 0 * th], axis=1)
+    w = C0 - B
+    s = -(w @ e) + np.sqrt((w @ e) ** 2 - np.sum(w * w, axis=1) + 2.5**2)  # the root through s = 0
+    R, p = L.link_pose(lk, m, "slider")
+    np.testing.assert_allclose(np.asarray(R), np.broadcast_to(np.eye(3), R.shape), atol=1e-10)  # it never turns
+    np.testing.assert_allclose(np.asarray(m.coords[:, lk.names.index("C")]), C0 + s[:, None] * e, atol=1e-10)
+    # the same loop with a cylindrical joint: the slider may also turn, one equation short
+    with pytest.raises(L.LinkageError, match="8 rigidity equations for 9 unknown coordinates"):
+        L.Linkage.from_dict(slider_crank_spec("C")[0])
+    # slider-driven: the crank angle from Freudenstein's form of the same equation, and the
+    # input force holding it still the potential's slope along the slide (independent of
+    # the crank: only the rod's and the slider's centres rise, by e_z/2 and e_z per unit s)
+    spec, e, C0 = slider_crank_spec(driven="slider")
+    lk = L.Linkage.from_dict(spec)
+    u = np.linspace(0.0, -0.6, 7)
+    m = L.simulate(lk, inputs=u)
+    assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
+    th = np.unwrap(np.arctan2(m.coords[:, lk.names.index("B"), 1], m.coords[:, lk.names.index("B"), 0]))
+    Cs = C0 + u[:, None] * e
+    lhs = Cs[:, 0] * np.cos(th) + Cs[:, 1] * np.sin(th)
+    np.testing.assert_allclose(lhs, (np.sum(Cs * Cs, axis=1) + 1 - 2.5**2) / 2, atol=1e-10)
+    jf = L.joint_forces(lk, u)
+    want = 9.81 * e[2] * (0.7 / 2 + 1.5)
+    np.testing.assert_allclose(np.asarray(jf.torque), want, rtol=1e-10)
+    # the P joint's reaction on the slider, in its frame: no force along its axis (the
+    # input's own force is the motor's), a moment about it (the turn is locked)
+    local = np.asarray(jf.local("P", "slider"))
+    assert float(np.max(np.abs(local[:, 2]))) <= 1e-12 * np.max(np.abs(local))
+    assert float(np.min(np.abs(local[:, 5]))) > 1e-6
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda s: s["joints"]["P"].pop("axis"), r"joints\.P\.axis: a spatial R, P or C joint needs its axis"),
+        (lambda s: s["links"]["crank"]["joints"].append("P"), r"joints\.P: a prismatic joint joins exactly two links"),
+        (
+            lambda s: (
+                s["links"]["slider"].update(joints=["P", "Q"])
+                or s["joints"].update(Q={"type": "S", "coords": s["joints"]["P"]["coords"]})
+            ),
+            r"link slider slides along a prismatic joint but has no three non-collinear points",
+        ),
+        (
+            lambda s: s["joints"]["P"].update(type="C") or s.update(input={"link": "slider", "joint": "P"}),
+            r"input: a spatial linkage is driven by .* P is a joint of type C \(its turn or its slide alone",
+        ),
+    ],
+)
+def test_bad_prismatic_and_cylindrical_descriptions_name_the_item(change, message):
+    spec = slider_crank_spec()[0]
+    change(spec)
+    with pytest.raises(L.LinkageError, match=message):
+        L.Linkage.from_dict(spec)
+
+
+def test_prismatic_and_cylindrical_linkages_round_trip_through_their_description():
+    for lk in (dm.examples.rscr(), L.Linkage.from_dict(slider_crank_spec(driven="slider")[0])):
+        back = L.Linkage.from_dict(lk.to_dict())
+        assert back.names == lk.names and back.links == lk.links and back.topology == lk.topology
+        np.testing.assert_array_equal(np.asarray(back.coords), np.asarray(lk.coords))

@@ -1,4 +1,4 @@
-"""Dynamics of a one-input planar, spherical or spatial linkage on the closure core (issue 23).
+"""Dynamics of a planar, spherical or spatial linkage on the closure core.
 
 The linkage has one degree of freedom, its input `u`. Every joint's position is an
 exact function of `u` (the closure, solved by Newton), and so are the pose of every
@@ -26,6 +26,11 @@ as a slender rod with no axial inertia (its centre of mass on the axis, its
 transverse moment `I_t`), so the idle spin carries neither energy nor a moment and
 its rotational term is `I_t |ω⊥′|²`, `ω⊥ = e × ė / |e|²` (`e` the rod's axis).
 
+With `k` inputs `u` `(k,)` the same holds with the tangents `∂x/∂u` `(n, k)`: the
+kinetic energy is `½ u̇ᵀ M(u) u̇`, `M = Σ_k m_k J_cᵀ J_c + J_ωᵀ I_k J_ω` `(k, k)`, and
+Lagrange's equations `M ü + Ṁ u̇ − ½ ∇(u̇ᵀ M u̇) + ∇V = Q` (`∂M/∂uᵢ` by a jvp along
+each tangent).
+
 Applied loads (springs, dampers, constant forces and couples) act in every geometry.
 """
 
@@ -43,11 +48,19 @@ from .. import _closure, _linalg
 from .._geometry import cross, dot, perp, unit
 from .._result import RESULTS, AbstractResult, as_results, code, finish, save_status
 from .._screw import vee
-from .._validate import UnknownNameError, as_floats, check_integration, check_scalar, check_shape, is_traced
+from .._validate import (
+    UnknownNameError,
+    as_floats,
+    check_finite,
+    check_integration,
+    check_scalar,
+    check_shape,
+    is_traced,
+)
 from . import _schema
 from ._equations import orthonormal
 from ._model import Linkage, _coords, _prepare, _residual
-from ._simulate import joint_path, simulate_functional, widths
+from ._simulate import Motion, joint_path, simulate_functional, widths
 
 
 def rod_mass_properties(
@@ -379,32 +392,81 @@ def _terms(x, u, prep, body: _Inertial):
     return M, V, dV, tan, Qa, Cd
 
 
+def _tangents(x, u, prep):
+    """`∂x/∂u` `(n, k)` for `k` inputs: the closure's tangent along each."""
+    eye = jnp.eye(u.shape[0], dtype=u.dtype)
+    return jax.vmap(lambda e: _closure.velocity(_residual, x, u, prep, e), out_axes=1)(eye)
+
+
+def _rotational_matrix(f, dfs, body: _Inertial):
+    """`Σ ω′ᵢᵀ I ω′ⱼ` `(k, k)` over the bodies, `ω′ᵢ` their angular rates per unit rate
+    of input `i` (frames `f` moving at `dfs`, leading axis `k`; a rod's the rate
+    normal to its axis, as `_rotational`)."""
+    if not body.solid:
+        dphi = jax.vmap(lambda df: cross(f, df) / dot(f, f))(dfs)  # (k, K)
+        return jnp.einsum("ib,b,jb->ij", dphi, body.inertia, dphi)
+    w = jax.vmap(lambda df: _omegas(f, df, body))(dfs)  # (k, K, 3)
+    n_rigid = len(body.frames) - body.n_rods
+    total = jnp.zeros((w.shape[0], w.shape[0]), body.mass.dtype)
+    if n_rigid:
+        R = f[0]
+        wb = jnp.einsum("bji,kbj->kbi", R, w[:, :n_rigid])  # in the bodies' frames
+        total = total + jnp.einsum("ibm,bmn,jbn->ij", wb, body.inertia[:n_rigid], wb)
+    if body.n_rods:
+        total = total + jnp.einsum("ibm,b,jbm->ij", w[:, n_rigid:], body.inertia[n_rigid:, 0, 0], w[:, n_rigid:])
+    return total
+
+
+def _terms_k(x, u, prep, body: _Inertial):
+    """Several inputs `u` `(k,)`: `M(u)` `(k, k)` (kinetic energy `½ u̇ᵀ M u̇`), `V(u)`,
+    `∇V` `(k,)` (gravity and springs), the applied loads' generalised force `(k,)`,
+    the dampers' matrix `(k, k)` (their force `−C u̇`) and the tangents `(n, k)`."""
+    T = _tangents(x, u, prep)
+    k = u.shape[0]
+
+    def pose(x_, u_):
+        X = _coords(x_, u_, prep)
+        return X, _poses(X, body)
+
+    X, (c, f) = pose(x, u)
+    dX, (dc, df) = jax.vmap(lambda t, e: jax.jvp(pose, (x, u), (t, e))[1], in_axes=(1, 0))(T, jnp.eye(k, dtype=u.dtype))
+    M = jnp.einsum("ibd,b,jbd->ij", dc, body.mass, dc) + _rotational_matrix(f, df, body)
+    g = body.gravity[None, :]
+    Vs, dVs, Qa, _ = jax.vmap(lambda d: _loads(X, d, prep.lk))(dX)
+    V = -jnp.sum(body.mass * dot(c, g)) + Vs[0]
+    dV = -jnp.einsum("b,ibd,d->i", body.mass, dc, body.gravity) + dVs
+    # the dampers' bilinear form by polarisation: C_ij = (D(dᵢ + dⱼ) − D(dᵢ − dⱼ)) / 4
+    pairs = jnp.concatenate([(dX[:, None] + dX[None, :]), (dX[:, None] - dX[None, :])]).reshape((2 * k * k,) + X.shape)
+    D = jax.vmap(lambda d: _loads(X, d, prep.lk)[3])(pairs).reshape(2, k, k)
+    return M, V, dV, T, Qa, (D[0] - D[1]) / 4
+
+
+def _inertia_slopes(x, u, T, prep, body):
+    """`∂M/∂uᵢ` `(k, k, k)` (leading `i`): jvps of `M` along each closure tangent."""
+
+    def along(t, e):
+        return jax.jvp(lambda x_, u_: _terms_k(x_, u_, prep, body)[0], (x, u), (t, e))[1]
+
+    return jax.vmap(along, in_axes=(1, 0))(T, jnp.eye(u.shape[0], dtype=u.dtype))
+
+
 def _inertia_slope(x, u, tan, prep, body):
     """`M′(u)`: the jvp of `M` along the closure's tangent `(x′(u), 1)`."""
     return jax.jvp(lambda x_, u_: _terms(x_, u_, prep, body)[0], (x, u), (tan, jnp.ones_like(u)))[1]
 
 
-def _one_input(owner: str, lk: Linkage) -> None:
-    """The dynamics here are a one-input linkage's (a scalar reduced equation)."""
-    if lk.n_inputs != 1:
-        raise ValueError(
-            f"{owner}: {lk.name!r} has {lk.n_inputs} inputs; the dynamics and joint forces take one-input "
-            "linkages for now (its kinematics, `simulate` with inputs (N, k), `rates` and `mobility`, take several)"
-        )
-
-
 def generalised_inertia(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, Array]:
     """`M(u)` and `M′(u)` of the reduced equation at a converged state `x` (at input
-    `u`): the kinetic energy is `½ M u̇²`. One compiled program per linkage
-    topology; jittable, differentiable.
+    `u`): the kinetic energy is `½ M u̇²`; with `k` inputs `u` `(k,)`, `M` `(k, k)`
+    (`½ u̇ᵀ M u̇`) and `∂M/∂u` `(k, k, k)`, its slope along input `i` first. One
+    compiled program per linkage topology; jittable, differentiable.
 
     **Arguments:** `lk`: the linkage; `x` `(n,)`: a state converged at input `u`.
     **Returns:** `(M, M′)` (kg·m² for a revolute input, kg for a prismatic one).
     """
-    _one_input("linkage.generalised_inertia", lk)
     _bodies(lk)  # the mass properties, checked eagerly where they are concrete
     check_shape("linkage.generalised_inertia", "x", x, lk.x0().shape)
-    check_scalar("linkage.generalised_inertia", "u", u)
+    _check_input("linkage.generalised_inertia", lk, u)
     out = _generalised_inertia(lk, jnp.asarray(x), jnp.asarray(u, lk.coords.dtype))
     return _finite_at_state("linkage.generalised_inertia", out, x, u)
 
@@ -415,14 +477,22 @@ def potential(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, Array]:
     linkage topology; jittable, differentiable.
 
     **Arguments:** `lk`: the linkage; `x` `(n,)`: a state converged at input `u`.
-    **Returns:** `(V, V′)` (J and J per unit input).
+    **Returns:** `(V, V′)` (J and J per unit input; `∇V` `(k,)` for `k` inputs).
     """
-    _one_input("linkage.potential", lk)
     _bodies(lk)
     check_shape("linkage.potential", "x", x, lk.x0().shape)
-    check_scalar("linkage.potential", "u", u)
+    _check_input("linkage.potential", lk, u)
     out = _potential(lk, jnp.asarray(x), jnp.asarray(u, lk.coords.dtype))
     return _finite_at_state("linkage.potential", out, x, u)
+
+
+def _check_input(owner, lk, u):
+    """`u`: a number for one input, `(k,)` for `k`."""
+    if lk.n_inputs == 1:
+        check_scalar(owner, "u", u)
+    else:
+        check_shape(owner, "u", u, (lk.n_inputs,))
+        check_finite(owner, {"u": u})
 
 
 def _finite_at_state(owner, out, x, u):
@@ -441,6 +511,9 @@ def _finite_at_state(owner, out, x, u):
 @eqx.filter_jit
 def _generalised_inertia(lk, x, u):
     prep, body = _prepare(lk), _inertial(lk)
+    if lk.n_inputs > 1:
+        M, _, _, T, _, _ = _terms_k(x, u, prep, body)
+        return M, _inertia_slopes(x, u, T, prep, body)
     M, _, _, tan, _, _ = _terms(x, u, prep, body)
     return M, _inertia_slope(x, u, tan, prep, body)
 
@@ -448,8 +521,21 @@ def _generalised_inertia(lk, x, u):
 @eqx.filter_jit
 def _potential(lk, x, u):
     prep, body = _prepare(lk), _inertial(lk)
-    _, V, dV, _, _, _ = _terms(x, u, prep, body)
+    _, V, dV, _, _, _ = (_terms_k if lk.n_inputs > 1 else _terms)(x, u, prep, body)
     return V, dV
+
+
+def _acceleration_k(t, x, u, udot, prep, body, drive):
+    """Several inputs: `ü` `(k,)` from Lagrange's equations
+    `M ü + Ṁ u̇ − ½ ∇(u̇ᵀ M u̇) + ∇V = τ + Q − C u̇`, the tangents `(n, k)`, the power
+    in and the power dissipated (as `_acceleration`)."""
+    M, _, dV, T, Qa, Cd = _terms_k(x, u, prep, body)
+    dM = _inertia_slopes(x, u, T, prep, body)
+    h = jnp.einsum("i,ijl,l->j", udot, dM, udot) - 0.5 * jnp.einsum("j,ijl,l->i", udot, dM, udot)
+    tau = jnp.zeros_like(u) if drive.torque is None else jnp.broadcast_to(drive.torque(t, u, udot), u.shape)
+    C = jnp.diag(jnp.broadcast_to(drive.damping, u.shape)) + Cd
+    a = _linalg.solve(M, tau + Qa - C @ udot - h - dV)
+    return a, T, dot(tau + Qa, udot), udot @ C @ udot
 
 
 def _acceleration(t, x, u, udot, prep, body, drive):
@@ -468,14 +554,25 @@ def _acceleration(t, x, u, udot, prep, body, drive):
 _NEWTON_STEPS = 2
 
 
+def _split(y, k):
+    """The ODE state `(u, u̇, work, dissipated, x)`: scalars `u`, `u̇` for one input,
+    `(k,)` for several."""
+    u, udot = (y[0], y[1]) if k == 1 else (y[:k], y[k : 2 * k])
+    return u, udot, y[2 * k], y[2 * k + 1], y[2 * k + 2 :]
+
+
 def _rhs(t, y, args):
     prep, body, drive = args
-    u, udot, x = y[0], y[1], y[4:]
+    k = prep.lk.n_inputs
+    u, udot, _, _, x = _split(y, k)
     sol = _closure.root(
         _residual, x, u, prep, min_steps=_NEWTON_STEPS, max_steps=_NEWTON_STEPS, robust=False, throw=False
     )
-    a, tan, power_in, power_lost = _acceleration(t, sol.value, u, udot, prep, body, drive)
-    return jnp.concatenate([jnp.stack([udot, a, power_in, power_lost]), tan * udot])
+    if k == 1:
+        a, tan, power_in, power_lost = _acceleration(t, sol.value, u, udot, prep, body, drive)
+        return jnp.concatenate([jnp.stack([udot, a, power_in, power_lost]), tan * udot])
+    a, T, power_in, power_lost = _acceleration_k(t, sol.value, u, udot, prep, body, drive)
+    return jnp.concatenate([udot, a, jnp.stack([power_in, power_lost]), T @ udot])
 
 
 class Simulation(AbstractResult):
@@ -483,7 +580,7 @@ class Simulation(AbstractResult):
     every result: `diffmech._result.AbstractResult`, one sample per save; `masked()`
     masks `coords`).
 
-    - `ts`; `u`, `udot`: the input and its rate;
+    - `ts`; `u`, `udot`: the input and its rate (`(T, k)` for `k` inputs);
     - `coords` `(T, J, 3)`: every joint and tracer, closed by Newton to round-off at
       every save (`residual`: the closure's max-norm there);
     - `energy`: kinetic + potential `½ M(u) u̇² + V(u)`; `work`: the drive's work
@@ -497,8 +594,8 @@ class Simulation(AbstractResult):
     """
 
     ts: Float[Array, " T"]
-    u: Float[Array, " T"]
-    udot: Float[Array, " T"]
+    u: Float[Array, " T *k"]
+    udot: Float[Array, " T *k"]
     coords: Float[Array, "T J 3"]
     energy: Float[Array, " T"]
     work: Float[Array, " T"]
@@ -534,10 +631,12 @@ def simulate_dynamics(
     adjoint: diffrax.AbstractAdjoint | None = None,
     throw: bool = False,
 ) -> Simulation:
-    """The motion of a one-input linkage (planar, spherical or spatial) released at input
+    """The motion of a linkage (planar, spherical or spatial) released at input
     `u0` with input rate `udot0`, under gravity (`lk.gravity`) and `drive`,
     from t = 0 to `t1` (saved at `saveat`, default 201 times): the reduced equation
-    `M(u) ü + ½ M′(u) u̇² + V′(u) = Q(t, u, u̇)` (see the module) integrated with
+    `M(u) ü + ½ M′(u) u̇² + V′(u) = Q(t, u, u̇)` (see the module; with `k` inputs
+    Lagrange's `k` equations, `u0`, `udot0` of shape `(k,)`, the drive's torque `(k,)`,
+    `u`, `udot` saved as `(T, k)`) integrated with
     Diffrax (`solver`, default `Dopri8()`, with a PID controller at `rtol`, `atol`).
 
     The state is `(u, u̇)`, plus the closure's solution `x` carried along its tangent
@@ -572,16 +671,22 @@ def simulate_dynamics(
     drive = Drive() if drive is None else drive
     solver = diffrax.Dopri8() if solver is None else solver
     adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
-    check_integration("linkage.simulate_dynamics", {"udot0": udot0}, 0.0, t1, saveat, max_steps)
+    check_integration("linkage.simulate_dynamics", {"udot0": udot0, "u0": u0}, 0.0, t1, saveat, max_steps)
     if not is_traced(t1) and not float(t1) > 0:
         raise ValueError(f"linkage.simulate_dynamics: `t1` must be > 0; got {t1}")
-    check_scalar("linkage.simulate_dynamics", "udot0", udot0)
-    check_scalar("linkage.simulate_dynamics", "u0", u0)
+    k = lk.n_inputs
+    for name, v in (("udot0", udot0), ("u0", u0)):
+        if k == 1:
+            check_scalar("linkage.simulate_dynamics", name, v)
+        elif not is_traced(v) and np.shape(v) not in ((), (k,)):
+            raise ValueError(
+                f"linkage.simulate_dynamics: `{name}` must be a scalar or one value per input ({k},) for "
+                f"{lk.name!r}; got shape {np.shape(v)}"
+            )
     check_scalar("linkage.simulate_dynamics", "rtol", rtol, positive=True)
     check_scalar("linkage.simulate_dynamics", "atol", atol, nonnegative=True)
     if not isinstance(drive, Drive):
         raise ValueError(f"linkage.simulate_dynamics: `drive` must be a linkage.Drive or None; got {drive!r:.80}")
-    _one_input("linkage.simulate_dynamics", lk)
     _bodies(lk)  # the mass properties, checked eagerly where they are concrete
     moving = [k for k in range(len(lk.links)) if k != lk.ground]
     if not is_traced(lk.masses, lk.inertias) and not (
@@ -593,10 +698,11 @@ def simulate_dynamics(
         )
     dt = lk.coords.dtype
     ts = jnp.linspace(0.0, t1, 201, dtype=dt) if saveat is None else jnp.asarray(saveat, dtype=dt)
+    shape = () if k == 1 else (k,)
     out = _simulate_dynamics(
         lk,
-        jnp.asarray(u0, dt),
-        jnp.asarray(udot0, dt),
+        jnp.broadcast_to(jnp.asarray(u0, dt), shape),
+        jnp.broadcast_to(jnp.asarray(udot0, dt), shape),
         jnp.asarray(t1, dt),
         ts,
         drive,
@@ -605,7 +711,7 @@ def simulate_dynamics(
         jnp.asarray(atol, dt),
         max_steps,
         adjoint,
-        released=is_traced(u0) or float(u0) != 0.0,
+        released=is_traced(u0) or bool(np.any(np.asarray(u0) != 0.0)),
     )
     return finish(out, throw, f"linkage {lk.name!r}: simulate_dynamics")
 
@@ -619,12 +725,12 @@ def _simulate_dynamics(lk, u0, udot0, t1, ts, drive, solver, rtol, atol, max_ste
         x0, assembled = lk.state(start.coords[0]), start.converged[0]
     else:  # u0 = 0 (a concrete zero): the file's configuration, no continuation compiled
         x0, assembled = lk.x0(), jnp.asarray(True)
-    zero = jnp.zeros((), x0.dtype)
-    y0 = jnp.concatenate([jnp.stack([u0, udot0, zero, zero]), x0])
+    zero = jnp.zeros((1,), x0.dtype)
+    y0 = jnp.concatenate([jnp.atleast_1d(u0), jnp.atleast_1d(udot0), zero, zero, x0])
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(_rhs),
         solver,
-        zero,
+        zero[0],
         t1,
         None,
         y0,
@@ -637,7 +743,7 @@ def _simulate_dynamics(lk, u0, udot0, t1, ts, drive, solver, rtol, atol, max_ste
     )
     ys = sol.ys
     assert ys is not None
-    u, udot, work, dissipated, xs = ys[:, 0], ys[:, 1], ys[:, 2], ys[:, 3], ys[:, 4:]
+    u, udot, work, dissipated, xs = jax.vmap(lambda y: _split(y, lk.n_inputs))(ys)
 
     def close(x, u_):
         s = _closure.root(_residual, x, u_, prep, throw=False)
@@ -646,8 +752,12 @@ def _simulate_dynamics(lk, u0, udot0, t1, ts, drive, solver, rtol, atol, max_ste
     x, closed, residual = jax.vmap(close)(xs, u)
     closed = closed & assembled
     coords = jax.vmap(lambda x_, u_: _coords(x_, u_, prep))(x, u)
-    M, V, _, _, _, _ = jax.vmap(lambda x_, u_: _terms(x_, u_, prep, body))(x, u)
-    kinetic = 0.5 * M * udot**2
+    if lk.n_inputs == 1:
+        M, V, _, _, _, _ = jax.vmap(lambda x_, u_: _terms(x_, u_, prep, body))(x, u)
+        kinetic = 0.5 * M * udot**2
+    else:
+        M, V, _, _, _, _ = jax.vmap(lambda x_, u_: _terms_k(x_, u_, prep, body))(x, u)
+        kinetic = 0.5 * jnp.einsum("ti,tij,tj->t", udot, M, udot)
     energy = kinetic + V
     balance = energy - energy[0] - work + dissipated
     ok, status = save_status(sol.result, ys, closed)
@@ -686,11 +796,15 @@ class _Reactions(eqx.Module):
       its force on `l0`
       the actuator's force on the pin (if one acts there) minus their sum (a pin
       carries no mass);
-    - `slides`: per prismatic joint, `(joint, carrier, slider)`: the force along
+    - `prisms`: per spatial prismatic or cylindrical joint, `(joint, carrier,
+      slider, slider's point, axis point, m)`: on the slider the forces along the
+      axis's two normals through its point, the couples about them, and for a P
+      joint (m = 5) the couple about the axis; the carrier (side A) the opposite;
+    - `slides`: per planar prismatic joint, `(joint, carrier, slider)`: the force along
       the line's normal on `slider` and the couple on it are unknowns, the carrier
       gets the opposite wrench (the carrier is the ground when the ground holds the
       line, else the first link that lists it);
-    - `motor`: where the input's effort acts, `(joint, link)` per end: `(-1,
+    - `motor`: per input, where its effort acts, `(joint, link)` per end: `(-1,
       input link)` for a revolute or prismatic input; an actuator's two joints and
       the first link holding each;
     - `pairs`: every `(joint, link)` the output reports, ground included;
@@ -710,6 +824,8 @@ class _Reactions(eqx.Module):
     sphere: bool = eqx.field(static=True, default=False)
     axes: tuple = eqx.field(static=True, default=())  # (spatial R joint, its axis point)
     crosses: tuple = eqx.field(static=True, default=())  # (U joint, its two axis points)
+    # spatial P and C joints: (joint, side A, side B, B's point, A's axis point, 4 or 5 unknowns)
+    prisms: tuple = eqx.field(static=True, default=())
 
     @property
     def redundancy(self) -> int:
@@ -739,9 +855,18 @@ def _reaction_plan(lk: Linkage, body: _Inertial) -> _Reactions:
         for holders in [[k for k, members in enumerate(lk.links) if j in members]]
     )
     size = {j: 5 for j, _ in axes} | {j: 4 for j, *_ in crosses}
+    prisms = []
     for j, t in enumerate(lk.types):
         holders = tuple(k for k, members in enumerate(lk.links) if j in members)
-        if t in ("R", "S", "U") or (sphere and t == "P"):
+        if lk.geometry == "spatial" and t in _schema.SLIDES:
+            (carrier,) = holders
+            (slider,) = [k for k, n in enumerate(lk.link_names) if f"{lk.names[j]}.{n}" in lk.names and k != carrier]
+            point = lk.names.index(f"{lk.names[j]}.{lk.link_names[slider]}")
+            prisms.append(
+                (j, carrier, slider, point, lk.names.index(lk.names[j] + _schema.AXIS_SUFFIX), 5 - (t == "C"))
+            )
+            pairs += [(j, carrier), (j, slider)]
+        elif t in ("R", "S", "U") or (sphere and t == "P"):
             pins.append((j, holders))
             pairs += [(j, k) for k in holders]
         elif t == "P":
@@ -749,11 +874,18 @@ def _reaction_plan(lk: Linkage, body: _Inertial) -> _Reactions:
             (slider,) = [k for k in holders if k != carrier]
             slides.append((j, carrier, slider))
             pairs += [(j, carrier), (j, slider)]
-    if lk.input_kind == "actuator":
-        motor = tuple((j, next(k for k, m in enumerate(lk.links) if j in m)) for j in lk.input_joints)
-    else:
-        motor = ((-1, lk.input_link),)
-    n = sum(size.get(j, per_pin) * (len(h) - 1) for j, h in pins) + 2 * len(slides) + 1
+    motor = tuple(
+        tuple((j, next(k for k, m in enumerate(lk.links) if j in m)) for j in joints)
+        if kind == "actuator"
+        else ((-1, link),)
+        for kind, link, joints in lk.topology.inputs
+    )
+    n = (
+        sum(size.get(j, per_pin) * (len(h) - 1) for j, h in pins)
+        + 2 * len(slides)
+        + sum(p[-1] for p in prisms)
+        + lk.n_inputs
+    )
     return _Reactions(
         bodies=bodies,
         pins=tuple(pins),
@@ -766,6 +898,7 @@ def _reaction_plan(lk: Linkage, body: _Inertial) -> _Reactions:
         sphere=sphere,
         axes=axes,
         crosses=crosses,
+        prisms=tuple(prisms),
     )
 
 
@@ -809,6 +942,18 @@ def _pin_wrenches(X, j, plan: "_Reactions"):
     return forces + [jnp.concatenate([zero, t]) for t in _normals(X[j, :3])]
 
 
+def _prism_wrenches(X, prism):
+    """The unit wrenches a spatial P or C joint's unknowns stand for: forces along
+    the axis's two normals through the slider's point, couples about them, and for a
+    P joint the couple about the axis."""
+    j, _, _, point, axis, m = prism
+    a = unit(X[axis, :3] - X[j, :3])
+    t = _normals(a)
+    zero = jnp.zeros(3, X.dtype)
+    couples = [t[0], t[1], a][: m - 2]
+    return [_wrench(X[point, :3], f) for f in t] + [jnp.concatenate([zero, c]) for c in couples]
+
+
 def _couple(moment, width):
     """The wrench of a couple (a number in the plane, a vector in space)."""
     zero = jnp.zeros((), moment.dtype)
@@ -838,25 +983,35 @@ def _applied(X, V, lk: Linkage):
     return out
 
 
-def _motor(X, lk: Linkage, plan: _Reactions):
-    """The wrenches of a unit motor effort, one per `plan.motor` entry: a unit couple
+def _motors(X, lk: Linkage, plan: _Reactions):
+    """Per input, the wrenches of its unit effort, one per `plan.motor` entry (see
+    `_motor`)."""
+    return [_motor(X, lk, plan, kind, joints) for kind, _, joints in lk.topology.inputs]
+
+
+def _motor(X, lk: Linkage, plan: _Reactions, kind, joints):
+    """The wrenches of an input's unit effort, one per `plan.motor` entry: a unit couple
     on the input link for a revolute input; for a prismatic one, a unit force along
     the slide direction `(b, −a)` of the ground line, through the line's point
     nearest the origin; for an actuator, a unit push along its axis on its two
     joints (`+e` at the second, `−e` at the first: its effort does work `f u̇`)."""
     one = jnp.ones((), X.dtype)
-    if lk.input_kind == "revolute" and plan.sphere:  # a unit couple about the input joint's axis
-        return [_couple(unit(X[lk.input_joints[0], :3]), 6)]
-    if lk.input_kind == "revolute" and plan.axes:  # in space: about the R joint's axis
-        (s,) = lk.input_joints
+    if kind == "revolute" and plan.sphere:  # a unit couple about the input joint's axis
+        return [_couple(unit(X[joints[0], :3]), 6)]
+    if kind == "revolute" and plan.axes:  # in space: about the R joint's axis
+        (s,) = joints
         return [_couple(unit(X[dict(plan.axes)[s], :3] - X[s, :3]), 6)]
-    if lk.input_kind == "revolute":
+    if kind == "revolute":
         return [_couple(one, plan.width)]
-    if lk.input_kind == "prismatic":
-        (s,) = lk.input_joints
+    if kind == "prismatic" and lk.geometry == "spatial":  # a unit force along the P joint's axis
+        (s,) = joints
+        a = X[lk.names.index(lk.names[s] + _schema.AXIS_SUFFIX)] - X[s]
+        return [_wrench(X[s], unit(a))]
+    if kind == "prismatic":
+        (s,) = joints
         n = X[s, :2]
         return [_wrench(-X[s, 2] * n, jnp.stack([n[1], -n[0]]))]
-    a, b = lk.input_joints
+    a, b = joints
     d = X[b, : lk.dim] - X[a, : lk.dim]
     e = d / jnp.sqrt(dot(d, d))
     return [_wrench(X[a, : lk.dim], -e), _wrench(X[b, : lk.dim], e)]
@@ -896,8 +1051,12 @@ def _kinetostatics(X, V, accel, spin, c, body: _Inertial, plan: _Reactions, lk: 
         cols.append(column([(slider, normal), (carrier, -normal)]))
         couple = _couple(one, 3)
         cols.append(column([(slider, couple), (carrier, -couple)]))
-    # the motor's effort
-    cols.append(column([(k, wr) for (_, k), wr in zip(plan.motor, _motor(X, lk, plan))]))
+    for prism in plan.prisms:
+        _, carrier, slider = prism[:3]
+        cols += [column([(slider, wr), (carrier, -wr)]) for wr in _prism_wrenches(X, prism)]
+    # the inputs' efforts
+    for ends, wrenches in zip(plan.motor, _motors(X, lk, plan)):
+        cols.append(column([(k, wr) for (_, k), wr in zip(ends, wrenches)]))
     A = jnp.stack(cols, axis=1)
     f = body.mass[:, None] * (accel - body.gravity[None, :])
     if w == 3:
@@ -908,13 +1067,17 @@ def _kinetostatics(X, V, accel, spin, c, body: _Inertial, plan: _Reactions, lk: 
     return A, rhs.reshape(-1) - column(applied)
 
 
-def _reactions_from(z, X, plan: _Reactions, motor):
+def _reactions_from(z, X, plan: _Reactions, motors):
     """Every `(joint, link)` wrench about the origin from the unknowns, and the
-    motor's effort."""
+    inputs' efforts `(k,)`."""
     out = {}
     i = 0
-    tau = z[-1]
-    pushed = {j: tau * wr for (j, _), wr in zip(plan.motor, motor) if j >= 0}
+    tau = z[len(z) - len(plan.motor) :]
+    pushed = {}  # an actuator's push on the pins of its joints
+    for t, ends, wrenches in zip(tau, plan.motor, motors):
+        for (j, _), wr in zip(ends, wrenches):
+            if j >= 0:
+                pushed[j] = pushed.get(j, 0.0) + t * wr
     for j, holders in plan.pins:
         units = jnp.stack(_pin_wrenches(X, j, plan))  # (unknowns per link, W)
         m = units.shape[0]
@@ -929,6 +1092,12 @@ def _reactions_from(z, X, plan: _Reactions, motor):
         w = jnp.stack([z[i] * nv[0], z[i] * nv[1], z[i + 1]])
         out[j, slider], out[j, carrier] = w, -w
         i += 2
+    for prism in plan.prisms:
+        j, carrier, slider = prism[:3]
+        m = prism[-1]
+        w = z[i : i + m] @ jnp.stack(_prism_wrenches(X, prism))
+        out[j, slider], out[j, carrier] = w, -w
+        i += m
     return jnp.stack([out[pair] for pair in plan.pairs]), tau
 
 
@@ -937,14 +1106,22 @@ class JointForces(AbstractResult):
     of every result: `diffmech._result.AbstractResult`, `masked()` masks `torque`).
     `W` is a wrench's size: 3 in the plane (`Fx, Fy, Mz`), 6 in space (`F`, `M`).
 
-    - `u`, `udot`, `uddot`: the motion;
-    - `torque` `(N,)`: the motor's effort: a torque (N m) on the input link for a
-      revolute input, a force along the slide for a prismatic one (N), the
-      actuator's push along its axis (N, positive extending it); the ground takes
-      the opposite (an actuator's acts on the pins of its two joints);
+    - `u`, `udot`, `uddot`: the motion (`(N, k)` each for `k` inputs);
+    - `torque` `(N,)` (`(N, k)` for `k` inputs): each input's effort: a torque
+      (N m) on the input link for a revolute input, a force along the slide for a
+      prismatic one (N), the actuator's push along its axis (N, positive extending
+      it); the ground takes the opposite (an actuator's acts on the pins of its two
+      joints);
     - `reactions` `(N, P, W)`: for every `(joint, link)` of `pairs` (static, names),
       the wrench the joint applies to that link, its moment about the origin (a
-      prismatic joint's includes its couple); the ground's included;
+      prismatic joint's includes its couple); the ground's included; `local(joint,
+      link)` gives it in the joint's own frame;
+    - `frames` `(N, P, D, D)`, `origins` `(N, P, D)`: each pair's joint frame (its
+      columns the frame's axes in world coordinates: in space `z` along an R, P or C
+      joint's axis, along a U joint's cross axes' normal, the world's axes at an S
+      joint; on the sphere `z` along the joint's axis through the centre; in the
+      plane the world's axes at a pin, `x` along a slider's line) and its origin
+      (the joint's point; a planar line's point nearest the world origin);
     - `shaking_force` `(N, 2|3)`, `shaking_moment` `(N,)` in the plane, `(N, 3)` in
       space: the total wrench on the ground (its joints' reactions and the motor's
       reaction), moment about the origin;
@@ -959,11 +1136,13 @@ class JointForces(AbstractResult):
       and `reactions` are then the least-norm ones).
     """
 
-    u: Float[Array, " N"]
-    udot: Float[Array, " N"]
-    uddot: Float[Array, " N"]
-    torque: Float[Array, " N"]
+    u: Float[Array, " N *k"]
+    udot: Float[Array, " N *k"]
+    uddot: Float[Array, " N *k"]
+    torque: Float[Array, " N *k"]
     reactions: Float[Array, "N P W"]
+    frames: Float[Array, "N P D D"]
+    origins: Float[Array, "N P D"]
     shaking_force: Float[Array, "N D"]
     shaking_moment: Float[Array, " N *M"]
     condition: Float[Array, " N"]
@@ -981,6 +1160,22 @@ class JointForces(AbstractResult):
         if (joint, link) not in self.pairs:
             raise UnknownNameError(f"no reaction of joint {joint!r} on link {link!r}; pairs are {list(self.pairs)}")
         return self.reactions[:, self.pairs.index((joint, link))]
+
+    def local(self, joint: str, link: str) -> Array:
+        """The `(N, W)` wrench of `joint` on `link` in the joint's frame (`frames`):
+        the force's components along the frame's axes, then the moment about the
+        joint's point (`origins`) along them. An R joint's moment about its axis
+        (`z`) is zero, a P joint's force along it, a C joint's both, an S joint's
+        whole moment, a U joint's moment along its two axes."""
+        w = self.reaction(joint, link)
+        k = self.pairs.index((joint, link))
+        R, o = self.frames[:, k], self.origins[:, k]
+        d = o.shape[-1]
+        F = w[:, :d]
+        M = w[:, d:] - (cross(o, F)[:, None] if d == 2 else jnp.cross(o, F))
+        Fl = jnp.einsum("nji,nj->ni", R, F)
+        Ml = M if d == 2 else jnp.einsum("nji,nj->ni", R, M)
+        return jnp.concatenate([Fl, Ml], axis=-1)
 
 
 # a system this ill-conditioned is reported singular
@@ -1012,36 +1207,41 @@ def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> 
     **Returns:** a `JointForces`.
 
     **Arguments:** `lk`: the linkage; `u`, `udot`, `uddot`: the input's value, rate and
-    acceleration (`(N,)` arrays or scalars, in the input's units); `throw`: raise if the
-    closure fails at an input.
+    acceleration (`(N,)` arrays or scalars, in the input's units; for `k` inputs `u`
+    `(N, k)`, the rates scalars, `(k,)` or `(N, k)`); `u` may be a `Motion` from
+    `simulate` (its inputs); `throw`: raise if the closure fails at an input.
     """
+    if isinstance(u, Motion):  # a motion from simulate: its inputs
+        u = u.inputs
     dt = lk.coords.dtype
+    k = lk.n_inputs
+    path = "(N,)" if k == 1 else f"(N, {k})"
     for name, v in (("u", u), ("udot", udot), ("uddot", uddot)):
         if is_traced(v):
             continue
         a = as_floats("linkage.joint_forces", name, v)
-        if a.ndim > 1 or (name == "u" and (a.ndim != 1 or a.size < 1)) or not np.all(np.isfinite(a)):
+        shape_ok = (a.ndim == 1 and a.size >= 1) if k == 1 else (a.ndim == 2 and a.shape[0] >= 1 and a.shape[1] == k)
+        if name != "u":  # a rate: a scalar, one per input, or one per row
+            shape_ok = a.ndim == 0 or (a.shape == np.shape(u)) or (k > 1 and a.shape == (k,))
+        if not shape_ok or not np.all(np.isfinite(a)):
             raise ValueError(
                 f"linkage.joint_forces: `{name}` must be a finite "
-                + ("non-empty 1-D array of inputs" if name == "u" else "scalar or (N,) array")
+                + (
+                    f"non-empty {path} array of inputs"
+                    if name == "u"
+                    else "scalar" + (f", ({k},)" if k > 1 else "") + f" or an array of `u`'s shape {np.shape(u)}"
+                )
                 + f"; got shape {a.shape}"
                 + ("" if a.size == 0 or np.all(np.isfinite(a)) else f" with non-finite {a[~np.isfinite(a)][0]}")
             )
-    for name, v in (("udot", udot), ("uddot", uddot)):
-        if np.ndim(v) == 1 and np.shape(v) != np.shape(u):
-            raise ValueError(
-                f"linkage.joint_forces: `{name}` must be a scalar or have the shape of `u` {np.shape(u)}; got "
-                f"{np.shape(v)}"
-            )
     u = jnp.asarray(u, dt)
     udot, uddot = (jnp.broadcast_to(jnp.asarray(v, dt), u.shape) for v in (udot, uddot))
-    _one_input("linkage.joint_forces", lk)
     body = _inertial(lk)
     plan = _reaction_plan(lk, body)
     if plan.redundancy < 0 or (plan.redundancy > 0 and not (plan.sphere or lk.over_constrained)):
         raise ValueError(
             f"joint_forces: {plan.n_unknowns} unknowns for {plan.n_equations} independent equations in {lk.name!r}: a "
-            "one-input planar or spatial linkage whose joints all carry load has as many"
+            "planar or spatial linkage whose joints all carry load has as many"
         )
     out = _joint_forces(lk, u, udot, uddot, body, plan)
     return finish(out, throw, f"linkage {lk.name!r}: joint_forces")
@@ -1059,6 +1259,28 @@ def _angular_momentum(f, df, body: _Inertial):
     if body.n_rods:
         hs.append(body.inertia[n_rigid:, 0, 0, None] * w[n_rigid:])
     return jnp.concatenate(hs)
+
+
+def _joint_frame(X, lk: Linkage, j: int):
+    """A joint's frame `(R, origin)` at coordinates `X` (see `JointForces.frames`)."""
+    t = lk.types[j]
+    if lk.geometry == "planar":
+        if t == "P":  # x along the slide direction (b, −a), the line's point nearest the origin
+            n = X[j, :2]
+            return jnp.stack([jnp.stack([n[1], -n[0]]), n], axis=1), -X[j, 2] * n
+        return jnp.eye(2, dtype=X.dtype), X[j, :2]
+    if lk.geometry == "spherical":
+        a = unit(X[j, :3])
+    elif t in ("R",) + _schema.SLIDES:
+        a = X[lk.names.index(lk.names[j] + _schema.AXIS_SUFFIX), :3] - X[j, :3]
+    elif t == "U":
+        held = [lk.link_names[k] for k, m in enumerate(lk.links) if j in m]
+        e1, e2 = (X[lk.names.index(f"{lk.names[j]}{_schema.AXIS_SUFFIX}.{n}"), :3] - X[j, :3] for n in held)
+        a = jnp.cross(e1, e2)
+    else:
+        return jnp.eye(3, dtype=X.dtype), X[j, :3]
+    t1, t2 = _normals(a)
+    return jnp.stack([t1, t2, unit(a)], axis=1), X[j, :3]
 
 
 def _drop_idle_spins(e, body: _Inertial):
@@ -1113,24 +1335,28 @@ def _joint_forces(lk, u, udot, uddot, body, plan):
         else:  # redundant (the sphere): the least-norm solution, z = Aᵀ (A Aᵀ)⁻¹ b
             AAt = A @ A.T
             z, cond = A.T @ _linalg.solve(AAt, b), jnp.sqrt(_linalg.condition_1(AAt))
-        motor = _motor(X, lk, plan)
-        reactions, tau = _reactions_from(z, X, plan, motor)
+        motors = _motors(X, lk, plan)
+        reactions, tau = _reactions_from(z, X, plan, motors)
         ground = jnp.asarray([k == lk.ground for _, k in plan.pairs])
         # the ground's joints' reactions, and the motor's reaction on the ground
         # (a couple or force for a revolute or prismatic input; an actuator's push
         # at a tracer of the ground, which no pin carries)
         total = jnp.sum(jnp.where(ground[:, None], reactions, 0.0), axis=0)
-        if lk.input_kind != "actuator":
-            total = total - tau * motor[0]
-        else:
-            pins = {j for j, _ in plan.pins}
-            for (j, k), wr in zip(plan.motor, motor):
-                if k == lk.ground and j not in pins:
-                    total = total + tau * wr
+        pins = {j for j, _ in plan.pins}
+        for (kind, _, _), t, ends, wrenches in zip(lk.topology.inputs, tau, plan.motor, motors):
+            if kind != "actuator":
+                total = total - t * wrenches[0]
+            else:
+                for (j, k), wr in zip(ends, wrenches):
+                    if k == lk.ground and j not in pins:
+                        total = total + t * wr
         n = lk.dim
-        return tau, reactions, total[:n], (total[2] if planar else total[3:]), cond
+        tau = tau[0] if lk.n_inputs == 1 else tau
+        frames = [_joint_frame(X, lk, j) for j, _ in plan.pairs]
+        R, o = jnp.stack([f for f, _ in frames]), jnp.stack([p for _, p in frames])
+        return tau, reactions, total[:n], (total[2] if planar else total[3:]), cond, R, o
 
-    tau, reactions, F, Mz, cond = jax.vmap(one)(motion.coords, u, udot, uddot)
+    tau, reactions, F, Mz, cond, R, o = jax.vmap(one)(motion.coords, u, udot, uddot)
     singular = ~(cond < _COND_LIMIT)
     ok = motion.converged & ~singular
     codes = jnp.where(motion.converged & singular, code(RESULTS.singular_configuration), code(motion.status))
@@ -1140,6 +1366,8 @@ def _joint_forces(lk, u, udot, uddot, body, plan):
         uddot=uddot,
         torque=tau,
         reactions=reactions,
+        frames=R,
+        origins=o,
         shaking_force=F,
         shaking_moment=Mz,
         condition=cond,

@@ -294,6 +294,79 @@ class Perpendicular(Equation):
         return dot(X[a] - X[c], X[b] - X[c]) / ell
 
 
+def _frame_basis(X, a, b, c):
+    """A spatial frame's basis `(k, 3, 3)`: rows `b − a`, `c − a`, their cross product."""
+    e1, e2 = X[b] - X[a], X[c] - X[a]
+    return jnp.stack([e1, e2, jnp.cross(e1, e2)], axis=1)
+
+
+def _in_frame(C0, frame, vectors):
+    """The coefficients `(k, m, 3)` of `vectors` `(k, m, 3)` in the frame's basis, so
+    that `vectors = coefficients @ basis` wherever the frame moves rigidly."""
+    B = _frame_basis(C0, *frame)
+    return jax.vmap(lambda Bk, v: jax.vmap(lambda w: _linalg.solve(Bk.T, w))(v))(B, vectors)
+
+
+def _axis_normals(C0, p, q):
+    """Two unit normals `(k, 2, 3)` of the axis `q − p` (`t1 ∝ a × h`, `h` the coordinate
+    axis least aligned with it; `t2 = a × t1`), and the axis length `(k,)`."""
+    d = C0[q] - C0[p]
+    ell = jnp.sqrt(dot(d, d))
+    a = d / ell[:, None]
+    h = jax.nn.one_hot(jnp.argmin(jnp.abs(a), axis=-1), 3, dtype=a.dtype)
+    t1 = unit(jnp.cross(a, h))
+    return jnp.stack([t1, jnp.cross(a, t1)], axis=1), ell
+
+
+class Cylindrical(Equation):
+    """Spatial: a cylindrical joint. Side B's point `p'` and axis point `q'` stay on
+    side A's axis line `(p, q)`: `(p' − p)·tᵢ` and `(q' − p')·tᵢ`, `tᵢ` the axis's two
+    normals, fixed in side A's frame `(a, b, c)` (4 rows: it leaves the turn about the
+    axis and the slide along it)."""
+
+    width, rows = 7, 4
+
+    @staticmethod
+    def constants(C0, idx, sl):
+        a, b, c, p, q = idx[:, :5].T
+        t, _ = _axis_normals(C0, p, q)
+        return _in_frame(C0, (a, b, c), t)
+
+    @staticmethod
+    def residual(X, idx, k, u, sl):
+        return _slide_rows(X, idx, k).reshape(-1)
+
+
+def _slide_rows(X, idx, k):
+    a, b, c, p, q, p2, q2 = idx[:, :7].T
+    t = jnp.einsum("kmi,kij->kmj", k, _frame_basis(X, a, b, c))  # (k, 2, 3)
+    d, e = X[p2] - X[p], X[q2] - X[p2]
+    return jnp.stack([dot(d, t[:, 0]), dot(d, t[:, 1]), dot(e, t[:, 0]), dot(e, t[:, 1])], axis=-1)
+
+
+class Prismatic(Equation):
+    """Spatial: a prismatic joint, a cylindrical joint (`Cylindrical`'s 4 rows) whose
+    turn about the axis is locked: side A's first normal `t1`, carried by side B's
+    frame `(d, e, f)` as `t1'`, stays normal to A's second, `ℓ t1'·t2` (5 rows)."""
+
+    width, rows = 10, 5
+
+    @staticmethod
+    def constants(C0, idx, sl):
+        a, b, c, p, q, _, _, d, e, f = idx.T
+        t, ell = _axis_normals(C0, p, q)
+        return _in_frame(C0, (a, b, c), t), _in_frame(C0, (d, e, f), t[:, :1]), ell
+
+    @staticmethod
+    def residual(X, idx, k, u, sl):
+        ka, kb, ell = k
+        d, e, f = idx[:, 7:].T
+        t = jnp.einsum("kmi,kij->kmj", ka, _frame_basis(X, *idx[:, :3].T))
+        t1b = jnp.einsum("ki,kij->kj", kb[:, 0], _frame_basis(X, d, e, f))
+        lock = ell * dot(t1b, t[:, 1])
+        return jnp.concatenate([_slide_rows(X, idx, ka), lock[:, None]], axis=1).reshape(-1)
+
+
 class Actuator(Equation):
     """The input actuator: the distance between its joints grows by `u` (Section 4.6)."""
 
@@ -324,6 +397,8 @@ EQUATIONS: dict[str, type[Equation]] = {
     "scarry2": SphereShared,
     "tcarry": SpaceCarried,
     "perp": Perpendicular,
+    "cyl": Cylindrical,
+    "prism": Prismatic,
     "unit": Unit,
     "act": Actuator,
 }

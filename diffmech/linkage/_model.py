@@ -8,7 +8,10 @@ through the sphere's centre, given by its unit normal (its pole). A spatial join
 a spherical (S) joint, a point `(x, y, z)`, or a revolute (R) joint, a point and its
 axis (natural coordinates: a point and a unit vector shared by its two links; the
 vector is held as a second point on the axis, type `axis`, so that every spatial
-equation reads points). A **tracer** is a point carried by one
+equation reads points); a universal (U) joint, a point and one axis point in each of
+its links; a prismatic (P) or cylindrical (C) joint, an axis line of one of its links
+(side A) and the other's copies of its point and axis point (type `side`, and `axis`),
+which slide on it. A **tracer** is a point carried by one
 link, computed from the link's pose, never solved for (a tracer collinear with two
 joints of its link would make distance equations rank-deficient).
 
@@ -34,8 +37,12 @@ whose Jacobian keeps full rank wherever the link's frame is non-degenerate:
   orthonormal frame (the two best conditioned); elements carried by no link get
   `(|w|² − 1)/2 = 0` (Eqs. (8), (9));
 - *spatial*: a link with three points `a, b, c` (its frame): three distances, every
-  other point `d = a + α(b − a) + β(c − a) + γ (b − a) × (c − a)`; a binary S–S link:
-  its distance (Eq. (1)); its spin about its axis is idle and not represented.
+  other point `d = a + α(b − a) + β(c − a) + γ (b − a) × (c − a)` (the frame taken
+  through the points the ground and inputs place, where it can be); a binary S–S link:
+  its distance (Eq. (1)); its spin about its axis is idle and not represented. A U
+  joint's two axes stay perpendicular (one dot product); a C joint's side B points
+  keep zero offsets along the two normals of side A's axis, carried in A's frame (4
+  equations), a P joint's also a normal carried by B normal to A's other (5).
 
 Every constant (r, α, β, γ, δ, d, k) comes from the initial coordinates, which are
 the only array leaf of `Linkage`: the gradient of any result with respect to them is
@@ -45,8 +52,9 @@ input) is static.
 Inputs. `revolute`: the input link turns about its joint with the ground (Eqs.
 (10)–(12) in the plane, anticlockwise positive; Eqs. (15)–(20) on the sphere,
 right-handed about the joint's axis). `prismatic`: the input link slides along its
-line with the ground (Eq. (13), along `(b, −a)`) or, on the sphere, turns about the
-pole of its plane (Eq. (21), right-handed; arc length = angle on the unit sphere).
+line with the ground (Eq. (13), along `(b, −a)`), on the sphere turns about the
+pole of its plane (Eq. (21), right-handed; arc length = angle on the unit sphere),
+in space slides along its P joint's axis.
 `actuator`: the distance between two joints grows by the input (Section 4.6).
 """
 
@@ -103,8 +111,9 @@ class _Topology:
 
     def members(self, link):
         """(points, lines) of a link, tracers excluded, points first."""
-        pts = [j for j in self.links[link] if self.types[j] in ("R", "S", "U", _schema.AXIS)]
-        lns = [j for j in self.links[link] if self.types[j] == "P"]
+        point = ("R", "S", "U", _schema.AXIS) + (("P", "C", _schema.SIDE) if self.geometry == "spatial" else ())
+        pts = [j for j in self.links[link] if self.types[j] in point]
+        lns = [j for j in self.links[link] if self.types[j] == "P" and self.geometry != "spatial"]
         return pts, lns
 
 
@@ -137,6 +146,33 @@ def _frame_of(topo: _Topology, link: int):
 
 def _holders(topo: _Topology, j: int) -> list[int]:
     return [k for k, members in enumerate(topo.links) if j in members]
+
+
+def _slide_rows(topo: _Topology, names: tuple, link_names: tuple, frames: list):
+    """Each spatial P or C joint's equation: `(kind, row)`, the row side A's frame,
+    its point and axis point, side B's, and for a P joint side B's frame."""
+    if topo.geometry != "spatial":
+        return []
+    out = []
+    for j, t in enumerate(topo.types):
+        if t not in _schema.SLIDES:
+            continue
+        (a,) = _holders(topo, j)
+        q = names.index(names[j] + _schema.AXIS_SUFFIX)
+        (b,) = [k for k in range(len(topo.links)) if f"{names[j]}.{link_names[k]}" in names and k != a]
+        pb = names.index(f"{names[j]}.{link_names[b]}")
+        qb = names.index(f"{names[j]}{_schema.AXIS_SUFFIX}.{link_names[b]}")
+        for k in (a, b) if t == "P" else (a,):
+            if frames[k] is None:
+                raise LinkageError(
+                    f"links.{link_names[k]}: carries joint {names[j]}'s {'axis' if k == a else 'slide'} but has no "
+                    "three non-collinear points (a frame)"
+                )
+        row = tuple(frames[a][1:]) + (j, q, pb, qb)
+        if t == "P":
+            row += tuple(frames[b][1:])
+        out.append((row, "prism" if t == "P" else "cyl"))
+    return out
 
 
 @functools.lru_cache(maxsize=256)
@@ -228,6 +264,9 @@ def _compile(topo: _Topology, names: tuple, link_names: tuple) -> _Plan:
     for kind, _, joints in topo.inputs:
         if kind == "actuator":
             eq["act"].append(joints)
+    for row, kind in _slide_rows(topo, names, link_names, frames):
+        if not all(known[j] for j in row):
+            eq[kind].append(row)
 
     rows_per = {k: E.rows for k, E in EQUATIONS.items()}
     width = {k: E.width for k, E in EQUATIONS.items()}
@@ -442,11 +481,11 @@ class Linkage(eqx.Module):
         joints = {}
         index = {n: i for i, n in enumerate(self.names)}
         for n, t, row in zip(self.names, self.types, C):
-            if t == _schema.AXIS:
+            if t in (_schema.AXIS, _schema.SIDE):
                 continue
             w = 2 if (self.geometry == "planar" and t != "P") else 3
             joints[n] = {"type": t, "coords": [float(v) for v in row[:w]]}
-            if self.geometry == "spatial" and t == "R":
+            if self.geometry == "spatial" and t in ("R",) + _schema.SLIDES:
                 joints[n]["axis"] = [float(v) for v in C[index[n + _schema.AXIS_SUFFIX]] - row]
             if t == "U":
                 held = [self.link_names[k] for k in _holders(self.topology, index[n])]
@@ -503,7 +542,11 @@ class Linkage(eqx.Module):
     def _links_dict(self) -> dict:
         out = {}
         for li, (ln, members) in enumerate(zip(self.link_names, self.links)):
-            joints = [self.names[j] for j in members if self.types[j] != _schema.AXIS]
+            joints = [
+                self.names[j][: -len(ln) - 1] if self.types[j] == _schema.SIDE else self.names[j]
+                for j in members
+                if self.types[j] != _schema.AXIS
+            ]
             m = 0.0 if self.masses is None else float(self.masses[li])
             inertia = np.zeros(()) if self.inertias is None else np.asarray(self.inertias)[li]
             if m == 0.0 and not np.any(inertia):
@@ -683,9 +726,11 @@ def _moved_one(prep: _Prepared, kind, link, joints, u):
             t = u * jnp.stack([C[s, 1], -C[s, 0]])
             rows = jnp.where(line[:, None], M.at[:, 2].add(-(M[:, :2] @ t)), M.at[:, :2].add(t))
         return moving, rows
-    if lk.geometry == "spatial":  # a turn about the R joint's axis (its point and axis point)
+    if lk.geometry == "spatial":  # a turn about the R joint's axis (its point and axis point), a slide along the P's
         a = lk.names.index(lk.names[s] + _schema.AXIS_SUFFIX)
         P = C[s]
+        if kind == "prismatic":
+            return moving, M + u * unit(C[a] - P)
         return moving, P + (M - P) @ _screw.rotation(unit(C[a] - P), u).T
     # spherical: a rotation about the pivot's axis or the slider plane's pole, Eqs. (15)–(22)
     return moving, M @ _screw.rotation(C[s], u).T

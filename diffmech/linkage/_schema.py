@@ -27,7 +27,11 @@ KEYS = (
 LOADS = ("spring", "damper", "force", "torque")
 LINK_KEYS = ("joints", "mass", "com", "inertia")
 INPUTS = ("revolute", "prismatic", "actuator")
-JOINT_TYPES = {"planar": ("R", "P", "tracer"), "spherical": ("R", "P", "tracer"), "spatial": ("R", "S", "U", "tracer")}
+JOINT_TYPES = {
+    "planar": ("R", "P", "tracer"),
+    "spherical": ("R", "P", "tracer"),
+    "spatial": ("R", "S", "U", "P", "C", "tracer"),
+}
 # A spatial revolute joint is a point and an axis (natural coordinates: a point and a unit
 # vector shared by its two links). The axis is held as a second point on it, `AXIS_SUFFIX`
 # appended to the joint's name, of type "axis", one `axis_length` along the unit axis
@@ -35,6 +39,13 @@ JOINT_TYPES = {"planar": ("R", "P", "tracer"), "spherical": ("R", "P", "tracer")
 # of a spatial link then reads points alone (distances and the frame form).
 AXIS_SUFFIX = ".axis"
 AXIS = "axis"
+# A spatial prismatic (P) or cylindrical (C) joint is an axis line of one of its links
+# (side A: the ground if it holds the joint, else a link with a frame) along which the
+# other (side B) slides: side A holds the joint's point and axis point under the joint's
+# name, side B its own copies, named `<joint>.<link B>` (type `SIDE`) and
+# `<joint>.axis.<link B>`, at the same place in the description's configuration.
+SIDE = "side"
+SLIDES = ("P", "C")
 
 
 def axis_length(points: np.ndarray) -> float:
@@ -82,8 +93,8 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         extra = sorted(set(j) - {"type", "coords", "axis", "axes"})
         if extra:
             raise LinkageError(
-                f"joints.{name}: unknown key {extra[0]!r} (allowed: 'type', 'coords', 'axis' for a spatial R, "
-                "'axes' for a U)"
+                f"joints.{name}: unknown key {extra[0]!r} (allowed: 'type', 'coords', 'axis' for a spatial R, P "
+                "or C, 'axes' for a U)"
             )
         if str(name).endswith(AXIS_SUFFIX):
             raise LinkageError(
@@ -105,11 +116,12 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
                 )
         elif "axes" in j:
             raise LinkageError(f"joints.{name}.axes: only a spatial universal (U) joint has axes; this is a {kind}")
-        if geometry == "spatial" and kind == "R":
+        if geometry == "spatial" and kind in ("R",) + SLIDES:
             axes[str(name)] = _axis(name, j.get("axis"))
         elif "axis" in j:
             raise LinkageError(
-                f"joints.{name}.axis: only a spatial revolute (R) joint has an axis; this is a {geometry} {kind}"
+                f"joints.{name}.axis: only a spatial revolute (R), prismatic (P) or cylindrical (C) joint has an "
+                f"axis; this is a {geometry} {kind}"
             )
         raw = j.get("coords")
         try:
@@ -162,6 +174,18 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
                 names.append(f"{name}{AXIS_SUFFIX}.{link}")
                 types.append(AXIS)
                 rows.append(rows[names.index(name)] + length * a)
+    # a spatial P or C joint: its side B's copies of the point and the axis point
+    side_b = _slide_sides(spec, links, names, types, rows) if geometry == "spatial" else {}
+    for name, link in side_b.items():
+        for src, copy, kind in (
+            (name, f"{name}.{link}", SIDE),
+            (name + AXIS_SUFFIX, f"{name}{AXIS_SUFFIX}.{link}", AXIS),
+        ):
+            if copy in names:
+                raise LinkageError(f"joints.{copy}: the name of joint {name}'s point on link {link}; rename it")
+            names.append(copy)
+            types.append(kind)
+            rows.append(rows[names.index(src)])
     index = {n: i for i, n in enumerate(names)}
     link_names, link_tuples, inertial = [], [], []
     for lname, members in links.items():
@@ -179,13 +203,12 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         unknown = [m for m in members if m not in index]
         if unknown:
             raise LinkageError(f"links.{lname}: unknown joint {unknown[0]!r}; joints are {names}")
-        idx = tuple(index[m] for m in members)
-        if len(set(idx)) != len(idx):
+        if len(set(members)) != len(members):
             raise LinkageError(f"links.{lname}: a joint is listed twice: {list(members)}")
-        idx += tuple(index[m + AXIS_SUFFIX] for m in members if m in axes)
+        on_b = {m for m in members if side_b.get(m) == lname}  # this link is the joint's side B
+        idx = tuple(index[f"{m}.{lname}" if m in on_b else m] for m in members)
+        idx += tuple(index[f"{m}{AXIS_SUFFIX}.{lname}" if m in on_b else m + AXIS_SUFFIX] for m in members if m in axes)
         idx += tuple(index[f"{m}{AXIS_SUFFIX}.{lname}"] for m in members if lname in u_axes.get(m, {}))
-        if geometry == "spatial":
-            idx = _frame_first(idx, types, rows)
         if sum(types[i] not in ("tracer", AXIS) for i in idx) < 2:
             raise LinkageError(
                 f"links.{lname}: a link needs two or more joints (tracers not counted); got {list(members)}"
@@ -201,7 +224,7 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         holders = [link_names[k] for k, lk in enumerate(link_tuples) if j in lk]
         if kind == "tracer" and len(holders) != 1:
             raise LinkageError(f"joints.{names[j]}: a tracer belongs to exactly one link; it is in {holders}")
-        if kind not in ("tracer", AXIS) and len(holders) < 2:
+        if kind not in ("tracer", AXIS, SIDE) and not (geometry == "spatial" and kind in SLIDES) and len(holders) < 2:
             raise LinkageError(f"joints.{names[j]}: a joint connects two or more links; it is in {holders}")
         if kind == "U" and (len(holders) != 2 or set(holders) != set(u_axes[names[j]])):
             raise LinkageError(
@@ -209,6 +232,9 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
                 f"({sorted(u_axes[names[j]])}); it is in {holders}"
             )
     inputs = _parse_inputs(spec["input"], geometry, names, types, link_names, link_tuples, g)
+    if geometry == "spatial":  # each link's frame first, through the most points the ground and inputs place
+        known = set(link_tuples[g]).union(*(link_tuples[li] for _, li, _ in inputs if li >= 0))
+        link_tuples = [_frame_first(idx, types, rows, known) for idx in link_tuples]
     (in_kind, in_link, in_joints), more = inputs[0], tuple(inputs[1:])
     sim = spec.get("simulation", {}) or {}
     if not isinstance(sim, dict) or set(sim) - {"steps", "step"}:
@@ -336,28 +362,89 @@ def _loads(loads, geometry, names, types, index, link_names, link_tuples, rows) 
     )
 
 
-def _frame_first(idx, types, rows):
-    """A spatial link's joints with three non-collinear points first (its frame): the
-    description's order where its first three points already are (a shaft's joints may
-    all lie on its axis: then a U joint's cross axis point comes forward)."""
-    pts = [i for i in idx if types[i] not in ("tracer", "P")]
-    for a in range(len(pts)):
-        for b in range(a + 1, len(pts)):
-            for c in range(b + 1, len(pts)):
-                p, q, r = (np.asarray(rows[k], float) for k in (pts[a], pts[b], pts[c]))
+def _frame_first(idx, types, rows, known: set | frozenset = frozenset()):
+    """A spatial link's joints with three non-collinear points first (its frame): of
+    the non-collinear triples, one with the most `known` points (placed by the ground
+    or an input: a point off the frame is carried by three equations, skipped only
+    when it and the frame are all known; a rocker's frame through its two pivot points
+    leaves it one equation short of rigid, as it must be, where a frame through an
+    unknown point would hold it by one equation too many), the description's order
+    among equals (a shaft's joints may all lie on its axis: then a U joint's cross
+    axis point comes forward)."""
+    pts = [i for i in idx if types[i] != "tracer"]
+    triples = _non_collinear([rows[i] for i in pts])
+    if not triples:
+        return idx
+    best = max(triples, key=lambda t: sum(pts[i] in known for i in t))  # the first of the best
+    if best == (0, 1, 2):
+        return idx  # the description's order
+    first = tuple(pts[i] for i in best)
+    return first + tuple(i for i in idx if i not in first)
+
+
+def _non_collinear(points, first=False):
+    """The triples `(a, b, c)` of indices of non-collinear points, in order (only the
+    first with `first`)."""
+    out = []
+    for a in range(len(points)):
+        for b in range(a + 1, len(points)):
+            for c in range(b + 1, len(points)):
+                p, q, r = (np.asarray(points[k], float) for k in (a, b, c))
                 size = max(np.linalg.norm(q - p) * np.linalg.norm(r - p), 1e-300)
                 if np.linalg.norm(np.cross(q - p, r - p)) > 1e-9 * size:
-                    if (a, b, c) == (0, 1, 2):
-                        return idx  # the description's order
-                    first = (pts[a], pts[b], pts[c])
-                    return first + tuple(i for i in idx if i not in first)
-    return idx
+                    out.append((a, b, c))
+                    if first:
+                        return out
+    return out
+
+
+def _slide_sides(spec, links, names, types, rows) -> dict:
+    """Each spatial P or C joint's side B (`{joint: link}`): it joins exactly two links;
+    side A, which carries the axis the other slides along, is the ground when the
+    ground holds the joint, else the first of its links with three non-collinear
+    points (its frame: the axis's normals are read from it); a P joint's side B needs
+    one too (it locks the turn about the axis)."""
+    listed = {ln: (m.get("joints") if isinstance(m, dict) else m) for ln, m in links.items()}
+    out = {}
+    for name, kind in zip(names, types):
+        if kind not in SLIDES:
+            continue
+        holders = [ln for ln, m in listed.items() if isinstance(m, (list, tuple)) and name in m]
+        if len(holders) != 2:
+            raise LinkageError(
+                f"joints.{name}: a {'prismatic' if kind == 'P' else 'cylindrical'} joint joins exactly two links; it "
+                f"is in {holders}"
+            )
+
+        def framed(ln):
+            members = listed[ln] or []
+            pts = [rows[names.index(m)] for m in members if m in names and types[names.index(m)] != "tracer"]
+            pts += [rows[names.index(m + AXIS_SUFFIX)] for m in members if m + AXIS_SUFFIX in names]
+            return bool(_non_collinear(pts, first=True))
+
+        if spec.get("ground") in holders:
+            a = spec["ground"]
+        else:
+            a = next((ln for ln in holders if framed(ln)), None)
+            if a is None:
+                raise LinkageError(
+                    f"joints.{name}: neither of its links ({holders}) has three non-collinear points (the joint's, its "
+                    "axis point and the link's other joints): one needs a frame to carry the axis"
+                )
+        (b,) = [ln for ln in holders if ln != a]
+        if kind == "P" and not framed(b):
+            raise LinkageError(
+                f"joints.{name}: link {b} slides along a prismatic joint but has no three non-collinear points (a "
+                "frame to lock its turn about the axis); add a joint off the axis or make it a cylindrical (C) joint"
+            )
+        out[name] = b
+    return out
 
 
 def _axis(name, raw) -> np.ndarray:
     """A spatial R joint's unit axis from the description's direction."""
     if raw is None:
-        raise LinkageError(f"joints.{name}.axis: a spatial revolute joint needs its axis direction [ax, ay, az]")
+        raise LinkageError(f"joints.{name}.axis: a spatial R, P or C joint needs its axis direction [ax, ay, az]")
     try:
         a = np.asarray(raw, dtype=float)
     except (TypeError, ValueError):
@@ -537,6 +624,13 @@ def parse_input(inp, geometry, names, types, link_names, link_tuples, g):
     if li == g:
         raise LinkageError("input.link: the input link cannot be the ground")
     shared = [j for j in link_tuples[li] if j in link_tuples[g] and types[j] not in ("tracer", AXIS)]
+    # a spatial P or C joint with the ground: the ground holds it, the link its side B copy
+    cut = len(str(link)) + 1
+    shared += [
+        names.index(names[j][:-cut])
+        for j in link_tuples[li]
+        if types[j] == SIDE and names.index(names[j][:-cut]) in link_tuples[g]
+    ]
     if "joint" in inp:
         if inp["joint"] not in names or names.index(inp["joint"]) not in shared:
             raise LinkageError(f"input.joint: {inp['joint']!r} is not a joint between {link!r} and the ground")
@@ -546,10 +640,16 @@ def parse_input(inp, geometry, names, types, link_names, link_tuples, g):
             f"input: link {link!r} must share exactly one joint with the ground; it shares {[names[j] for j in shared]}"
         )
     (s,) = shared
-    if geometry == "spatial" and types[s] != "R":
+    if geometry == "spatial" and types[s] not in ("R", "P"):
         raise LinkageError(
-            f'input: a spatial linkage is driven by an actuator ({{"type": "actuator", "joints": [A, B]}}) or '
-            f"turned about a revolute (R) joint with the ground; {names[s]} is an {types[s]} joint"
+            f'input: a spatial linkage is driven by an actuator ({{"type": "actuator", "joints": [A, B]}}), '
+            f"turned about a revolute (R) joint with the ground or slid along a prismatic (P) one; {names[s]} is a "
+            f"joint of type {types[s]}"
+            + (
+                " (its turn or its slide alone would leave the other free: drive it by a P or R joint beside it)"
+                if types[s] == "C"
+                else ""
+            )
         )
     inferred = "prismatic" if types[s] == "P" else "revolute"
     if kind is not None and kind != inferred:

@@ -597,7 +597,9 @@ def rates(
 @eqx.filter_jit
 def motion_rates(lk: Linkage, motion: Motion, udot=1.0, uddot=0.0):
     """`rates` at every step of a `Motion` (rows of unconverged steps are NaN):
-    velocities and accelerations `(N, J, 3)` for an input rate `udot` (and `uddot`)."""
+    velocities and accelerations `(N, J, 3)` for an input rate `udot` (and `uddot`):
+    a number, one per input `(k,)`, or one per step (the inputs' shape, `(N,)` or
+    `(N, k)`)."""
     if not isinstance(motion, Motion):
         raise ValueError(f"linkage.motion_rates: `motion` must be a Motion (from linkage.simulate); got {motion!r}")
     rows = jax.eval_shape(lambda: lk.full(lk.x0(), lk.zero_input())).shape
@@ -607,10 +609,18 @@ def motion_rates(lk: Linkage, motion: Motion, udot=1.0, uddot=0.0):
             f"the linkage's {rows})"
         )
     dt = lk.coords.dtype
+    U = motion.inputs.astype(dt)
+    try:
+        ud, udd = (jnp.broadcast_to(jnp.asarray(v, dt), U.shape) for v in (udot, uddot))
+    except ValueError:
+        raise ValueError(
+            f"linkage.motion_rates: `udot` and `uddot` must be numbers, one per input or one per step (the inputs' "
+            f"shape {U.shape}); got {np.shape(udot)} and {np.shape(uddot)}"
+        ) from None
 
-    def one(u, C):
-        return rates(lk, lk.state(C), u, udot, uddot)
+    def one(u, C, v, a):
+        return rates(lk, lk.state(C), u, v, a)
 
-    vel, acc = jax.vmap(one)(motion.inputs.astype(dt), motion.coords)
+    vel, acc = jax.vmap(one)(U, motion.coords, ud, udd)
     ok = motion.converged[:, None, None]
     return jnp.where(ok, vel, jnp.nan), jnp.where(ok, acc, jnp.nan)

@@ -57,7 +57,7 @@ def _median(f, repeats):
 def cases():
     t61, t41 = np.linspace(0.0, 2 * np.pi, 61), np.linspace(0.0, 2 * np.pi, 41)
     spec = json.loads(dm.examples.path("double_wishbone").read_text())
-    U_sus = np.c_[np.linspace(0.0, 0.25, 21), np.linspace(0.0, 0.1, 21)]
+    U_sus = np.c_[np.linspace(0.0, 0.25, 21), np.linspace(0.0, 0.02, 21)]
     theta = np.arange(180) * 2 * np.pi / 180
     return [
         ("rssr", theta, lambda U: rssr_closed_form(U)[1], "input–output equation (NumPy)"),

@@ -100,11 +100,12 @@ def delta() -> Linkage:
 
 
 def double_wishbone() -> Linkage:
-    """Left front double-wishbone suspension with bell-crank steering (m; x forward, y
+    """Left front double-wishbone suspension with rack steering (m; x forward, y
     outboard, z up): control arms turning about their chassis axes, the knuckle on
-    two ball joints, a tie rod from the steering bell-crank; wheel centre `W` and a
-    point `WS` along the spin axis as tracers. Two inputs: the lower arm's turn (wheel
-    travel, positive up) and the bell-crank's (steering)."""
+    two ball joints, a tie rod from the steering rack (a prismatic joint across the
+    car); wheel centre `W` and a point `WS` along the spin axis as tracers. Two
+    inputs: the lower arm's turn (wheel travel, positive up) and the rack's travel
+    (steering, m)."""
     return load("double_wishbone")
 
 

@@ -7,9 +7,11 @@ uses only NumPy / SciPy.
 Formulation
 -----------
 Inputs: ``u1`` turns the lower arm about the axis of ``LI`` (through LI's point, unit
-direction ``LI.axis``, right-handed, rad from the initial configuration) and ``u2`` turns
-the bell crank about the axis of ``BC`` likewise.  So ``LB(u1)`` and ``TI(u2)`` are
-explicit.  The unknowns (7) are
+direction ``LI.axis``, right-handed, rad from the initial configuration) and ``u2``
+slides the steering rack along the axis of its prismatic joint ``RK`` (m; the rack
+carries ``TI``).  So ``LB(u1)`` and ``TI(u2)`` are explicit.  (Written for a bell-crank
+turning ``TI`` about an axis; its maintainer changed that one line to the rack's slide
+when the example's steering became a rack.)  The unknowns (7) are
 
 * the knuckle's pose relative to the initial configuration: a rotation vector ``r``
   (rotation ``R = exp([r]x)``) and a translation ``t``; a knuckle point whose initial
@@ -44,7 +46,7 @@ def _joints(link):
 def _geometry(spec):
     J = spec["joints"]
     P0 = {k: np.asarray(v["coords"], float) for k, v in J.items()}
-    ax = {k: np.asarray(v["axis"], float) / np.linalg.norm(v["axis"]) for k, v in J.items() if v["type"] == "R"}
+    ax = {k: np.asarray(v["axis"], float) / np.linalg.norm(v["axis"]) for k, v in J.items() if "axis" in v}
     knuckle = _joints(spec["links"]["knuckle"])
     L_tie = np.linalg.norm(P0["TO"] - P0["TI"])
     return P0, ax, knuckle, L_tie
@@ -65,7 +67,7 @@ def _residual(q, P0, ax, L_tie, u1, u2):
     K = _knuckle(q, P0, ("LB", "UB", "TO"))
     LB = _turn(P0["LB"], P0["LI"], ax["LI"], u1)
     UB = _turn(P0["UB"], P0["UI"], ax["UI"], q[6])
-    TI = _turn(P0["TI"], P0["BC"], ax["BC"], u2)
+    TI = P0["TI"] + u2 * ax["RK"]
     return np.concatenate([K["LB"] - LB, K["UB"] - UB, [np.linalg.norm(K["TO"] - TI) - L_tie]])
 
 

@@ -583,6 +583,24 @@ def test_spatial_prismatic_joint_slides_without_turning_and_drives_by_its_force(
     R, p = L.link_pose(lk, m, "slider")
     np.testing.assert_allclose(np.asarray(R), np.broadcast_to(np.eye(3), R.shape), atol=1e-10)  # it never turns
     np.testing.assert_allclose(np.asarray(m.coords[:, lk.names.index("C")]), C0 + s[:, None] * e, atol=1e-10)
+    # the design gradient of the slider's travel with respect to its axis's direction (the
+    # axis point's height: side B's copy follows it), against central differences of that root
+    ax = lk.names.index("P.axis")
+    ell = float(np.linalg.norm(np.asarray(lk.coords[ax] - lk.coords[lk.names.index("P")])))
+    path = jnp.linspace(0.0, 1.0, 6)
+
+    def travel(dz):
+        k = eqx.tree_at(lambda k_: k_.coords, lk, lk.coords.at[ax, 2].add(dz))
+        return L.simulate_functional(k, path).coords[-1, lk.names.index("C"), 0]
+
+    def travel_ref(dz):
+        e2 = ell * e + np.array([0.0, 0.0, dz])
+        e2 /= np.linalg.norm(e2)
+        w = C0 - np.array([np.cos(1.0), np.sin(1.0), 0.0])
+        return C0[0] + (-(w @ e2) + np.sqrt((w @ e2) ** 2 - w @ w + 2.5**2)) * e2[0]
+
+    fd = (travel_ref(1e-6) - travel_ref(-1e-6)) / 2e-6
+    assert abs(float(jax.grad(travel)(0.0)) - fd) <= 1e-7 * max(1.0, abs(fd)), (float(jax.grad(travel)(0.0)), fd)
     # the same loop with a cylindrical joint: the slider may also turn, one equation short
     with pytest.raises(L.LinkageError, match="8 rigidity equations for 9 unknown coordinates"):
         L.Linkage.from_dict(slider_crank_spec("C")[0])

@@ -148,6 +148,25 @@ def _holders(topo: _Topology, j: int) -> list[int]:
     return [k for k, members in enumerate(topo.links) if j in members]
 
 
+@functools.lru_cache(maxsize=256)
+def _side_copies(names: tuple, types: tuple, links: tuple, link_names: tuple) -> tuple[tuple, tuple]:
+    """The rows of each spatial P or C joint's side B copies (its point `<joint>.<link>`
+    and axis point `<joint>.axis.<link>`) and of the rows they copy: `(sources, copies)`."""
+    src, dst = [], []
+    for j, t in enumerate(types):
+        if t not in _schema.SLIDES or names[j] + _schema.AXIS_SUFFIX not in names:
+            continue
+        for link, members in zip(link_names, links):
+            for copy, source in (
+                (f"{names[j]}.{link}", names[j]),
+                (f"{names[j]}{_schema.AXIS_SUFFIX}.{link}", names[j] + _schema.AXIS_SUFFIX),
+            ):
+                if copy in names and names.index(copy) in members:
+                    src.append(names.index(source))
+                    dst.append(names.index(copy))
+    return tuple(src), tuple(dst)
+
+
 def _slide_rows(topo: _Topology, names: tuple, link_names: tuple, frames: list):
     """Each spatial P or C joint's equation: `(kind, row)`, the row side A's frame,
     its point and axis point, side B's, and for a P joint side B's frame."""
@@ -633,6 +652,9 @@ class Linkage(eqx.Module):
             return C
         if self.geometry == "spherical":
             return unit(C)
+        src, dst = _side_copies(self.names, self.types, self.links, self.link_names)
+        if dst:  # a P or C joint's side B copies follow its point and axis point (the design)
+            C = C.at[np.array(dst)].set(C[np.array(src)])
         return C
 
     def driven(self, u) -> Float[Array, "J 3"]:

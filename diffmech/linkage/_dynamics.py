@@ -58,7 +58,7 @@ from .._validate import (
     is_traced,
 )
 from . import _schema
-from ._equations import orthonormal
+from ._equations import normals, orthonormal
 from ._model import Linkage, _coords, _prepare, _residual
 from ._simulate import Motion, joint_path, simulate_functional, widths
 
@@ -910,15 +910,6 @@ def _wrench(point, force):
     return jnp.concatenate([force, jnp.cross(point, force)])
 
 
-def _normals(a):
-    """Two orthonormal directions normal to the axis `a` (`t1 ∝ a × h`, `h` the
-    coordinate axis least aligned with `a`; any such pair gives the same wrenches)."""
-    a = unit(a)
-    h = jax.nn.one_hot(jnp.argmin(jnp.abs(a)), 3, dtype=a.dtype)
-    t1 = unit(jnp.cross(a, h))
-    return jnp.stack([t1, jnp.cross(a, t1)])
-
-
 def _pin_wrenches(X, j, plan: "_Reactions"):
     """The unit wrenches a pin's unknowns stand for: unit forces through the joint
     (in the plane and in space); on the sphere unit forces through the centre and
@@ -929,7 +920,7 @@ def _pin_wrenches(X, j, plan: "_Reactions"):
     if axis is not None:  # a spatial R joint: forces through it, couples normal to its axis
         zero = jnp.zeros(3, X.dtype)
         forces = [_wrench(X[j, :3], f) for f in jnp.eye(3, dtype=X.dtype)]
-        return forces + [jnp.concatenate([zero, t]) for t in _normals(X[axis, :3] - X[j, :3])]
+        return forces + [jnp.concatenate([zero, t]) for t in normals(X[axis, :3] - X[j, :3])]
     cross_ = {c: (a, b) for c, a, b in plan.crosses}.get(j)
     if cross_ is not None:  # a universal joint: forces through it, the couple along its axes' normal
         n = unit(jnp.cross(X[cross_[0], :3] - X[j, :3], X[cross_[1], :3] - X[j, :3]))
@@ -939,7 +930,7 @@ def _pin_wrenches(X, j, plan: "_Reactions"):
         return [_wrench(X[j, :3], f) for f in jnp.eye(3, dtype=X.dtype)]
     zero = jnp.zeros(3, X.dtype)
     forces = [jnp.concatenate([f, zero]) for f in jnp.eye(3, dtype=X.dtype)]
-    return forces + [jnp.concatenate([zero, t]) for t in _normals(X[j, :3])]
+    return forces + [jnp.concatenate([zero, t]) for t in normals(X[j, :3])]
 
 
 def _prism_wrenches(X, prism):
@@ -948,7 +939,7 @@ def _prism_wrenches(X, prism):
     P joint the couple about the axis."""
     j, _, _, point, axis, m = prism
     a = unit(X[axis, :3] - X[j, :3])
-    t = _normals(a)
+    t = normals(a)
     zero = jnp.zeros(3, X.dtype)
     couples = [t[0], t[1], a][: m - 2]
     return [_wrench(X[point, :3], f) for f in t] + [jnp.concatenate([zero, c]) for c in couples]
@@ -1279,7 +1270,7 @@ def _joint_frame(X, lk: Linkage, j: int):
         a = jnp.cross(e1, e2)
     else:
         return jnp.eye(3, dtype=X.dtype), X[j, :3]
-    t1, t2 = _normals(a)
+    t1, t2 = normals(a)
     return jnp.stack([t1, t2, unit(a)], axis=1), X[j, :3]
 
 
@@ -1294,7 +1285,7 @@ def _drop_idle_spins(e, body: _Inertial):
     n_rigid = len(body.frames) - body.n_rods
     blocks = [jnp.eye(6 * n_rigid, dtype=e.dtype)] if n_rigid else []
     for k in range(body.n_rods):
-        blocks.append(jax.scipy.linalg.block_diag(jnp.eye(3, dtype=e.dtype), _normals(e[k])))
+        blocks.append(jax.scipy.linalg.block_diag(jnp.eye(3, dtype=e.dtype), normals(e[k])))
     return jax.scipy.linalg.block_diag(*blocks)
 
 

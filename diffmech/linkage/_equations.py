@@ -307,15 +307,21 @@ def _in_frame(C0, frame, vectors):
     return jax.vmap(lambda Bk, v: jax.vmap(lambda w: _linalg.solve(Bk.T, w))(v))(B, vectors)
 
 
-def _axis_normals(C0, p, q):
-    """Two unit normals `(k, 2, 3)` of the axis `q − p` (`t1 ∝ a × h`, `h` the coordinate
-    axis least aligned with it; `t2 = a × t1`), and the axis length `(k,)`."""
-    d = C0[q] - C0[p]
-    ell = jnp.sqrt(dot(d, d))
-    a = d / ell[:, None]
-    h = jax.nn.one_hot(jnp.argmin(jnp.abs(a), axis=-1), 3, dtype=a.dtype)
+def normals(a):
+    """Two orthonormal directions `(2, 3)` normal to the axis `a` (`t1 ∝ a × h`, `h` the
+    coordinate axis least aligned with `a`; `t2 = â × t1`): an axis's normals in the
+    joint equations, and any pair that gives the same wrenches in the joint forces."""
+    a = unit(a)
+    h = jax.nn.one_hot(jnp.argmin(jnp.abs(a)), 3, dtype=a.dtype)
     t1 = unit(jnp.cross(a, h))
-    return jnp.stack([t1, jnp.cross(a, t1)], axis=1), ell
+    return jnp.stack([t1, jnp.cross(a, t1)])
+
+
+def _axis_normals(C0, p, q):
+    """The two unit normals `(k, 2, 3)` of each axis `q − p` (`normals`), and the axis
+    length `(k,)`."""
+    d = C0[q] - C0[p]
+    return jax.vmap(normals)(d), jnp.sqrt(dot(d, d))
 
 
 class Cylindrical(Equation):

@@ -12,6 +12,11 @@ motor torques from rest, against MuJoCo and Pinocchio modelling the same file
   five 3-D rigid loop constraints, `constraintDynamics` with Baumgarte correction,
   Lie-group RK4 at timesteps 4e-3 and 1e-3.
 
+diffmech is also timed at a looser tolerance, `rtol=1e-6, atol=1e-8` (`--fast-rtol`):
+the loop still closes to round-off at every evaluation (closure is Newton's, not the
+integrator's), only the trajectory's accuracy changes, reported as its arm angles'
+distance from the default run's beside each peer's.
+
 Reported per model: the warm wall time (median of `--repeats`; diffmech's compile time
 apart), the loop gap (the peers: the largest distance between a rod's end and its
 platform point over every step; diffmech: the largest rigidity-equation residual over
@@ -70,7 +75,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--designs", type=int, default=1024)
     ap.add_argument("--peer-designs", type=int, default=32)
+    ap.add_argument("--fast-rtol", type=float, default=1e-6)
     args = ap.parse_args()
+    fast = dict(rtol=args.fast_rtol, atol=1e-2 * args.fast_rtol)
 
     lk = dm.examples.delta()
     spec = json.loads(dm.examples.path("delta").read_text())
@@ -101,6 +108,25 @@ def main():
         f"diffmech: compile {compile_s:.1f} s, run {wall:.3f} s, gap {rows['diffmech']['loop_gap']:.1e} m", flush=True
     )
 
+    sim_f, compile_f, wall_f = timed(
+        lambda: L.simulate_dynamics(lk, zero, zero, T1, drive=drive, saveat=ts, **fast), repeats=args.repeats
+    )
+    rows["diffmech_fast"] = {
+        "wall_s": wall_f,
+        "compile_s": compile_f,
+        "loop_gap": float(np.max(sim_f.residual)),
+        "energy_drift": float(sim_f.energy_error),
+        "max_q_difference": float(np.max(np.abs(np.asarray(sim_f.u) - q_ref))),
+        "steps": int(sim_f.num_steps),
+        "converged": bool(np.all(sim_f.converged)),
+        **fast,
+    }
+    print(
+        f"diffmech rtol {args.fast_rtol:g}: run {wall_f:.3f} s, gap {rows['diffmech_fast']['loop_gap']:.1e} m, "
+        f"q off {rows['diffmech_fast']['max_q_difference']:.1e} rad",
+        flush=True,
+    )
+
     peers = {
         "mujoco_default": lambda: mujoco_delta.run(spec, tau, t1=T1, saves=np.asarray(ts), softness="default"),
         "mujoco_stiff": lambda: mujoco_delta.run(spec, tau, t1=T1, saves=np.asarray(ts), softness="stiff"),
@@ -122,27 +148,31 @@ def main():
     # batched: diffmech vmapped over the designs in one program
     ip = lk.link_names.index("platform")
 
-    @jax.jit
-    def batch(scales):
-        def one(s):
-            lk_s = eqx.tree_at(lambda k: k.masses, lk, lk.masses.at[ip].multiply(s))
-            out = L.simulate_dynamics(lk_s, zero, zero, T1, drive=drive, saveat=ts)
-            return jnp.all(out.converged)
+    def batch_of(**options):
+        @jax.jit
+        def batch(scales):
+            def one(s):
+                lk_s = eqx.tree_at(lambda k: k.masses, lk, lk.masses.at[ip].multiply(s))
+                out = L.simulate_dynamics(lk_s, zero, zero, T1, drive=drive, saveat=ts, **options)
+                return jnp.all(out.converged)
 
-        return jax.vmap(one)(scales)
+            return jax.vmap(one)(scales)
+
+        return batch
 
     n = args.designs
-    ok, b_compile, b_wall = timed(batch, 1.0 + 0.1 * jnp.arange(n) / n, repeats=1)
-    batched = {
-        "diffmech": {
+    batched = {}
+    for name, options in (("diffmech", {}), ("diffmech_fast", fast)):
+        ok, b_compile, b_wall = timed(batch_of(**options), 1.0 + 0.1 * jnp.arange(n) / n, repeats=1)
+        batched[name] = {
             "designs": n,
             "wall_s": b_wall,
             "compile_s": b_compile,
             "sim_seconds_per_second": n * T1 / b_wall,
             "converged": bool(np.all(ok)),
+            **options,
         }
-    }
-    print(f"diffmech batched {n}: {b_wall:.1f} s, {n * T1 / b_wall:.1f} sim-s/s", flush=True)
+        print(f"{name} batched {n}: {b_wall:.1f} s, {n * T1 / b_wall:.1f} sim-s/s", flush=True)
     m = args.peer_designs
     for name, f in {
         "mujoco_default": lambda: mujoco_delta.batched(spec, tau, n=m, t1=T1, softness="default"),

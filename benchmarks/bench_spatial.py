@@ -8,8 +8,14 @@ its test checks it with, evaluated in NumPy in the same run, one input after ano
 - delta robot, 41 inputs (3 arms): three-sphere trilateration;
 - double wishbone, 21 inputs (travel and steering): the absolute-coordinate SciPy model
   of `tests/reference/suspension_absolute.py`;
+- RSCR (a cylindrical joint), 180 crank angles: its closure condition solved for the
+  rocker angle by Newton steps from the last one, and every link's pose, per angle;
+- spatial slider-crank (a prismatic joint on a skew axis), 180 crank angles: the
+  slider's travel as the root of the rod's length, vectorised;
 - Bennett 4R (over-constrained: normal equations) and Hooke's joint, 180 inputs, no
-  baseline of the same output (their closed forms give angles only): the sweep time.
+  baseline of the same output (their closed forms give angles only): the sweep time;
+  the RSCR driven by its C joint's slide (a joint's own coordinate, 60 inputs): the
+  sweep time.
 
 Compile time is reported apart; run times are medians of `--repeats` warm runs.
 
@@ -38,7 +44,7 @@ import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 from reference import suspension_absolute  # noqa: E402
 from test_inputs import delta_closed_form, five_bar_closed_form  # noqa: E402
-from test_spatial import rssr_closed_form  # noqa: E402
+from test_spatial import RSCR, rscr_poses, rssr_closed_form, slider_crank_spec  # noqa: E402
 
 import diffmech as dm  # noqa: E402
 from benchmarks._timing import timed  # noqa: E402
@@ -52,6 +58,28 @@ def _median(f, repeats):
         f()
         runs.append(time.perf_counter() - t)
     return statistics.median(runs)
+
+
+def rscr_baseline(theta):
+    """The RSCR's links' poses at each crank angle, the rocker angle continued."""
+    phi, out = 0.0, []
+    for t in theta:
+        poses, phi = rscr_poses(t, phi)
+        out.append(poses)
+    return out
+
+
+def slider_baseline(spec, e, C0):
+    """The slider's point at each crank angle: `C0 + s e`, `|C0 + s e − B(θ)| = L`."""
+
+    def run(theta):
+        B = np.c_[np.cos(theta), np.sin(theta), np.zeros_like(theta)]
+        w = C0 - B
+        we = w @ e
+        s = -we + np.sqrt(we**2 - np.sum(w * w, axis=1) + 2.5**2)
+        return C0 + s[:, None] * e
+
+    return run
 
 
 def cases():
@@ -69,9 +97,22 @@ def cases():
             "three-sphere trilateration",
         ),
         ("double_wishbone", U_sus, lambda U: suspension_absolute.path(spec, U), "absolute-coordinate SciPy model"),
+        ("rscr", theta, rscr_baseline, "closure condition by Newton steps (NumPy)"),
+        ("slider_crank", theta, slider_baseline(*slider_crank_spec()), "root of the rod's length (NumPy)"),
         ("bennett", theta, None, None),
         ("cardan", theta, None, None),
+        ("rscr_slide", np.linspace(0.0, 1.9, 60), None, None),
     ]
+
+
+def load(name):
+    """A bundled linkage, or one of the benchmark's own: the tests' spatial slider-crank
+    and the RSCR driven by its C joint's slide."""
+    if name == "slider_crank":
+        return L.Linkage.from_dict(slider_crank_spec()[0])
+    if name == "rscr_slide":
+        return L.Linkage.from_dict(dict(RSCR, input={"type": "prismatic", "joint": "C"}))
+    return dm.examples.load(name)
 
 
 def main():
@@ -81,7 +122,7 @@ def main():
     a = ap.parse_args()
     rows = []
     for name, U, baseline, what in cases():
-        lk = dm.examples.load(name)
+        lk = load(name)
         run = jax.jit(lambda k, u: (lambda m: (m.coords, m.converged, m.residual))(L.simulate_functional(k, u)))
         u = jnp.asarray(U)
         (_, ok, res), compile_s, wall = timed(run, lk, u, repeats=a.repeats)

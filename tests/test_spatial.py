@@ -172,16 +172,13 @@ def test_bad_spatial_revolute_descriptions_name_the_item(change, message):
 # --------------------------------------------------------------------------- Bennett
 
 
-def test_bennett_moves_as_bennetts_closed_form_says_though_kutzbach_counts_minus_two():
-    lk = dm.examples.bennett()
-    mob = L.mobility(lk)
-    # the moving joint J3 and its axis point (6 unknowns); each moving link's 5 equations
-    # (two fixed points: one freedom each); 3 redundant by Kutzbach's count, 1 because both
-    # links hold J3's axis point at its distance
-    assert (mob["mobility"], mob["redundant"], lk.counts()["equations"], lk.counts()["unknowns"]) == (1, 4, 10, 6)
-    m = L.simulate(lk)  # a full turn of the crank
-    assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
-    C = np.asarray(m.coords)
+BENNETT_K = np.sin(np.deg2rad(45.0)) / np.sin(np.deg2rad(15.0))  # sin((β+α)/2) / sin((β−α)/2), α 30°, β 60°
+
+
+def bennett_relation_holds(lk, coords, th1):
+    """Bennett's closed form at every configuration `coords` `(N, J, 3)` with crank
+    angle `th1` `(N,)`: opposite joint angles opposite, tan(θ1/2) tan(θ2/2) = K."""
+    C = np.asarray(coords)
     p = [C[:, lk.joint(f"J{i}")] for i in range(1, 5)]
     z = [C[:, lk.joint(f"J{i}.axis")] - p[i - 1] for i in range(1, 5)]
     z = [v / np.linalg.norm(v, axis=1, keepdims=True) for v in z]
@@ -191,16 +188,24 @@ def test_bennett_moves_as_bennetts_closed_form_says_though_kutzbach_counts_minus
         x_out = p[(i + 1) % 4] - p[i]
         return np.arctan2(np.einsum("ij,ij->i", np.cross(x_in, x_out), z[i]), np.einsum("ij,ij->i", x_in, x_out))
 
-    # Bennett: opposite joint angles opposite, tan(θ1/2) tan(θ2/2) = sin((β+α)/2) / sin((β−α)/2)
-    al, be = np.deg2rad(30.0), np.deg2rad(60.0)
-    K = np.sin((be + al) / 2) / np.sin((be - al) / 2)
-    th1 = 1.2 + np.asarray(m.inputs)  # the file's crank angle plus the input
     th2 = joint_angle(1)
     wrap = lambda a: np.angle(np.exp(1j * a))  # noqa: E731
-    assert np.max(np.abs(wrap(th2 - 2 * np.arctan(K / np.tan(th1 / 2))))) <= 1e-10
+    assert np.max(np.abs(wrap(th2 - 2 * np.arctan(BENNETT_K / np.tan(th1 / 2))))) <= 1e-10
     assert np.max(np.abs(wrap(joint_angle(2) + th1))) <= 1e-10
     assert np.max(np.abs(wrap(joint_angle(3) + th2))) <= 1e-10
     assert np.max(np.abs(wrap(joint_angle(0) - th1))) <= 1e-10
+
+
+def test_bennett_moves_as_bennetts_closed_form_says_though_kutzbach_counts_minus_two():
+    lk = dm.examples.bennett()
+    mob = L.mobility(lk)
+    # the moving joint J3 and its axis point (6 unknowns); each moving link's 5 equations
+    # (two fixed points: one freedom each); 3 redundant by Kutzbach's count, 1 because both
+    # links hold J3's axis point at its distance
+    assert (mob["mobility"], mob["redundant"], lk.counts()["equations"], lk.counts()["unknowns"]) == (1, 4, 10, 6)
+    m = L.simulate(lk)  # a full turn of the crank
+    assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
+    bennett_relation_holds(lk, m.coords, 1.2 + np.asarray(m.inputs))  # the file's crank angle plus the input
     # the implicit derivative through the over-constrained closure: dθ2/du against
     # central differences of Bennett's relation
     i1, i2, i3, a2 = (lk.joint(n) for n in ("J2", "J1", "J3", "J2.axis"))
@@ -210,11 +215,49 @@ def test_bennett_moves_as_bennetts_closed_form_says_though_kutzbach_counts_minus
         x_in, x_out, zz = X[i1] - X[i2], X[i3] - X[i1], X[a2] - X[i1]
         return jnp.arctan2(jnp.cross(x_in, x_out) @ zz / jnp.linalg.norm(zz), x_in @ x_out)
 
-    closed = lambda t: 2 * np.arctan(K / np.tan((1.2 + t) / 2))  # noqa: E731
+    closed = lambda t: 2 * np.arctan(BENNETT_K / np.tan((1.2 + t) / 2))  # noqa: E731
     h = 1e-6
     for u0 in (0.7, 2.5):
         fd = (closed(u0 + h) - closed(u0 - h)) / (2 * h)
         assert abs(float(jax.grad(theta2)(u0)) - fd) <= 1e-7 * max(1.0, abs(fd)), (u0, fd)
+
+
+def test_bennett_driven_at_a_joint_between_two_moving_links_keeps_bennetts_relation():
+    # J3 joins the coupler and the follower: its own turn is the input (the follower's
+    # relative to the coupler, one equation of the closure), so θ3 = −1.2 + u and θ1 =
+    # −θ3 = 1.2 − u; the couple holding it still against gravity is, by virtual work,
+    # the slope of the potential, the links' centres carried rigidly by their own
+    # points (a least-squares fit of each link's four points to the file's)
+    spec = json.loads(dm.examples.path("bennett").read_text())
+    spec["input"] = {"type": "revolute", "joint": "J3"}
+    lk = L.Linkage.from_dict(spec)
+    assert lk.to_dict()["input"] == spec["input"]
+    # J2's and J3's axis points are each held by both their links: two redundant rows more
+    assert (L.mobility(lk)["mobility"], L.mobility(lk)["redundant"]) == (1, 5)
+    h = 1e-4
+    u = np.array([0.0, 0.5 - 2 * h, 0.5 - h, 0.5, 0.5 + h, 0.5 + 2 * h, 1.0])
+    m = L.simulate(lk, inputs=u)
+    assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
+    bennett_relation_holds(lk, m.coords, 1.2 - u)
+    links, g = spec["links"], np.array(spec["gravity"])
+    C0, C = np.asarray(lk.coords), np.asarray(m.coords)
+
+    def potential(X):
+        V = 0.0
+        for name in ("crank", "coupler", "follower"):
+            idx = [lk.joint(n) for j in links[name]["joints"] for n in (j, j + ".axis")]
+            a, b = C0[idx] - C0[idx].mean(0), X[idx] - X[idx].mean(0)
+            U, _, Wt = np.linalg.svd(b.T @ a)
+            R = U @ np.diag([1, 1, np.linalg.det(U @ Wt)]) @ Wt
+            com = X[idx].mean(0) + R @ (np.array(links[name]["com"]) - C0[idx].mean(0))
+            V -= links[name]["mass"] * g @ com
+        return V
+
+    V = [potential(X) for X in C[1:6]]
+    want = (8 * (V[3] - V[1]) - (V[4] - V[0])) / (12 * h)
+    jf = L.joint_forces(lk, jnp.array([0.5]))
+    assert bool(jf.converged[0])
+    assert abs(float(jf.torque[0]) - want) <= 1e-7 * abs(want), (float(jf.torque[0]), want)
 
 
 def test_a_bennett_design_off_its_condition_is_rigid_by_name_and_by_status():
@@ -520,6 +563,66 @@ def test_rscr_follows_its_closure_condition_and_its_drive_torque_is_the_lagrangi
     )
 
 
+def rscr_joint_coordinates(theta, phi):
+    """The C joint's own coordinates at crank angle θ (rocker angle φ near `phi`) from
+    the closed form `rscr_poses`: the slide of the rocker's point on the axis from the
+    coupler's, along the axis, and the rocker's turn relative to the coupler about it
+    (`R_cᵀ R_r` is a turn about the file's axis); the poses; φ."""
+    poses, phi = rscr_poses(theta, phi)
+    (Rc, cc), (Rr, cr) = poses["coupler"], poses["rocker"]
+    com = {k: np.array(RSCR["links"][k]["com"]) for k in ("coupler", "rocker")}
+    C0 = np.array(RSCR["joints"]["C"]["coords"])
+    c = np.array(RSCR["joints"]["C"]["axis"]) / np.linalg.norm(RSCR["joints"]["C"]["axis"])
+    on_coupler, on_rocker = cc + Rc @ (C0 - com["coupler"]), cr + Rr @ (C0 - com["rocker"])
+    slide = (on_rocker - on_coupler) @ (Rc @ c)
+    Rrel = Rc.T @ Rr
+    turn = np.arctan2(
+        np.array([Rrel[2, 1] - Rrel[1, 2], Rrel[0, 2] - Rrel[2, 0], Rrel[1, 0] - Rrel[0, 1]]) @ c / 2,
+        (np.trace(Rrel) - 1) / 2,
+    )
+    return (slide, turn), poses, phi
+
+
+def test_rscr_driven_by_its_cylindrical_joints_slide_or_turn_follows_the_closed_form():
+    # a joint between two moving links as the input: the C joint's slide (then its turn),
+    # held by one equation of the closure; the crank angle read from the motion, the
+    # closed form's slide (turn) there is the input and every link's pose is its
+    links, g = RSCR["links"], np.array(RSCR["gravity"])
+    for kind, which, top in (("prismatic", 0, 0.3), ("revolute", 1, 0.2)):
+        spec = json.loads(json.dumps(RSCR))
+        spec["input"] = {"type": kind, "joint": "C"}
+        lk = L.Linkage.from_dict(spec)
+        assert L.Linkage.from_dict(lk.to_dict()).topology == lk.topology
+        u = np.linspace(0.0, top, 4)
+        m = L.simulate(lk, inputs=u)
+        assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
+        B = np.asarray(m.coords[:, lk.names.index("B")])
+        theta = np.arctan2(B[:, 1], B[:, 0])
+        phi = 0.0
+        for i in range(len(u)):
+            coords, poses, phi = rscr_joint_coordinates(theta[i], phi)
+            assert abs(coords[which] - u[i]) <= 1e-10, (kind, u[i], coords)
+            for link in ("crank", "coupler", "rocker"):
+                R, _ = L.link_pose(lk, m, link)
+                np.testing.assert_allclose(np.asarray(R[i]), poses[link][0], atol=1e-10, err_msg=(kind, link))
+        if kind != "prismatic":
+            continue
+
+        # virtual work: the force along the joint that holds the linkage still is the slope
+        # of the closed form's potential along the slide, dV/dθ / (ds/dθ)
+        def slope(f, t, h=1e-4):
+            return (8 * (f(t + h) - f(t - h)) - (f(t + 2 * h) - f(t - 2 * h))) / (12 * h)
+
+        def potential(t):
+            return -sum(links[k]["mass"] * g @ c for k, (_, c) in rscr_poses(t, phi)[0].items())
+
+        jf = L.joint_forces(lk, u[1:3])
+        assert bool(np.all(jf.converged))
+        for t, force in zip(theta[1:3], np.asarray(jf.torque)):
+            want = slope(potential, t) / slope(lambda s: rscr_joint_coordinates(s, phi)[0][0], t)
+            assert abs(force - want) <= 1e-7 * max(1.0, abs(want)), (t, force, want)
+
+
 def slider_crank_spec(joint="P", driven="crank"):
     """A spatial slider-crank: a crank about z (radius 1), an S–S rod of length 2.5, a
     slider on a P (or C) joint along a skew axis through `P`, the rod's joint `C` off
@@ -626,6 +729,25 @@ def test_spatial_prismatic_joint_slides_without_turning_and_drives_by_its_force(
     assert float(np.min(np.abs(local[:, 5]))) > 1e-6
 
 
+def test_a_cylindrical_slider_turned_by_its_own_joint_is_a_second_input():
+    # the slider on a C joint with the ground: free to turn, so its turn is a second
+    # input beside the crank's (an equation of the closure, the crank a prescribed link);
+    # the slide from the rod's length: C = P + s e + Rot(e, u2)(C0 − P) at |C − B(u1)| = 2.5
+    spec, e, C0 = slider_crank_spec("C")
+    spec["input"] = [spec["input"], {"type": "revolute", "joint": "P"}]
+    lk = L.Linkage.from_dict(spec)
+    assert lk.n_inputs == 2 and L.mobility(lk)["mobility"] == 2
+    U = np.stack([np.linspace(0.0, 0.8, 5), np.linspace(0.0, -0.6, 5)], axis=1)
+    m = L.simulate(lk, inputs=U)
+    assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
+    P = np.array(spec["joints"]["P"]["coords"])
+    for (u1, u2), X in zip(U, np.asarray(m.coords)):
+        B = np.array([np.cos(u1), np.sin(u1), 0.0])
+        w = P + _rot(e, u2) @ (C0 - P) - B  # C − B = w + s e
+        s = -(w @ e) + np.sqrt((w @ e) ** 2 - w @ w + 2.5**2)
+        np.testing.assert_allclose(X[lk.names.index("C")], w + s * e + B, atol=1e-10)
+
+
 @pytest.mark.parametrize(
     "change, message",
     [
@@ -642,6 +764,14 @@ def test_spatial_prismatic_joint_slides_without_turning_and_drives_by_its_force(
             lambda s: s["joints"]["P"].update(type="C") or s.update(input={"link": "slider", "joint": "P"}),
             r"input: a spatial linkage is driven by .* P is a joint of type C \(its turn or its slide alone",
         ),
+        (
+            lambda s: s["joints"]["P"].update(type="C") or s.update(input={"joint": "P"}),
+            r"input\.type: joint P is cylindrical: say which of its coordinates",
+        ),
+        (lambda s: s.update(input={"type": "revolute", "joint": "P"}), r"'revolute' does not match joint P of type P"),
+        (lambda s: s.update(input={"type": "prismatic", "joint": "A"}), r"'prismatic' does not match joint A"),
+        (lambda s: s.update(input={"joint": "Z"}), r"input\.joint: 'Z' is not a joint of this linkage"),
+        (lambda s: s.update(input={"joint": "B"}), r"input\.joint: .* B is a joint of type S between moving links"),
     ],
 )
 def test_bad_prismatic_and_cylindrical_descriptions_name_the_item(change, message):

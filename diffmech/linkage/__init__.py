@@ -1,7 +1,7 @@
 """Linkages of points, lines and planes (Sharma & Purwar, seed 003): planar,
-spherical and spatial n-bars with revolute, prismatic and spherical joints (revolute
-and spherical in space), one input (revolute, prismatic or a linear actuator),
-simulated on the closure core."""
+spherical and spatial n-bars with revolute, prismatic and spherical joints (in space
+also cylindrical and universal ones), one input or several (revolute, prismatic, a
+joint's own turn or slide, or a linear actuator), simulated on the closure core."""
 
 from ._dynamics import (
     Drive as Drive,

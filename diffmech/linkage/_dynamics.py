@@ -877,6 +877,9 @@ def _reaction_plan(lk: Linkage, body: _Inertial) -> _Reactions:
     motor = tuple(
         tuple((j, next(k for k, m in enumerate(lk.links) if j in m)) for j in joints)
         if kind == "actuator"
+        # a joint's own turn or slide: its effort on side B, the opposite on side A
+        else tuple((-1, k) for k in _joint_sides(lk, joints[0])[1::-1])
+        if link < 0
         else ((-1, link),)
         for kind, link, joints in lk.topology.inputs
     )
@@ -974,6 +977,10 @@ def _applied(X, V, lk: Linkage):
     return out
 
 
+def _joint_sides(lk: Linkage, j: int):
+    return _schema.joint_sides(lk.names, lk.types, lk.links, lk.link_names, j)
+
+
 def _motors(X, lk: Linkage, plan: _Reactions):
     """Per input, the wrenches of its unit effort, one per `plan.motor` entry (see
     `_motor`)."""
@@ -987,6 +994,11 @@ def _motor(X, lk: Linkage, plan: _Reactions, kind, joints):
     nearest the origin; for an actuator, a unit push along its axis on its two
     joints (`+e` at the second, `−e` at the first: its effort does work `f u̇`)."""
     one = jnp.ones((), X.dtype)
+    if kind in ("turn", "slide"):  # a joint's own coordinate: on side B, the opposite on side A
+        _, _, p, q, pb = _joint_sides(lk, joints[0])
+        a = unit(X[q] - X[p])
+        wr = _couple(a, 6) if kind == "turn" else _wrench(X[pb], a)
+        return [wr, -wr]
     if kind == "revolute" and plan.sphere:  # a unit couple about the input joint's axis
         return [_couple(unit(X[joints[0], :3]), 6)]
     if kind == "revolute" and plan.axes:  # in space: about the R joint's axis
@@ -1335,7 +1347,7 @@ def _joint_forces(lk, u, udot, uddot, body, plan):
         total = jnp.sum(jnp.where(ground[:, None], reactions, 0.0), axis=0)
         pins = {j for j, _ in plan.pins}
         for (kind, _, _), t, ends, wrenches in zip(lk.topology.inputs, tau, plan.motor, motors):
-            if kind != "actuator":
+            if kind in ("revolute", "prismatic"):
                 total = total - t * wrenches[0]
             else:
                 for (j, k), wr in zip(ends, wrenches):

@@ -390,6 +390,45 @@ class Actuator(Equation):
         return (dot(e, e) - r**2) / (2 * r)
 
 
+class JointTurn(Equation):
+    """Spatial: an input that turns an R (or C) joint's side B relative to its side A
+    by `u` about the axis `(p, q)`. The axis's first normal `t1` is carried by each
+    side's frame (`tA`, `tB`); the turn `θ` from `tA` to `tB` about `â` gives
+    `sin(θ − u) = â·(tA × tB) cos u − (tA·tB) sin u` (1 row, slope 1 in `θ`)."""
+
+    width, rows = 8, 1
+
+    @staticmethod
+    def constants(C0, idx, sl):
+        p, q = idx[:, 6], idx[:, 7]
+        t1 = _axis_normals(C0, p, q)[0][:, :1]
+        return _in_frame(C0, tuple(idx[:, :3].T), t1), _in_frame(C0, tuple(idx[:, 3:6].T), t1)
+
+    @staticmethod
+    def residual(X, idx, k, u, sl):
+        ka, kb = k
+        ta = jnp.einsum("ki,kij->kj", ka[:, 0], _frame_basis(X, *idx[:, :3].T))
+        tb = jnp.einsum("ki,kij->kj", kb[:, 0], _frame_basis(X, *idx[:, 3:6].T))
+        a = unit(X[idx[:, 7]] - X[idx[:, 6]])
+        return dot(a, jnp.cross(ta, tb)) * jnp.cos(u) - dot(ta, tb) * jnp.sin(u)
+
+
+class JointSlide(Equation):
+    """Spatial: an input that slides a P (or C) joint's side B along side A's axis
+    `(p, q)` by `u`: `(p_B − p)·(q − p)/ℓ − u` (1 row), `ℓ = |q − p|`."""
+
+    width, rows = 3, 1
+
+    @staticmethod
+    def constants(C0, idx, sl):
+        return _distance0(C0, idx[:, 0], idx[:, 1], sl)
+
+    @staticmethod
+    def residual(X, idx, ell, u, sl):
+        p, q, pb = idx.T
+        return dot(X[pb] - X[p], X[q] - X[p]) / ell - u
+
+
 # the residual's rows, in this order
 EQUATIONS: dict[str, type[Equation]] = {
     "dist": Distance,
@@ -407,6 +446,8 @@ EQUATIONS: dict[str, type[Equation]] = {
     "prism": Prismatic,
     "unit": Unit,
     "act": Actuator,
+    "turn": JointTurn,
+    "slide": JointSlide,
 }
 
 

@@ -56,6 +56,10 @@ line with the ground (Eq. (13), along `(b, −a)`), on the sphere turns about th
 pole of its plane (Eq. (21), right-handed; arc length = angle on the unit sphere),
 in space slides along its P joint's axis.
 `actuator`: the distance between two joints grows by the input (Section 4.6).
+`turn`, `slide` (written `{"type": "revolute" | "prismatic", "joint": NAME}`): a
+spatial R, P or C joint's own coordinate, side B's turn about (slide along) the axis
+relative to side A; like an actuator, an equation of the closure (`JointTurn`,
+`JointSlide`), no link prescribed.
 """
 
 import dataclasses
@@ -283,6 +287,17 @@ def _compile(topo: _Topology, names: tuple, link_names: tuple) -> _Plan:
     for kind, _, joints in topo.inputs:
         if kind == "actuator":
             eq["act"].append(joints)
+        elif kind == "slide":
+            eq["slide"].append(_schema.joint_sides(names, topo.types, topo.links, link_names, joints[0])[2:])
+        elif kind == "turn":
+            a, b, p, q, _ = _schema.joint_sides(names, topo.types, topo.links, link_names, joints[0])
+            for k in (a, b):
+                if frames[k] is None:
+                    raise LinkageError(
+                        f"links.{link_names[k]}: turns about joint {names[joints[0]]} (the input) but has no three "
+                        "non-collinear points (a frame to measure the turn)"
+                    )
+            eq["turn"].append(tuple(frames[a][1:]) + tuple(frames[b][1:]) + (p, q))
     for row, kind in _slide_rows(topo, names, link_names, frames):
         if not all(known[j] for j in row):
             eq[kind].append(row)
@@ -339,7 +354,8 @@ class Linkage(eqx.Module):
       the joints);
     - `links`, `link_names` (static): the joints of each link (indices), the names;
     - `ground` (static): index of the ground link;
-    - `input_kind` (static): `"revolute"`, `"prismatic"` or `"actuator"`;
+    - `input_kind` (static): `"revolute"`, `"prismatic"`, `"actuator"`, `"turn"` or
+      `"slide"` (a joint's own coordinate);
       `input_link` (static, −1 for an actuator), `input_joints` (static: the pivot or
       slider joint with the ground, or the actuator's two joints): the first input;
     - `more_inputs` (static): the second, third, … inputs, `(kind, link, joints)`
@@ -395,6 +411,7 @@ class Linkage(eqx.Module):
          "ground": LINK,
          "input": LINK  (revolute or prismatic about/along its joint with the ground)
                 | {"type": "revolute" | "prismatic", "link": LINK, "joint": NAME}
+                | {"type": "revolute" | "prismatic", "joint": NAME}  (the joint's own turn or slide)
                 | {"type": "actuator", "joints": [NAME, NAME]},
          (or "inputs": [one of those, ...] for several inputs)
          "simulation": {"steps": 180, "step": 0.0349}}   (optional)
@@ -514,6 +531,8 @@ class Linkage(eqx.Module):
         def one(kind, link, joints):
             if kind == "actuator":
                 return {"type": "actuator", "joints": [self.names[j] for j in joints]}
+            if link < 0:  # a joint's own turn or slide
+                return {"type": "revolute" if kind == "turn" else "prismatic", "joint": self.names[joints[0]]}
             return {"type": kind, "link": self.link_names[link], "joint": self.names[joints[0]]}
 
         specs = [one(*spec) for spec in self.topology.inputs]
@@ -718,7 +737,7 @@ def _moved(prep: _Prepared, u):
     lk = prep.lk
     out = []
     for (kind, link, joints), ui in zip(lk.topology.inputs, _input_values(lk, u)):
-        if kind != "actuator":
+        if link >= 0:
             moving, rows = _moved_one(prep, kind, link, joints, ui)
             if moving is not None:
                 out.append((moving, rows))
@@ -817,16 +836,26 @@ def _full_residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " 
     lk, k = prep.lk, prep.k
     X = _assemble(x, u, prep)
     sl = slice(0, lk.dim)
-    # the actuators' inputs, in the order of their equations (the inputs' order)
-    acts = [ui for (kind, _, _), ui in zip(lk.topology.inputs, _input_values(lk, u)) if kind == "actuator"]
-    u_act = jnp.stack(acts) if lk.n_inputs > 1 and acts else u
     return jnp.concatenate(
         [
-            E.residual(X, lk.plan.groups[kind], k.get(kind), u_act if kind == "act" else u, sl)
+            E.residual(X, lk.plan.groups[kind], k.get(kind), _equation_inputs(lk, u, kind), sl)
             for kind, E in EQUATIONS.items()
             if lk.plan.groups[kind].size
         ]
     )
+
+
+# the inputs held by an equation of the closure (not by a prescribed link): their kind's equation
+_INPUT_EQUATIONS = {"actuator": "act", "turn": "turn", "slide": "slide"}
+
+
+def _equation_inputs(lk: Linkage, u, kind):
+    """The inputs an equation kind reads, in the order of its rows (the inputs'
+    order): `u` itself for one input."""
+    if lk.n_inputs == 1:
+        return u
+    mine = [ui for (k, _, _), ui in zip(lk.topology.inputs, _input_values(lk, u)) if _INPUT_EQUATIONS.get(k) == kind]
+    return jnp.stack(mine) if mine else u
 
 
 def residual(x: Float[Array, " n"], u, lk: Linkage) -> Float[Array, " n"]:

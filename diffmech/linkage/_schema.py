@@ -581,7 +581,7 @@ def _parse_inputs(inp, geometry, names, types, link_names, link_tuples, g):
             raise LinkageError(f"inputs[{i}]: {e}") from None
     for i, (kind, link, joints) in enumerate(out):
         for k, (kind2, link2, joints2) in enumerate(out[:i]):
-            if (link >= 0 and link == link2) or (kind == kind2 == "actuator" and set(joints) == set(joints2)):
+            if (link >= 0 and link == link2) or (link < 0 and kind == kind2 and set(joints) == set(joints2)):
                 what = f"link {link_names[link]}" if link >= 0 else f"joints {[names[j] for j in joints]}"
                 raise LinkageError(f"inputs[{i}]: drives the same {what} as inputs[{k}]")
             if link >= 0 and link2 >= 0:
@@ -617,6 +617,8 @@ def parse_input(inp, geometry, names, types, link_names, link_tuples, g):
         if any(a in lk and b in lk for lk in link_tuples):
             raise LinkageError(f"input.joints: {js[0]} and {js[1]} are on the same link; the actuator would be rigid")
         return "actuator", -1, (a, b)
+    if "link" not in inp and "joint" in inp:  # a joint's coordinate: its turn or its slide
+        return _joint_input(inp, kind, geometry, names, types, link_names, link_tuples, g)
     link = inp.get("link")
     if link not in link_names:
         raise LinkageError(f"input.link: unknown link {link!r}; links are {link_names}")
@@ -646,7 +648,8 @@ def parse_input(inp, geometry, names, types, link_names, link_tuples, g):
             f"turned about a revolute (R) joint with the ground or slid along a prismatic (P) one; {names[s]} is a "
             f"joint of type {types[s]}"
             + (
-                " (its turn or its slide alone would leave the other free: drive it by a P or R joint beside it)"
+                " (its turn or its slide alone would leave the other free: drive one of them by the joint alone, "
+                f'{{"type": "revolute" | "prismatic", "joint": "{names[s]}"}})'
                 if types[s] == "C"
                 else ""
             )
@@ -658,6 +661,64 @@ def parse_input(inp, geometry, names, types, link_names, link_tuples, g):
             f"(a revolute input turns about a point, a prismatic one slides along a line or plane)"
         )
     return inferred, li, (s,)
+
+
+def joint_sides(names, types, link_tuples, link_names, s):
+    """A spatial R, P or C joint's two sides `(A, B, p, q, pB)`: the links it joins
+    (an R joint's in the description's link order; a P or C joint's side A carries its
+    axis, side B slides along it), the axis's point and axis point (side A's), and
+    side B's point on the axis (the joint itself for an R joint)."""
+    q = names.index(names[s] + AXIS_SUFFIX)
+    if types[s] == "R":
+        holders = [k for k, m in enumerate(link_tuples) if s in m]
+        if len(holders) != 2:
+            raise LinkageError(
+                f"input.joint: joint {names[s]} joins {len(holders)} links; its turn is an input only between two"
+            )
+        return holders[0], holders[1], s, q, s
+    (a,) = [k for k, m in enumerate(link_tuples) if s in m]
+    (b,) = [k for k, n in enumerate(link_names) if f"{names[s]}.{n}" in names and k != a]
+    return a, b, s, q, names.index(f"{names[s]}.{link_names[b]}")
+
+
+def _joint_input(inp, kind, geometry, names, types, link_names, link_tuples, g):
+    """`{"type": "revolute" | "prismatic", "joint": NAME}` without a link: the joint's
+    own coordinate, the turn (`turn`) or slide (`slide`) of its side B relative to its
+    side A (`joint_sides`), held by one equation of the closure (as an actuator's
+    length is); a joint with the ground whose type allows it is the classic input
+    that prescribes the whole link."""
+    name = inp["joint"]
+    if name not in names or types[names.index(name)] in ("tracer", AXIS, SIDE):
+        raise LinkageError(f"input.joint: {name!r} is not a joint of this linkage")
+    s = names.index(name)
+    t = types[s]
+    if t != "C":  # a joint with the ground: the classic input, which prescribes the whole link
+        if geometry == "spatial" and t in ("R", "P"):
+            sides = joint_sides(names, types, link_tuples, link_names, s)[:2]
+        else:
+            sides = tuple(k for k, m in enumerate(link_tuples) if s in m)
+        if g in sides and len(sides) == 2:
+            (link,) = [k for k in sides if k != g]
+            out = {"link": link_names[link], "joint": name} | ({"type": kind} if kind is not None else {})
+            return parse_input(out, geometry, names, types, link_names, link_tuples, g)
+    if geometry != "spatial" or t not in ("R", "P", "C"):
+        raise LinkageError(
+            f"input.joint: a joint's own coordinate drives a spatial R, P or C joint, or a joint with the ground; "
+            f"{name} is a joint of type {t} between moving links of a {geometry} linkage"
+        )
+    if kind is None and t == "C":
+        raise LinkageError(
+            f"input.type: joint {name} is cylindrical: say which of its coordinates drives it, 'revolute' (its "
+            "turn) or 'prismatic' (its slide)"
+        )
+    if kind is None:
+        kind = "revolute" if t == "R" else "prismatic"
+    if kind not in {"R": ("revolute",), "P": ("prismatic",), "C": ("revolute", "prismatic")}[t]:
+        raise LinkageError(
+            f"input.type: {kind!r} is not a coordinate of joint {name} of type {t} (an R joint turns, a P joint "
+            "slides, a C joint does both)"
+        )
+    return ("turn" if kind == "revolute" else "slide"), -1, (s,)
 
 
 # --------------------------------------------------------------------------- TOML writer (our schema only)

@@ -859,12 +859,8 @@ def _reaction_plan(lk: Linkage, body: _Inertial) -> _Reactions:
     for j, t in enumerate(lk.types):
         holders = tuple(k for k, members in enumerate(lk.links) if j in members)
         if lk.geometry == "spatial" and t in _schema.SLIDES:
-            (carrier,) = holders
-            (slider,) = [k for k, n in enumerate(lk.link_names) if f"{lk.names[j]}.{n}" in lk.names and k != carrier]
-            point = lk.names.index(f"{lk.names[j]}.{lk.link_names[slider]}")
-            prisms.append(
-                (j, carrier, slider, point, lk.names.index(lk.names[j] + _schema.AXIS_SUFFIX), 5 - (t == "C"))
-            )
+            carrier, slider, _, axis, point = _joint_sides(lk, j)
+            prisms.append((j, carrier, slider, point, axis, 5 - (t == "C")))
             pairs += [(j, carrier), (j, slider)]
         elif t in ("R", "S", "U") or (sphere and t == "P"):
             pins.append((j, holders))

@@ -180,10 +180,7 @@ def _slide_rows(topo: _Topology, names: tuple, link_names: tuple, frames: list):
     for j, t in enumerate(topo.types):
         if t not in _schema.SLIDES:
             continue
-        (a,) = _holders(topo, j)
-        q = names.index(names[j] + _schema.AXIS_SUFFIX)
-        (b,) = [k for k in range(len(topo.links)) if f"{names[j]}.{link_names[k]}" in names and k != a]
-        pb = names.index(f"{names[j]}.{link_names[b]}")
+        a, b, _, q, pb = _schema.joint_sides(names, topo.types, topo.links, link_names, j)
         qb = names.index(f"{names[j]}{_schema.AXIS_SUFFIX}.{link_names[b]}")
         for k in (a, b) if t == "P" else (a,):
             if frames[k] is None:

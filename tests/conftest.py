@@ -30,11 +30,10 @@ jax.config.update("jax_numpy_dtype_promotion", "strict")
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-# No persistent compilation cache: in clean-clone CI runs of 2026-11-27 test workers died
-# in XLA while serialising programs for it (`executable.serialize()`, a segmentation
-# fault) and while deserialising one (an abort), in tests that pass alone (jax 0.10.2).
-# It shared programs between the workers and the notebook kernels; set
-# DIFFMECH_TEST_CACHE=1 to share them again (faster, at that risk).
+# No persistent compilation cache by default (DIFFMECH_TEST_CACHE=1 turns it on): each
+# worker compiles its own programs. (It was turned off when clean-clone CI workers died in
+# XLA while serialising and deserialising programs for it; the cause was the code
+# mappings' limit, see the end of this file, and those crashes went on without it.)
 if os.environ.get("DIFFMECH_TEST_CACHE") == "1":
     _CACHE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".pytest_cache", "jax")
     os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", _CACHE)
@@ -54,6 +53,8 @@ jax.devices()
 # (tests/test_notebooks.py), run on one worker, the notebooks after the tests, so that
 # they reuse what the tests compiled in that process. Groups are ordered largest first
 # (longest-processing-time first); ungrouped tests fill in behind them.
+import gc  # noqa: E402
+
 import pytest  # noqa: E402
 
 # worker-seconds per group (tests + notebooks) in a cold run of 2026-11-26 (468 s, --durations=150): linkage 229,
@@ -81,3 +82,36 @@ def pytest_collection_modifyitems(config, items):
         return (GROUPS.index(g) if g else len(GROUPS), reusing)
 
     items.sort(key=key)  # stable: collection order within a group
+
+
+# --- XLA:CPU's code mappings ----------------------------------------------------------
+# Each compiled program keeps its machine code in memory mappings of its own for as long
+# as JAX's caches hold it (measured: a Stephenson-II, Jansen, RSSR and Bennett simulation
+# took 445 → 2394 mappings in one process, and `jax.clear_caches()` brought them back to
+# 689). A worker of this suite compiles thousands of programs: on 2026-11-27 each gained
+# ~2500 mappings a minute, and a worker that reached the kernel's `vm.max_map_count`
+# (65530 by default) died in XLA's next allocation (segmentation faults and aborts in
+# compiling, serialising or deserialising a program: the clean-clone CI crashes of that
+# day). Between tests, past half the limit, JAX's caches are dropped; later tests compile
+# what they need again.
+def _map_limit():
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            return int(f.read())
+    except (OSError, ValueError):  # not Linux: no such limit to watch
+        return None
+
+
+_MAP_LIMIT = _map_limit()
+
+
+def _mappings():
+    with open("/proc/self/maps", "rb") as f:
+        return sum(1 for _ in f)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    if _MAP_LIMIT is not None and _mappings() > _MAP_LIMIT // 2:
+        jax.clear_caches()
+        gc.collect()

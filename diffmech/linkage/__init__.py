@@ -13,6 +13,7 @@ from ._dynamics import (
     rod_mass_properties as rod_mass_properties,
     simulate_dynamics as simulate_dynamics,
 )
+from ._mjcf import from_mjcf as from_mjcf, to_mjcf as to_mjcf
 from ._model import Linkage as Linkage, residual as residual
 from ._schema import GEOMETRIES as GEOMETRIES, LinkageError as LinkageError
 from ._simulate import (

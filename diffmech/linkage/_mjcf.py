@@ -1,0 +1,485 @@
+"""MJCF out and in: a linkage as a MuJoCo model (a spanning tree of its links, the
+joints it cuts as equality constraints) and a MuJoCo model as a linkage.
+
+Out (`to_mjcf`). Every link is a body whose frame has the world's orientation at the
+initial configuration and its origin at the joint that hangs it from its parent, so
+`qpos0` (hinges and slides 0, balls the identity) is the linkage's exactly closed
+configuration and every local vector is a world vector less the body's origin. The
+spanning tree is grown from the ground, breadth first, taking the inputs' joints
+first, then P, C and U joints (no equality constraint states them), then R and S
+joints; every joint left out is cut: an S joint becomes a `connect` between a site on
+each side, an R joint two `connect`s, at its point and at its axis point (together
+they leave the turn about the axis free). Inertials are the links' mass properties
+(`fullinertia`, about the centre of mass); an S–S rod's idle spin gets a small axial
+moment (MuJoCo needs a positive-definite tensor; nothing drives that spin) and a
+massless link a small mass (`<compiler boundmass boundinertia>`). Inputs become
+`motor`s on their joints (an actuator's, on a spatial tendon between its joints).
+
+In (`from_mjcf`). The model is compiled by MuJoCo itself (`mujoco.MjModel`), so
+defaults, classes and frames resolve as MuJoCo resolves them, and read at `qpos0`
+(`mj_kinematics`): every body with its joints to its parent is a link (a body
+without joints belongs to its parent's link), hinge, slide and ball joints become R,
+P and S joints at their world anchors, two hinges of one body meeting at a point
+with perpendicular axes a U joint, a hinge and a slide on one axis a C joint;
+`connect` equalities close loops (an S joint at the anchor; two between the same
+bodies, an R joint through their anchors), `weld` equalities join their bodies into
+one link; joint actuators are the inputs. Inertials come from the compiled model
+(centre of mass and the tensor in world axes at `qpos0`).
+"""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import _schema
+from ._schema import LinkageError
+
+ROD_AXIAL = 1e-9  # an S–S rod's axial moment, relative to its transverse one
+MIN_MASS = 1e-9  # kg, for a massless link (MuJoCo refuses a massless moving body)
+_ORDER = {"P": 1, "C": 1, "U": 1, "R": 2, "S": 3}  # tree preference after the inputs
+
+
+def _vec(*xs) -> str:
+    return " ".join(repr(float(x)) for x in np.ravel(xs))
+
+
+def _full(inertia) -> str:
+    """MJCF `fullinertia` order: Ixx Iyy Izz Ixy Ixz Iyz."""
+    i = np.asarray(inertia, dtype=float)
+    return _vec(i[0, 0], i[1, 1], i[2, 2], i[0, 1], i[0, 2], i[1, 2])
+
+
+def _edges(lk):
+    """Every joint between two links: `(joint, link A, link B)`, the joint's point on
+    side B (a P or C joint's copy) and its kind."""
+    out = []
+    for j, t in enumerate(lk.types):
+        if t in ("R", "S", "U"):
+            holders = [k for k, m in enumerate(lk.links) if j in m]
+            for b in holders[1:]:
+                out.append((j, holders[0], b, t))
+        elif t in _schema.SLIDES:
+            a, b = _schema.joint_sides(lk.names, lk.types, lk.links, lk.link_names, j)[:2]
+            out.append((j, a, b, t))
+    return out
+
+
+def _tree(lk, edges):
+    """The spanning tree: `{child: (parent, edge)}` grown breadth first from the ground,
+    input joints first, then by `_ORDER`; and the edges left out (cut)."""
+    driven = {joints[0] for kind, _, joints in lk.topology.inputs if kind != "actuator"}
+    rank = sorted(range(len(edges)), key=lambda e: (edges[e][0] not in driven, _ORDER[edges[e][3]], e))
+    parent: dict[int, tuple[int, int] | None] = {lk.ground: None}
+    used = set()
+    grown = True
+    while grown:
+        grown = False
+        for e in rank:
+            j, a, b, t = edges[e]
+            if e in used or (a in parent) == (b in parent):
+                continue
+            child, par = (b, a) if a in parent else (a, b)
+            parent[child] = (par, e)
+            used.add(e)
+            grown = True
+            break  # greedily by preference (Prim's order): restart from the best edge
+    missing = [lk.link_names[k] for k in range(len(lk.links)) if k not in parent]
+    if missing:
+        raise LinkageError(f"to_mjcf: links {missing} are not joined to the ground")
+    return parent, [e for e in range(len(edges)) if e not in used]
+
+
+def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -> str:
+    """The MJCF text of a spatial linkage (see the module docstring)."""
+    if lk.geometry != "spatial":
+        raise LinkageError(
+            f"to_mjcf: a {lk.geometry} linkage; describe it in space (geometry 'spatial', R joints with their axes) "
+            "to export it"
+        )
+    if softness not in ("default", "stiff"):
+        raise LinkageError(f"to_mjcf: softness is 'default' or 'stiff'; got {softness!r}")
+    if timestep is None:
+        timestep = 2e-3 if softness == "default" else 5e-4
+    X = np.asarray(lk.initial(), dtype=float)
+    names, link_names = lk.names, lk.link_names
+    edges = _edges(lk)
+    parent, cut = _tree(lk, edges)
+    children = collections.defaultdict(list)
+    for child, (par, e) in ((c, v) for c, v in parent.items() if v is not None):
+        children[par].append((child, e))
+    masses, coms, inertias = (np.asarray(a, dtype=float) for a in (lk.masses, lk.coms, lk.inertias))
+
+    def axis_of(j, link=None):
+        q = names.index(names[j] + _schema.AXIS_SUFFIX if link is None else f"{names[j]}{_schema.AXIS_SUFFIX}.{link}")
+        d = X[q] - X[j]
+        return d / np.linalg.norm(d)
+
+    def joint_xml(e, child, origin, pad):
+        j, a, b, t = edges[e]
+        n = names[j]
+        if t == "S":
+            return [f'{pad}<joint name="{n}" type="ball" pos="0 0 0"/>']
+        if t == "R":
+            return [f'{pad}<joint name="{n}" type="hinge" pos="0 0 0" axis="{_vec(axis_of(j))}"/>']
+        if t in _schema.SLIDES:
+            out = [f'{pad}<joint name="{n}" type="slide" pos="0 0 0" axis="{_vec(axis_of(j))}"/>']
+            if t == "C":
+                out.append(f'{pad}<joint name="{n}.turn" type="hinge" pos="0 0 0" axis="{_vec(axis_of(j))}"/>')
+            return out
+        # U: the parent's cross axis, then the child's
+        par = a if b == child else b
+        return [
+            f'{pad}<joint name="{n}.{link_names[k]}" type="hinge" pos="0 0 0" '
+            f'axis="{_vec(axis_of(j, link_names[k]))}"/>'
+            for k in (par, child)
+        ]
+
+    def inertial(k, origin, pad):
+        m, c, inertia = masses[k], coms[k], inertias[k]
+        pts = [j for j in lk.links[k] if lk.types[j] not in ("tracer",)]
+        if len(pts) == 2 and m > 0:  # an S–S rod: a small axial moment for its idle spin
+            e = X[pts[1]] - X[pts[0]]
+            e = e / np.linalg.norm(e)
+            inertia = inertia + ROD_AXIAL * 0.5 * np.trace(inertia) * np.outer(e, e)
+        if m <= 0:
+            small = _vec(MIN_MASS, MIN_MASS, MIN_MASS)
+            return f'{pad}<inertial pos="0 0 0" mass="{MIN_MASS!r}" diaginertia="{small}"/>'
+        return f'{pad}<inertial pos="{_vec(c - origin)}" mass="{float(m)!r}" fullinertia="{_full(inertia)}"/>'
+
+    sites = collections.defaultdict(list)  # link: [(site name, point)]
+    eqs, acts, tendons = [], [], []
+    opts = "" if softness == "default" else f' solref="{_vec(2 * timestep, 1.0)}" solimp="0.9999 0.9999 0.001 0.5 2"'
+    for e in cut:
+        j, a, b, t = edges[e]
+        if t not in ("R", "S"):
+            raise LinkageError(
+                f"to_mjcf: joint {names[j]} ({t}) closes a loop, and MuJoCo's equality constraints state only points "
+                "(connect) and rigid joins (weld); make it part of the tree or describe it by R and S joints"
+            )
+        points = [j] + ([names.index(names[j] + _schema.AXIS_SUFFIX)] if t == "R" else [])
+        for i, p in enumerate(points):
+            tag = names[j] + ("" if i == 0 else ".axis")
+            s1, s2 = f"{tag}@{link_names[a]}", f"{tag}@{link_names[b]}"
+            sites[a].append((s1, X[p]))
+            sites[b].append((s2, X[p]))
+            eqs.append(f'    <connect name="{tag}" site1="{s1}" site2="{s2}"{opts}/>')
+    tree_joint = {edges[e][0]: e for _, v in parent.items() if v is not None for e in [v[1]]}
+    for i, (kind, link, joints) in enumerate(lk.topology.inputs):
+        name = f"input{i}"
+        if kind == "actuator":
+            pa, pb = joints
+            la, lb = (next(k for k, m in enumerate(lk.links) if p in m) for p in (pa, pb))
+            sites[la].append((f"{name}@{names[pa]}", X[pa]))
+            sites[lb].append((f"{name}@{names[pb]}", X[pb]))
+            tendons.append(
+                f'    <spatial name="{name}"><site site="{name}@{names[pa]}"/><site site="{name}@{names[pb]}"/>'
+                "</spatial>"
+            )
+            acts.append(f'    <motor name="{name}" tendon="{name}" gear="1"/>')
+            continue
+        (j,) = joints
+        if j not in tree_joint:
+            raise LinkageError(f"to_mjcf: input joint {names[j]} is not in the tree")  # the tree takes inputs first
+        n = names[j] + (".turn" if kind == "turn" and lk.types[j] == "C" else "")
+        acts.append(f'    <motor name="{name}" joint="{n}" gear="1"/>')
+    for j, t in enumerate(lk.types):
+        if t == "tracer":
+            (k,) = [k for k, m in enumerate(lk.links) if j in m]
+            sites[k].append((names[j], X[j]))
+
+    def body(k, origin, depth):
+        pad = "  " * depth
+        out = []
+        for child, e in children[k]:
+            o = X[edges[e][0]] if edges[e][3] not in _schema.SLIDES else X[edges[e][0]]
+            out.append(f'{pad}<body name="{link_names[child]}" pos="{_vec(o - origin)}">')
+            out += joint_xml(e, child, o, pad + "  ")
+            out.append(inertial(child, o, pad + "  "))
+            out += [f'{pad}  <site name="{s}" pos="{_vec(p - o)}"/>' for s, p in sites[child]]
+            out += body(child, o, depth + 1)
+            out.append(f"{pad}</body>")
+        return out
+
+    world = [f'    <site name="{s}" pos="{_vec(p)}"/>' for s, p in sites[lk.ground]] + body(lk.ground, np.zeros(3), 2)
+    nl = "\n"
+    sections = [
+        f'<mujoco model="{lk.name}">',
+        '  <compiler angle="radian" autolimits="true" boundmass="1e-12" boundinertia="1e-15"/>',
+        f'  <option timestep="{timestep!r}" integrator="RK4" gravity="{_vec(np.asarray(lk.gravity))}">',
+        '    <flag contact="disable"/>',
+        "  </option>",
+        "  <worldbody>",
+        nl.join(world),
+        "  </worldbody>",
+    ]
+    if tendons:
+        sections += ["  <tendon>", nl.join(tendons), "  </tendon>"]
+    if eqs:
+        sections += ["  <equality>", nl.join(eqs), "  </equality>"]
+    if acts:
+        sections += ["  <actuator>", nl.join(acts), "  </actuator>"]
+    sections.append("</mujoco>")
+    return nl.join(sections) + nl
+
+
+def to_mjcf(lk, path, *, softness: str = "stiff", timestep: float | None = None) -> Path:
+    """Write a spatial linkage as a MuJoCo model (MJCF): a spanning tree of its links,
+    the joints it cuts as `connect` equalities (an R joint as two, on its axis),
+    inertials from its mass properties, a `motor` on each input, `qpos0` its exactly
+    closed initial configuration (see `diffmech.linkage._mjcf`).
+
+    **Arguments:** `lk`: a spatial linkage; `path`: the file to write; `softness`:
+    `"stiff"` (the equalities' time constant twice the timestep, impedance 0.9999)
+    or `"default"` (MuJoCo's); `timestep`: the model's timestep (default 5e-4 s stiff,
+    2e-3 s default).
+
+    **Returns:** the path written.
+    """
+    path = Path(path)
+    path.write_text(mjcf_string(lk, softness=softness, timestep=timestep))
+    return path
+
+
+# --------------------------------------------------------------------------- in
+
+
+def _mujoco() -> Any:
+    try:
+        import mujoco
+    except ImportError:  # pragma: no cover - the extra is named
+        raise LinkageError("from_mjcf: needs the `mujoco` package (pip install 'diffmech[formats]')") from None
+    return mujoco
+
+
+def mjcf_spec(path, *, tol: float = 1e-9) -> dict:
+    """The linkage description of a MuJoCo model file (see the module docstring)."""
+    mujoco = _mujoco()
+    path = Path(path)
+    if not path.is_file():
+        raise LinkageError(f"{path}: no such file")
+    try:
+        m = mujoco.MjModel.from_xml_path(str(path))
+    except ValueError as e:  # MuJoCo's message names the element and its line
+        why = "; ".join(line.strip() for line in str(e).splitlines() if line.strip())
+        raise LinkageError(f"{path}: MuJoCo cannot compile it: {why}") from None
+    d = mujoco.MjData(m)
+    mujoco.mj_kinematics(m, d)
+    obj = mujoco.mjtObj
+
+    def name(kind, i, fallback):
+        n = mujoco.mj_id2name(m, kind, i)
+        return n if n else fallback
+
+    body_names = [name(obj.mjOBJ_BODY, b, f"body{b}") for b in range(m.nbody)]
+    joint_names = [name(obj.mjOBJ_JOINT, j, f"joint{j}") for j in range(m.njnt)]
+    scale = max(1.0, float(np.max(np.abs(d.xpos)))) if m.nbody else 1.0
+    # links: a body without joints (or with a free joint: a floating base held fixed)
+    # belongs to its parent's link; welds join their bodies
+    root = list(range(m.nbody))
+
+    def find(b):
+        while root[b] != b:
+            root[b] = root[root[b]]
+            b = root[b]
+        return b
+
+    def join(a, b):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            root[max(ra, rb)] = min(ra, rb)
+
+    free = []
+    for b in range(1, m.nbody):
+        types = [int(m.jnt_type[j]) for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])]
+        if not types or types == [int(mujoco.mjtJoint.mjJNT_FREE)]:
+            if types:
+                free.append(b)
+            join(b, int(m.body_parentid[b]))
+    for e in range(m.neq):
+        if int(m.eq_type[e]) == int(mujoco.mjtEq.mjEQ_WELD):
+            b1, b2 = _eq_bodies(m, e, mujoco)
+            join(b1, b2)
+        elif int(m.eq_type[e]) != int(mujoco.mjtEq.mjEQ_CONNECT):
+            what = name(obj.mjOBJ_EQUALITY, e, f"equality {e}")
+            raise LinkageError(f"{path}: equality {what}: only connect and weld equalities close loops")
+    joints, members = {}, collections.defaultdict(list)
+
+    def add(jname, spec, *links):
+        if jname in joints:
+            jname = f"{jname}_{len(joints)}"
+        joints[jname] = spec
+        for k in links:
+            members[find(k)].append(jname)
+        return jname
+
+    made = {}  # MuJoCo joint id -> (diffmech joint name, its kind)
+    for b in range(1, m.nbody):
+        adr, num = int(m.body_jntadr[b]), int(m.body_jntnum[b])
+        ids = list(range(adr, adr + num))
+        types = [int(m.jnt_type[j]) for j in ids]
+        if not ids or types == [int(mujoco.mjtJoint.mjJNT_FREE)]:
+            continue
+        here = f"body {body_names[b]}"
+        if int(mujoco.mjtJoint.mjJNT_FREE) in types:
+            raise LinkageError(f"{path}: {here}: a free joint beside others is not a linkage joint")
+        a, c = find(int(m.body_parentid[b])), find(b)
+        p = np.array(d.xanchor[ids[0]])
+        axes = [np.array(d.xaxis[j]) for j in ids]
+        H, S, B = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE), int(mujoco.mjtJoint.mjJNT_BALL))
+        if types == [H]:
+            n = add(joint_names[ids[0]], {"type": "R", "coords": p.tolist(), "axis": axes[0].tolist()}, a, c)
+            made[ids[0]] = (n, "revolute")
+        elif types == [S]:
+            n = add(joint_names[ids[0]], {"type": "P", "coords": p.tolist(), "axis": axes[0].tolist()}, a, c)
+            made[ids[0]] = (n, "prismatic")
+        elif types == [B]:
+            add(joint_names[ids[0]], {"type": "S", "coords": p.tolist()}, a, c)
+        elif sorted(types) == [S, H] and np.linalg.norm(np.cross(axes[0], axes[1])) <= tol:
+            p = np.array(d.xanchor[ids[types.index(S)]])
+            off = np.array(d.xanchor[ids[types.index(H)]]) - p
+            if np.linalg.norm(np.cross(off, axes[0])) > tol * scale:
+                raise LinkageError(f"{path}: {here}: its hinge and slide are parallel but not on one axis")
+            n = _common(joint_names[ids[0]], joint_names[ids[1]])
+            n = add(n, {"type": "C", "coords": p.tolist(), "axis": axes[types.index(S)].tolist()}, a, c)
+            made[ids[types.index(S)]], made[ids[types.index(H)]] = (n, "prismatic"), (n, "revolute")
+        elif (
+            types == [H, H] and np.linalg.norm(d.xanchor[ids[1]] - p) <= tol * scale and (abs(axes[0] @ axes[1]) <= tol)
+        ):
+            n = _common(joint_names[ids[0]], joint_names[ids[1]])
+            axes_ = {body_names[a]: axes[0].tolist(), body_names[c]: axes[1].tolist()}
+            add(n, {"type": "U", "coords": p.tolist(), "axes": axes_}, a, c)
+        else:
+            kinds = [joint_names[j] + ":" + ("free", "ball", "slide", "hinge")[t] for j, t in zip(ids, types)]
+            raise LinkageError(
+                f"{path}: {here}: joints {kinds} are not one linkage joint (one hinge, slide or ball; a hinge and a "
+                "slide on one axis; two hinges meeting at right angles)"
+            )
+    # connect equalities: an S joint at the anchor; two between the same links, an R joint
+    pairs = collections.defaultdict(list)
+    for e in range(m.neq):
+        if int(m.eq_type[e]) != int(mujoco.mjtEq.mjEQ_CONNECT):
+            continue
+        what = name(obj.mjOBJ_EQUALITY, e, f"connect{e}")
+        p1, p2, b1, b2 = _connect_points(m, d, e, mujoco)
+        gap = float(np.linalg.norm(p1 - p2))
+        if gap > tol * scale:
+            raise LinkageError(
+                f"{path}: equality {what}: the loop does not close at qpos0 (its anchors are {gap:.3g} apart)"
+            )
+        if find(b1) == find(b2):
+            raise LinkageError(f"{path}: equality {what}: joins a link to itself")
+        pairs[tuple(sorted((find(b1), find(b2))))].append((what, 0.5 * (p1 + p2)))
+    for (a, c), found in pairs.items():
+        if len(found) == 1:
+            add(found[0][0], {"type": "S", "coords": found[0][1].tolist()}, a, c)
+        elif len(found) == 2:
+            (n, p), (_, q) = found
+            add(n, {"type": "R", "coords": p.tolist(), "axis": (q - p).tolist()}, a, c)
+        else:
+            raise LinkageError(
+                f"{path}: equalities {[n for n, _ in found]} join bodies {body_names[a]} and {body_names[c]} at "
+                "three or more points: a rigid join (use a weld)"
+            )
+    # named sites not used by an equality: tracers
+    used = set()
+    for e in range(m.neq):
+        if int(m.eq_objtype[e]) == int(obj.mjOBJ_SITE):
+            used |= {int(m.eq_obj1id[e]), int(m.eq_obj2id[e])}
+    for s in range(m.nsite):
+        n = mujoco.mj_id2name(m, obj.mjOBJ_SITE, s)
+        if n and s not in used and "@" not in n:
+            add(n, {"type": "tracer", "coords": np.array(d.site_xpos[s]).tolist()}, int(m.site_bodyid[s]))
+    # inputs: joint actuators
+    inputs = []
+    for u in range(m.nu):
+        what = name(obj.mjOBJ_ACTUATOR, u, f"actuator{u}")
+        if int(m.actuator_trntype[u]) != int(mujoco.mjtTrn.mjTRN_JOINT):
+            raise LinkageError(f"{path}: actuator {what}: only joint actuators are inputs")
+        j = int(m.actuator_trnid[u, 0])
+        if j not in made:
+            raise LinkageError(f"{path}: actuator {what}: its joint {joint_names[j]} is not a hinge or a slide")
+        n, kind = made[j]
+        inputs.append({"type": kind, "joint": n})
+    if not inputs:
+        raise LinkageError(f"{path}: no actuator: a linkage needs an input (a motor on a hinge or a slide)")
+    # links and their mass properties (bodies of one link summed, in world axes at qpos0)
+    links = {}
+    for k in sorted(set(find(b) for b in range(m.nbody))):
+        bodies = [b for b in range(m.nbody) if find(b) == k]
+        entry: dict = {"joints": members[k]}
+        mass = float(sum(m.body_mass[b] for b in bodies))
+        if k != 0 and mass > 0:
+            com = np.sum([m.body_mass[b] * np.array(d.xipos[b]) for b in bodies], axis=0) / mass
+            inertia = np.zeros((3, 3))
+            for b in bodies:
+                R = np.array(d.ximat[b]).reshape(3, 3)
+                r = np.array(d.xipos[b]) - com
+                inertia += R @ np.diag(m.body_inertia[b]) @ R.T + m.body_mass[b] * (r @ r * np.eye(3) - np.outer(r, r))
+            entry.update(mass=mass, com=com.tolist(), inertia=inertia.tolist())
+            pts = [n for n in members[k] if joints[n]["type"] != "tracer"]
+            if len(pts) == 2 and all(joints[n]["type"] == "S" for n in pts):  # an S–S rod: its transverse moment
+                e = np.array(joints[pts[1]]["coords"]) - np.array(joints[pts[0]]["coords"])
+                e = e / np.linalg.norm(e)
+                entry["inertia"] = float(0.5 * (np.trace(inertia) - e @ inertia @ e))
+        links[body_names[k]] = entry
+    return {
+        "name": path.stem,
+        "geometry": "spatial",
+        "description": f"read from {path.name} by MuJoCo's compiler (mujoco {mujoco.__version__})",
+        "joints": joints,
+        "links": links,
+        "ground": body_names[0],
+        "input": inputs[0] if len(inputs) == 1 else inputs,
+        "gravity": np.array(m.opt.gravity).tolist(),
+    }
+
+
+def _common(a: str, b: str) -> str:
+    """Two MuJoCo joints read as one (a C or U joint): their names' common part before a dot."""
+    head = a.split(".")[0]
+    return head if b.split(".")[0] == head else a
+
+
+def _eq_bodies(m, e, mujoco):
+    o1, o2 = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+    if int(m.eq_objtype[e]) == int(mujoco.mjtObj.mjOBJ_SITE):
+        return int(m.site_bodyid[o1]), int(m.site_bodyid[o2])
+    return o1, o2
+
+
+def _connect_points(m, d, e, mujoco):
+    """A connect equality's two anchors in the world at qpos0 and their bodies."""
+    o1, o2 = int(m.eq_obj1id[e]), int(m.eq_obj2id[e])
+    if int(m.eq_objtype[e]) == int(mujoco.mjtObj.mjOBJ_SITE):
+        return np.array(d.site_xpos[o1]), np.array(d.site_xpos[o2]), int(m.site_bodyid[o1]), int(m.site_bodyid[o2])
+    data = np.array(m.eq_data[e])
+    R1, R2 = (np.array(d.xmat[b]).reshape(3, 3) for b in (o1, o2))
+    p1 = np.array(d.xpos[o1]) + R1 @ data[:3]
+    p2 = np.array(d.xpos[o2]) + R2 @ data[3:6]
+    return p1, p2, o1, o2
+
+
+def from_mjcf(path, **kw):
+    """A linkage from a MuJoCo model file (MJCF), compiled by MuJoCo itself so that its
+    defaults, classes and frames resolve as MuJoCo resolves them, read at `qpos0`:
+    bodies are links (a body without joints, or a floating base, belongs to its
+    parent's), hinge, slide and ball joints R, P and S joints (a hinge and a slide on
+    one axis a C, two hinges at right angles through one point a U), `connect`
+    equalities loop closures (two between the same links an R joint through their
+    anchors), `weld`s rigid joins, joint actuators the inputs, named free sites
+    tracers; inertials from the compiled model.
+
+    **Arguments:** `path`: the `.xml` file; `kw`: keyword arguments for
+    `Linkage.from_dict`.
+
+    **Returns:** a spatial `Linkage`. A loop that does not close at `qpos0`, a joint
+    or equality diffmech does not model, a missing or malformed file: a
+    `LinkageError` naming it.
+    """
+    from ._model import Linkage
+
+    return Linkage.from_dict(mjcf_spec(path), **kw)

@@ -1,0 +1,113 @@
+"""Interchange: a linkage exported to MuJoCo (MJCF) and read back through MuJoCo's own
+compiler. MuJoCo checks the export (its constraint violation at qpos0, its own
+dynamics of the exported model against diffmech's), the round trip checks the import."""
+
+import re
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import diffmech as dm
+from diffmech import linkage as L
+
+mujoco = pytest.importorskip("mujoco")
+
+
+def _equality_violation(model):
+    d = mujoco.MjData(model)
+    mujoco.mj_forward(model, d)
+    rows = d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY
+    return int(np.sum(rows)), float(np.max(np.abs(d.efc_pos[rows]))) if np.any(rows) else 0.0
+
+
+def _same_linkage(a, b):
+    """Two linkages alike by name: joints, their coordinates, links, inputs, inertials. A
+    P or C joint's side B copies (`<joint>.<link>`) are compared as the joint's points:
+    which of its two links carries the axis depends on the links' order, not on the
+    mechanism."""
+    slides = {n for n, t in zip(a.names, a.types) if t in ("P", "C")}
+
+    def norm(n):
+        for j in slides:
+            if n.startswith(j + ".axis."):
+                return j + ".axis"
+            if n.startswith(j + ".") and n != j + ".axis":
+                return j
+        return n
+
+    assert {norm(n) for n in a.names} == {norm(n) for n in b.names}
+    ca, cb = np.asarray(a.initial()), np.asarray(b.initial())
+    for n in b.names:
+        np.testing.assert_allclose(cb[b.names.index(n)], ca[a.names.index(norm(n))], atol=1e-12, err_msg=n)
+    links = lambda lk: {frozenset(norm(lk.names[j]) for j in m) for m in lk.links}  # noqa: E731
+    assert links(a) == links(b)
+    assert [a.to_dict().get(k) for k in ("input", "inputs")] == [b.to_dict().get(k) for k in ("input", "inputs")]
+    for k, m in enumerate(a.links):
+        (kb,) = [i for i, mm in enumerate(b.links) if {norm(b.names[j]) for j in mm} == {norm(a.names[j]) for j in m}]
+        np.testing.assert_allclose(float(b.masses[kb]), float(a.masses[k]), rtol=1e-12)
+        np.testing.assert_allclose(np.asarray(b.coms[kb]), np.asarray(a.coms[k]), atol=1e-12)
+        np.testing.assert_allclose(np.asarray(b.inertias[kb]), np.asarray(a.inertias[k]), atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["delta", "bennett", "rscr", "cardan"])
+def test_an_exported_linkage_is_closed_at_qpos0_and_reads_back_the_same(name, tmp_path):
+    # MuJoCo compiles the export; at qpos0 (the linkage's initial configuration) every
+    # cut joint's connect holds to round-off; MuJoCo's compiler reads it back to the
+    # same linkage (an R joint cut as two connects on its axis comes back an R joint)
+    lk = dm.examples.load(name)
+    path = L.to_mjcf(lk, tmp_path / f"{name}.xml")
+    model = mujoco.MjModel.from_xml_path(str(path))
+    rows, violation = _equality_violation(model)
+    cut = {"delta": 5 * 3, "bennett": 2 * 3, "rscr": 3, "cardan": 2 * 3}[name]
+    assert rows == cut and violation <= 1e-14, (rows, violation)
+    assert model.nu == lk.n_inputs
+    _same_linkage(lk, L.from_mjcf(path))
+
+
+def test_mujoco_follows_diffmechs_motion_of_an_exported_linkage(tmp_path):
+    # the RSSR released from rest under gravity: MuJoCo's stiff model of the export and
+    # diffmech's exact one; the crank angles agree to the stiff model's sag
+    lk = dm.examples.rssr()
+    model = mujoco.MjModel.from_xml_path(str(L.to_mjcf(lk, tmp_path / "rssr.xml", softness="stiff")))
+    d = mujoco.MjData(model)
+    ts = np.linspace(0.0, 0.5, 6)
+    sim = L.simulate_dynamics(lk, 0.0, 0.0, 0.5, saveat=jnp.asarray(ts))
+    crank = model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "A")]
+    got, gap = [], 0.0
+    for t in ts:
+        while d.time < t - 1e-12:
+            mujoco.mj_step(model, d)
+            gap = max(gap, _equality_violation_of(model, d))
+        got.append(d.qpos[crank])
+    assert float(np.max(sim.residual)) <= 1e-10 and gap <= 1e-6, gap
+    np.testing.assert_allclose(got, np.asarray(sim.u), atol=1e-5)
+    assert float(np.max(np.abs(np.asarray(sim.u)))) > 0.1  # it moved
+
+
+def _equality_violation_of(model, d):
+    rows = d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY
+    return float(np.max(np.abs(d.efc_pos[rows]))) if np.any(rows) else 0.0
+
+
+def test_bad_mjcf_files_are_named(tmp_path):
+    with pytest.raises(L.LinkageError, match=r"nothing\.xml: no such file"):
+        L.from_mjcf(tmp_path / "nothing.xml")
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<mujoco><worldbody><body name='a'></worldbody></mujoco>")
+    with pytest.raises(L.LinkageError, match=r"bad\.xml: MuJoCo cannot compile it: .*Line number=1"):
+        L.from_mjcf(bad)
+    text = L.to_mjcf(dm.examples.bennett(), tmp_path / "bennett.xml").read_text()
+    # a loop that does not close at qpos0: one connect's site moved by 1 mm
+    site = re.search(r'<site name="(J\d@\w+)" pos="([^"]+)"/>', text)
+    moved = " ".join(repr(float(v) + 1e-3) for v in site.group(2).split())
+    (tmp_path / "open.xml").write_text(text.replace(site.group(0), f'<site name="{site.group(1)}" pos="{moved}"/>'))
+    with pytest.raises(L.LinkageError, match=r"open\.xml: equality J\d.*does not close at qpos0 \(its anchors are 0\."):
+        L.from_mjcf(tmp_path / "open.xml")
+    # an element diffmech does not model: a tendon actuator
+    fixed = '<tendon><fixed name="t"><joint joint="J1" coef="1"/></fixed></tendon>'
+    tendon = text.replace("<actuator>", fixed + "\n<actuator>")
+    tendon = tendon.replace('joint="J1" gear="1"/>', 'tendon="t" gear="1"/>')
+    (tmp_path / "tendon.xml").write_text(tendon)
+    with pytest.raises(L.LinkageError, match=r"tendon\.xml: actuator input0: only joint actuators are inputs"):
+        L.from_mjcf(tmp_path / "tendon.xml")

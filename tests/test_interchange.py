@@ -65,11 +65,53 @@ def test_an_exported_linkage_is_closed_at_qpos0_and_reads_back_the_same(name, tm
     _same_linkage(lk, L.from_mjcf(path))
 
 
-def test_mujoco_follows_diffmechs_motion_of_an_exported_linkage(tmp_path):
-    # the RSSR released from rest under gravity: MuJoCo's stiff model of the export and
-    # diffmech's exact one; the crank angles agree to the stiff model's sag
-    lk = dm.examples.rssr()
-    model = mujoco.MjModel.from_xml_path(str(L.to_mjcf(lk, tmp_path / "rssr.xml", softness="stiff")))
+def _tracer_velocities(model, d, lk, udot):
+    """MuJoCo's velocities of the tracers' sites when the input joints move at `udot`
+    and every equality holds to first order: the joint rates solve `J_eq q̇ = 0` with
+    the inputs' rates fixed (least squares: redundant rows, idle spins at their
+    least norm)."""
+    rows = d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY
+    J = np.asarray(d.efc_J).reshape(-1, model.nv)[rows]
+    dofs = [int(model.jnt_dofadr[model.actuator_trnid[a, 0]]) for a in range(model.nu)]
+    free = [i for i in range(model.nv) if i not in dofs]
+    qdot = np.zeros(model.nv)
+    qdot[dofs] = udot
+    qdot[free] = np.linalg.lstsq(J[:, free], -J[:, dofs] @ np.asarray(udot), rcond=None)[0]
+    out = {}
+    for j, t in enumerate(lk.types):
+        if t == "tracer":
+            jacp = np.zeros((3, model.nv))
+            mujoco.mj_jacSite(model, d, jacp, None, mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_SITE, lk.names[j]))
+            out[lk.names[j]] = jacp @ qdot
+    return out
+
+
+@pytest.mark.parametrize("name, cut", [("fourbar", 3), ("theo_jansen", 9), ("stephenson2", 6), ("delta", 15)])
+def test_an_exported_linkage_moves_as_diffmech_says_at_qpos0(name, cut, tmp_path):
+    # MuJoCo's model of the export, closed at qpos0, moves its tracers as diffmech's
+    # closure does: MuJoCo's equality Jacobian against diffmech's implicit rates (in the
+    # plane z = 0, hinges about z, a P joint a slide along its line, a cut R joint one
+    # connect, its z row idle)
+    lk = dm.examples.load(name)
+    model = mujoco.MjModel.from_xml_path(str(L.to_mjcf(lk, tmp_path / f"{name}.xml")))
+    rows, violation = _equality_violation(model)
+    assert rows == cut and violation <= 1e-14, (rows, violation)
+    d = mujoco.MjData(model)
+    mujoco.mj_forward(model, d)
+    udot = np.linspace(1.0, 2.0, lk.n_inputs)
+    theirs = _tracer_velocities(model, d, lk, udot)
+    v, _ = L.rates(lk, lk.x0(), lk.zero_input(), udot if lk.n_inputs > 1 else float(udot[0]))
+    assert theirs
+    for n, w in theirs.items():
+        np.testing.assert_allclose(w[: lk.dim], np.asarray(v[lk.names.index(n), : lk.dim]), atol=1e-12, err_msg=n)
+
+
+@pytest.mark.parametrize("name", ["rssr", "fourbar"])
+def test_mujoco_follows_diffmechs_motion_of_an_exported_linkage(name, tmp_path):
+    # released from rest under gravity: MuJoCo's stiff model of the export and diffmech's
+    # exact one; the crank angles agree to the stiff model's sag
+    lk = dm.examples.load(name)
+    model = mujoco.MjModel.from_xml_path(str(L.to_mjcf(lk, tmp_path / f"{name}.xml", softness="stiff")))
     d = mujoco.MjData(model)
     ts = np.linspace(0.0, 0.5, 6)
     sim = L.simulate_dynamics(lk, 0.0, 0.0, 0.5, saveat=jnp.asarray(ts))

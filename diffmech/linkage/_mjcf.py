@@ -54,11 +54,11 @@ def _full(inertia) -> str:
 
 
 def _edges(lk):
-    """Every joint between two links: `(joint, link A, link B)`, the joint's point on
-    side B (a P or C joint's copy) and its kind."""
+    """Every joint between two links: `(joint, link A, link B, kind)` (a P or C joint's
+    side A first; a joint of k links gives k − 1 edges)."""
     out = []
     for j, t in enumerate(lk.types):
-        if t in ("R", "S", "U"):
+        if t in ("R", "S", "U") or (lk.geometry == "planar" and t == "P"):
             holders = [k for k, m in enumerate(lk.links) if j in m]
             for b in holders[1:]:
                 out.append((j, holders[0], b, t))
@@ -95,16 +95,19 @@ def _tree(lk, edges):
 
 def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -> str:
     """The MJCF text of a spatial linkage (see the module docstring)."""
-    if lk.geometry != "spatial":
+    if lk.geometry == "spherical":
         raise LinkageError(
-            f"to_mjcf: a {lk.geometry} linkage; describe it in space (geometry 'spatial', R joints with their axes) "
-            "to export it"
+            "to_mjcf: a spherical linkage; describe it in space (geometry 'spatial', R joints with their axes through "
+            "the centre) to export it"
         )
+    planar = lk.geometry == "planar"
     if softness not in ("default", "stiff"):
         raise LinkageError(f"to_mjcf: softness is 'default' or 'stiff'; got {softness!r}")
     if timestep is None:
         timestep = 2e-3 if softness == "default" else 5e-4
     X = np.asarray(lk.initial(), dtype=float)
+    if planar:  # points in the plane z = 0; a line a x + b y + c = 0 keeps its row
+        X = np.where(np.asarray([t == "P" for t in lk.types])[:, None], X, X * np.array([1.0, 1.0, 0.0]))
     names, link_names = lk.names, lk.link_names
     edges = _edges(lk)
     parent, cut = _tree(lk, edges)
@@ -113,18 +116,48 @@ def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -
         children[par].append((child, e))
     masses, coms, inertias = (np.asarray(a, dtype=float) for a in (lk.masses, lk.coms, lk.inertias))
 
+    def input_edge(link, j):
+        """The tree edge an input drives: its joint, with its link when it has one."""
+        for v in parent.values():
+            if v is not None and edges[v[1]][0] == j and (link < 0 or link in edges[v[1]][1:3]):
+                return v[1]
+        raise LinkageError(f"to_mjcf: input joint {names[j]} is not in the tree")  # the tree takes inputs first
+
+    first = {input_edge(link, joints[0]) for kind, link, joints in lk.topology.inputs if kind != "actuator"}
+
+    def line_point(j):  # a planar line's point nearest the origin, and its direction (b, −a)
+        a, b, c = X[j]
+        n2 = a * a + b * b
+        return np.array([-c * a / n2, -c * b / n2, 0.0]), np.array([b, -a, 0.0]) / np.sqrt(n2)
+
+    def origin_of(j):
+        return line_point(j)[0] if planar and lk.types[j] == "P" else X[j]
+
     def axis_of(j, link=None):
+        if planar:
+            return line_point(j)[1] if lk.types[j] == "P" else np.array([0.0, 0.0, 1.0])
         q = names.index(names[j] + _schema.AXIS_SUFFIX if link is None else f"{names[j]}{_schema.AXIS_SUFFIX}.{link}")
         d = X[q] - X[j]
         return d / np.linalg.norm(d)
 
+    # MuJoCo's joint names: the joint's, or for a joint of three links or more
+    # `<joint>.<child>` beyond the first (an input's edge first)
+    tree_edges = sorted((v[1] for v in parent.values() if v is not None), key=lambda e: (e not in first, e))
+    edge_name, seen = {}, set()
+    for e in tree_edges:
+        j = edges[e][0]
+        edge_name[e] = names[j] if j not in seen else f"{names[j]}.{link_names[edges[e][2]]}"
+        seen.add(j)
+
     def joint_xml(e, child, origin, pad):
         j, a, b, t = edges[e]
-        n = names[j]
+        n = edge_name[e]
         if t == "S":
             return [f'{pad}<joint name="{n}" type="ball" pos="0 0 0"/>']
         if t == "R":
             return [f'{pad}<joint name="{n}" type="hinge" pos="0 0 0" axis="{_vec(axis_of(j))}"/>']
+        if planar:  # a P joint: a slide along its line
+            return [f'{pad}<joint name="{n}" type="slide" pos="0 0 0" axis="{_vec(axis_of(j))}"/>']
         if t in _schema.SLIDES:
             out = [f'{pad}<joint name="{n}" type="slide" pos="0 0 0" axis="{_vec(axis_of(j))}"/>']
             if t == "C":
@@ -140,6 +173,11 @@ def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -
 
     def inertial(k, origin, pad):
         m, c, inertia = masses[k], coms[k], inertias[k]
+        if planar and m > 0:  # about z; MuJoCo needs A + B ≥ C: the x and y moments half of it
+            c = np.array([c[0], c[1], 0.0])
+            big = max(float(inertia), MIN_MASS)
+            diag = _vec(big / 2, big / 2, big)
+            return f'{pad}<inertial pos="{_vec(c - origin)}" mass="{float(m)!r}" diaginertia="{diag}"/>'
         pts = [j for j in lk.links[k] if lk.types[j] not in ("tracer",)]
         if len(pts) == 2 and m > 0:  # an S–S rod: a small axial moment for its idle spin
             e = X[pts[1]] - X[pts[0]]
@@ -155,19 +193,21 @@ def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -
     opts = "" if softness == "default" else f' solref="{_vec(2 * timestep, 1.0)}" solimp="0.9999 0.9999 0.001 0.5 2"'
     for e in cut:
         j, a, b, t = edges[e]
-        if t not in ("R", "S"):
+        if t not in ("R", "S") or (planar and t != "R"):
             raise LinkageError(
                 f"to_mjcf: joint {names[j]} ({t}) closes a loop, and MuJoCo's equality constraints state only points "
                 "(connect) and rigid joins (weld); make it part of the tree or describe it by R and S joints"
             )
-        points = [j] + ([names.index(names[j] + _schema.AXIS_SUFFIX)] if t == "R" else [])
+        # in the plane every hinge turns about z: one connect leaves the cut joint its turn
+        points = [j] + ([names.index(names[j] + _schema.AXIS_SUFFIX)] if t == "R" and not planar else [])
         for i, p in enumerate(points):
             tag = names[j] + ("" if i == 0 else ".axis")
+            if any(f'connect name="{tag}"' in q for q in eqs):  # a joint of three links or more
+                tag = f"{tag}.{link_names[b]}"
             s1, s2 = f"{tag}@{link_names[a]}", f"{tag}@{link_names[b]}"
             sites[a].append((s1, X[p]))
             sites[b].append((s2, X[p]))
             eqs.append(f'    <connect name="{tag}" site1="{s1}" site2="{s2}"{opts}/>')
-    tree_joint = {edges[e][0]: e for _, v in parent.items() if v is not None for e in [v[1]]}
     for i, (kind, link, joints) in enumerate(lk.topology.inputs):
         name = f"input{i}"
         if kind == "actuator":
@@ -181,10 +221,7 @@ def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -
             )
             acts.append(f'    <motor name="{name}" tendon="{name}" gear="1"/>')
             continue
-        (j,) = joints
-        if j not in tree_joint:
-            raise LinkageError(f"to_mjcf: input joint {names[j]} is not in the tree")  # the tree takes inputs first
-        n = names[j] + (".turn" if kind == "turn" and lk.types[j] == "C" else "")
+        n = edge_name[input_edge(link, joints[0])] + (".turn" if kind == "turn" and lk.types[joints[0]] == "C" else "")
         acts.append(f'    <motor name="{name}" joint="{n}" gear="1"/>')
     for j, t in enumerate(lk.types):
         if t == "tracer":
@@ -195,7 +232,7 @@ def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -
         pad = "  " * depth
         out = []
         for child, e in children[k]:
-            o = X[edges[e][0]] if edges[e][3] not in _schema.SLIDES else X[edges[e][0]]
+            o = origin_of(edges[e][0])
             out.append(f'{pad}<body name="{link_names[child]}" pos="{_vec(o - origin)}">')
             out += joint_xml(e, child, o, pad + "  ")
             out.append(inertial(child, o, pad + "  "))
@@ -204,12 +241,14 @@ def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -
             out.append(f"{pad}</body>")
         return out
 
+    gravity = np.zeros(3)
+    gravity[: lk.dim] = np.asarray(lk.gravity, dtype=float)[: lk.dim]
     world = [f'    <site name="{s}" pos="{_vec(p)}"/>' for s, p in sites[lk.ground]] + body(lk.ground, np.zeros(3), 2)
     nl = "\n"
     sections = [
         f'<mujoco model="{lk.name}">',
         '  <compiler angle="radian" autolimits="true" boundmass="1e-12" boundinertia="1e-15"/>',
-        f'  <option timestep="{timestep!r}" integrator="RK4" gravity="{_vec(np.asarray(lk.gravity))}">',
+        f'  <option timestep="{timestep!r}" integrator="RK4" gravity="{_vec(gravity)}">',
         '    <flag contact="disable"/>',
         "  </option>",
         "  <worldbody>",

@@ -410,6 +410,45 @@ def _atlas_build(args) -> int:
     return 0
 
 
+_READS = {".json": "description", ".toml": "description", ".xml": "MJCF", ".mjcf": "MJCF"}
+_WRITES = {
+    ".json": "description",
+    ".toml": "description",
+    ".xml": "MJCF",
+    ".mjcf": "MJCF",
+    ".dxf": "DXF",
+    ".svg": "SVG",
+    ".csv": "CSV",
+}
+
+
+def _convert(args) -> int:
+    """`diffmech convert IN OUT`: between a description (JSON/TOML), MJCF (in and out),
+    DXF/SVG (out, planar) and CSV (out: the description's default motion)."""
+    from . import linkage as L
+
+    src, dst = pathlib.Path(args.input), pathlib.Path(args.output)
+    try:
+        if src.suffix.lower() not in _READS:
+            raise L.LinkageError(f"{src}: reads {sorted(_READS)} (a description or MJCF)")
+        if dst.suffix.lower() not in _WRITES:
+            raise L.LinkageError(f"{dst}: writes {sorted(_WRITES)}")
+        lk = L.from_mjcf(src) if _READS[src.suffix.lower()] == "MJCF" else L.load(src)
+        kind = _WRITES[dst.suffix.lower()]
+        if kind == "description":
+            lk.save(dst)
+        elif kind == "MJCF":
+            L.to_mjcf(lk, dst, softness=args.softness)
+        else:
+            motion = L.simulate(lk) if (kind == "CSV" or args.motion) else None
+            {"DXF": L.to_dxf, "SVG": L.to_svg}.get(kind, lambda lk_, p, m: L.to_csv(m, p))(lk, dst, motion)
+    except (L.LinkageError, OSError) as e:
+        print(f"diffmech convert: {e}", file=sys.stderr)
+        return 2
+    print(f"diffmech convert: {src} ({_READS[src.suffix.lower()]}) -> {dst} ({kind})")
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="diffmech", description="Differentiable closed-loop mechanisms.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -472,6 +511,16 @@ def main(argv=None) -> int:
         "--out", default=None, help="file to write (default: the cache, $DIFFMECH_CACHE or ~/.cache/diffmech)"
     )
     build.set_defaults(func=_atlas_build)
+    cnv = sub.add_parser(
+        "convert",
+        help="convert a linkage: description (.json/.toml) or MJCF (.xml) in; description, MJCF, DXF or SVG "
+        "(planar) or CSV (its default motion) out, by the files' suffixes",
+    )
+    cnv.add_argument("input", help="the linkage: a description (.json, .toml) or a MuJoCo model (.xml, .mjcf)")
+    cnv.add_argument("output", help="the file to write: .json, .toml, .xml/.mjcf, .dxf, .svg or .csv")
+    cnv.add_argument("--softness", choices=("stiff", "default"), default="stiff", help="MJCF out: the loops' softness")
+    cnv.add_argument("--motion", action="store_true", help="DXF/SVG out: draw the default motion's coupler curves")
+    cnv.set_defaults(func=_convert)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -153,3 +153,24 @@ def test_bad_mjcf_files_are_named(tmp_path):
     (tmp_path / "tendon.xml").write_text(tendon)
     with pytest.raises(L.LinkageError, match=r"tendon\.xml: actuator input0: only joint actuators are inputs"):
         L.from_mjcf(tmp_path / "tendon.xml")
+
+
+def test_convert_between_the_formats_from_the_command_line(tmp_path, capsys):
+    # description -> MJCF -> description: the same linkage; a planar one drawn and its
+    # default motion written; an unknown suffix and a broken file named, exit status 2
+    from diffmech._cli import main
+
+    src = dm.examples.path("bennett")
+    assert main(["convert", str(src), str(tmp_path / "b.xml")]) == 0
+    assert main(["convert", str(tmp_path / "b.xml"), str(tmp_path / "b.json")]) == 0
+    _same_linkage(dm.examples.bennett(), L.load(tmp_path / "b.json"))
+    four = dm.examples.path("fourbar")
+    for out in ("f.dxf", "f.svg", "f.csv", "f.toml"):
+        assert main(["convert", str(four), str(tmp_path / out)]) == 0 and (tmp_path / out).stat().st_size > 0
+    assert len((tmp_path / "f.csv").read_text().splitlines()) == 1 + dm.examples.fourbar().steps
+    capsys.readouterr()
+    assert main(["convert", str(four), str(tmp_path / "f.step")]) == 2
+    assert "f.step: writes" in capsys.readouterr().err
+    (tmp_path / "broken.json").write_text("{")
+    assert main(["convert", str(tmp_path / "broken.json"), str(tmp_path / "x.xml")]) == 2
+    assert "broken.json: not valid JSON" in capsys.readouterr().err

@@ -17,6 +17,7 @@ from ._dynamics import (
 from ._mjcf import from_mjcf as from_mjcf, to_mjcf as to_mjcf
 from ._model import Linkage as Linkage, residual as residual
 from ._schema import GEOMETRIES as GEOMETRIES, LinkageError as LinkageError
+from ._sdf import from_sdf as from_sdf
 from ._simulate import (
     Motion as Motion,
     check_initial as check_initial,

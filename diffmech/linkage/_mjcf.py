@@ -294,6 +294,60 @@ def _mujoco() -> Any:
     return mujoco
 
 
+class _Groups:
+    """Union–find over `n` items: the bodies (or links) that make one rigid link."""
+
+    def __init__(self, n: int):
+        self.root = list(range(n))
+
+    def find(self, b: int) -> int:
+        while self.root[b] != b:
+            self.root[b] = self.root[self.root[b]]
+            b = self.root[b]
+        return b
+
+    def join(self, a: int, b: int) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.root[max(ra, rb)] = min(ra, rb)
+
+
+def link_mass_properties(bodies, joints) -> dict:
+    """A link's `mass`, `com` and `inertia` (about the centre of mass, world axes) from
+    its bodies `(mass, com (3,), inertia about that com in world axes)`; an S–S rod
+    (two joints, both S) gets its transverse moment, a number (its axial one is
+    idle). Empty for a massless link."""
+    mass = float(sum(m for m, _, _ in bodies))
+    if mass <= 0:
+        return {}
+    com = np.sum([m * np.asarray(c) for m, c, _ in bodies], axis=0) / mass
+    inertia = np.zeros((3, 3))
+    for m, c, tensor in bodies:
+        r = np.asarray(c) - com
+        inertia += np.asarray(tensor) + m * (r @ r * np.eye(3) - np.outer(r, r))
+    out: dict = {"mass": mass, "com": com.tolist(), "inertia": inertia.tolist()}
+    points = [j for j in joints if j["type"] != "tracer"]
+    if len(points) == 2 and all(j["type"] == "S" for j in points):
+        a = np.asarray(points[0]["coords"])
+        e = np.asarray(points[1]["coords"]) - a
+        e = e / np.linalg.norm(e)
+        out["inertia"] = float(0.5 * (np.trace(inertia) - e @ inertia @ e))
+        on_axis = a + ((com - a) @ e) * e  # a rod's spin is idle: its centre of mass on its axis
+        out["com"] = on_axis.tolist()
+        out["com_moved"] = float(np.linalg.norm(com - on_axis))
+    return out
+
+
+def _note_moved_coms(links: dict) -> str:
+    """The description's note of the S–S rods whose centre of mass was moved onto
+    their axis (removing the entries' `com_moved`)."""
+    moved = {n: e.pop("com_moved") for n, e in links.items() if "com_moved" in e}
+    moved = {n: d for n, d in moved.items() if d > 0}
+    if not moved:
+        return ""
+    return "; S–S rods' centres of mass moved onto their axes: " + ", ".join(f"{n} {d:.3g}" for n, d in moved.items())
+
+
 def mjcf_spec(path, *, tol: float = 1e-9) -> dict:
     """The linkage description of a MuJoCo model file (see the module docstring)."""
     mujoco = _mujoco()
@@ -318,18 +372,8 @@ def mjcf_spec(path, *, tol: float = 1e-9) -> dict:
     scale = max(1.0, float(np.max(np.abs(d.xpos)))) if m.nbody else 1.0
     # links: a body without joints (or with a free joint: a floating base held fixed)
     # belongs to its parent's link; welds join their bodies
-    root = list(range(m.nbody))
-
-    def find(b):
-        while root[b] != b:
-            root[b] = root[root[b]]
-            b = root[b]
-        return b
-
-    def join(a, b):
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            root[max(ra, rb)] = min(ra, rb)
+    groups = _Groups(m.nbody)
+    find, join = groups.find, groups.join
 
     free = []
     for b in range(1, m.nbody):
@@ -411,6 +455,9 @@ def mjcf_spec(path, *, tol: float = 1e-9) -> dict:
             )
         if find(b1) == find(b2):
             raise LinkageError(f"{path}: equality {what}: joins a link to itself")
+        if _floating(m, b1, free) != _floating(m, b2, free):  # held fixed, it would lock the loop it closes
+            body = body_names[next(iter(_floating(m, b1, free) ^ _floating(m, b2, free)))]
+            raise LinkageError(f"{path}: equality {what}: closes a loop through the free joint of body {body}")
         pairs[tuple(sorted((find(b1), find(b2))))].append((what, 0.5 * (p1 + p2)))
     for (a, c), found in pairs.items():
         if len(found) == 1:
@@ -450,31 +497,34 @@ def mjcf_spec(path, *, tol: float = 1e-9) -> dict:
     for k in sorted(set(find(b) for b in range(m.nbody))):
         bodies = [b for b in range(m.nbody) if find(b) == k]
         entry: dict = {"joints": members[k]}
-        mass = float(sum(m.body_mass[b] for b in bodies))
-        if k != 0 and mass > 0:
-            com = np.sum([m.body_mass[b] * np.array(d.xipos[b]) for b in bodies], axis=0) / mass
-            inertia = np.zeros((3, 3))
+        if k != 0:
+            parts = []
             for b in bodies:
                 R = np.array(d.ximat[b]).reshape(3, 3)
-                r = np.array(d.xipos[b]) - com
-                inertia += R @ np.diag(m.body_inertia[b]) @ R.T + m.body_mass[b] * (r @ r * np.eye(3) - np.outer(r, r))
-            entry.update(mass=mass, com=com.tolist(), inertia=inertia.tolist())
-            pts = [n for n in members[k] if joints[n]["type"] != "tracer"]
-            if len(pts) == 2 and all(joints[n]["type"] == "S" for n in pts):  # an S–S rod: its transverse moment
-                e = np.array(joints[pts[1]]["coords"]) - np.array(joints[pts[0]]["coords"])
-                e = e / np.linalg.norm(e)
-                entry["inertia"] = float(0.5 * (np.trace(inertia) - e @ inertia @ e))
+                parts.append((float(m.body_mass[b]), np.array(d.xipos[b]), R @ np.diag(m.body_inertia[b]) @ R.T))
+            entry |= link_mass_properties(parts, [joints[n] for n in members[k]])
         links[body_names[k]] = entry
     return {
         "name": path.stem,
         "geometry": "spatial",
-        "description": f"read from {path.name} by MuJoCo's compiler (mujoco {mujoco.__version__})",
+        "description": f"read from {path.name} by MuJoCo's compiler (mujoco {mujoco.__version__})"
+        + _note_moved_coms(links),
         "joints": joints,
         "links": links,
         "ground": body_names[0],
         "input": inputs[0] if len(inputs) == 1 else inputs,
         "gravity": np.array(m.opt.gravity).tolist(),
     }
+
+
+def _floating(m, b, free) -> set:
+    """The bodies with a free joint among `b` and its ancestors."""
+    out = set()
+    while b > 0:
+        if b in free:
+            out.add(b)
+        b = int(m.body_parentid[b])
+    return out
 
 
 def _common(a: str, b: str) -> str:

@@ -60,7 +60,17 @@ import pytest  # noqa: E402
 # worker-seconds per group (tests + notebooks) in a cold run of 2026-11-26 (468 s, --durations=150): linkage 229,
 # synthesis 160, fit 93, parallel 75, fourbar_dynamics 73, fourbar_kinematics 58 (ungrouped, the largest: the
 # README's examples 45, test_shard 37, test_closure 32)
-GROUPS = ("linkage", "synthesis", "fit", "parallel", "spatial", "fourbar_dynamics", "fourbar_kinematics", "closure")
+GROUPS = (
+    "linkage",
+    "synthesis",
+    "fit",
+    "sdf",
+    "parallel",
+    "spatial",
+    "fourbar_dynamics",
+    "fourbar_kinematics",
+    "closure",
+)
 
 
 @pytest.hookimpl(tryfirst=True)

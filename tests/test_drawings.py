@@ -42,6 +42,10 @@ def test_a_planar_linkage_drawn_as_dxf_reads_back_as_its_geometry(tmp_path):
     (path,) = msp.query("LWPOLYLINE[layer=='PATHS']")
     tracer = [j for j, t in enumerate(lk.types) if t == "tracer"][0]
     np.testing.assert_allclose(np.array(path.get_points("xy")), np.asarray(m.coords[:, tracer, :2]), atol=1e-12)
+    with L.to_csv(m, tmp_path / "s2.csv").open() as fh:  # a planar line's coefficients a, b, c
+        head = next(csv.reader(fh))
+    lines = [n for n, t in zip(lk.names, lk.types) if t == "P"]
+    assert lines and all(f"{n}.{a}" in head for n in lines for a in "abc")
     svg = ET.parse(L.to_svg(lk, tmp_path / "s2.svg", motion=m)).getroot()
     assert svg.tag.endswith("svg") and len(list(svg.iter())) > 10
     with pytest.raises(L.LinkageError, match=r"to_dxf: draws planar linkages; this one is spatial"):

@@ -47,6 +47,7 @@ GROUP = {
     "08": "synthesis",
     "09": "linkage",
     "10": "spatial",
+    "11": "sdf",
 }
 
 
@@ -168,6 +169,7 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("DIFFMECH_RESULTS", str(path.parent.parent / "benchmarks" / "results"))
     monkeypatch.setenv("DIFFMECH_CACHE", str(tmp_path / "cache"))  # the synthesis atlas, built here, not in ~/.cache
+    monkeypatch.setenv("DIFFMECH_TEST_DATA", str(path.parent.parent / "tests" / "data"))  # Cassie's SDF
     monkeypatch.chdir(tmp_path)
     built = executed.BUILT / path.name
     built.unlink(missing_ok=True)  # a notebook that fails leaves nothing for the site to render
@@ -199,6 +201,10 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert c["rscr_residual"] <= 1e-10 and c["rscr_axial"] <= 1e-12  # a C joint: no axial force or moment
         assert c["five_bar_energy_error"] <= 1e-8
         assert c["toe_gradient_vs_fd"] < 1e-6
+    if path.name.startswith("11_"):
+        assert c["cassie_converged"] is True and c["cassie_residual"] <= 1e-12 and c["tarsus_moved"] > 0.01
+        assert c["mjcf_gap_at_qpos0"] <= 1e-14 and c["mujoco_vs_diffmech"] <= 1e-6  # MuJoCo's stiff model follows
+        assert c["dxf_path_vs_motion"] <= 1e-12
     if path.name.startswith("07_"):
         from test_synthesis import _poses, check_five_pose_motion_generation
 

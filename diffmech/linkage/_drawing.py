@@ -138,8 +138,9 @@ def to_csv(motion, path) -> Path:
     head = ["u"] if U.shape[1] == 1 else [f"u{i}" for i in range(U.shape[1])]
     head += ["converged", "residual"]
     cols = []
+    planar = 2 in motion.widths  # a planar motion's points have 2 coordinates, its lines 3
     for j, (n, w) in enumerate(zip(motion.names, motion.widths)):
-        axes = "abc" if (w == 3 and motion.dim == 2) else "xyz"[:w]
+        axes = "abc" if (w == 3 and planar) else "xyz"[:w]
         head += [f"{n}.{a}" for a in axes]
         cols += [(j, i) for i in range(w)]
     path = Path(path)

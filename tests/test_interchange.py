@@ -146,6 +146,32 @@ def test_bad_mjcf_files_are_named(tmp_path):
     (tmp_path / "open.xml").write_text(text.replace(site.group(0), f'<site name="{site.group(1)}" pos="{moved}"/>'))
     with pytest.raises(L.LinkageError, match=r"open\.xml: equality J\d.*does not close at qpos0 \(its anchors are 0\."):
         L.from_mjcf(tmp_path / "open.xml")
+    # close=True: read at the closed configuration nearest qpos0 (the delta: a platform
+    # point 1 mm off; the arms, rods and platform move to meet it), closed to round-off
+    delta = dm.examples.delta()
+    delta_text = L.to_mjcf(delta, tmp_path / "delta.xml").read_text()
+    site = re.search(r'<site name="(P\d\w@platform)" pos="([^"]+)"/>', delta_text)
+    moved = " ".join(repr(float(v) + 1e-3) for v in site.group(2).split())
+    shifted = delta_text.replace(site.group(0), f'<site name="{site.group(1)}" pos="{moved}"/>')
+    (tmp_path / "open_delta.xml").write_text(shifted)
+    with pytest.raises(L.LinkageError, match=r"does not close at qpos0 .* close=True reads the file"):
+        L.from_mjcf(tmp_path / "open_delta.xml")
+    near = L.from_mjcf(tmp_path / "open_delta.xml", close=True)
+    X, X0 = np.asarray(near.initial()), np.asarray(delta.initial())
+    off = float(np.max(np.abs(X - X0[[delta.names.index(n) for n in near.names]])))
+    assert 1e-5 < off < 3e-3, off
+    assert float(np.max(np.abs(L.residual(near.x0(), near.zero_input(), near)))) <= 1e-12
+    # a free joint inside a loop: a floating body tied to a crank
+    (tmp_path / "free.xml").write_text(
+        """<mujoco><worldbody>
+        <body name="crank"><joint name="A" type="hinge" axis="0 0 1"/><geom size="0.1"/>
+          <site name="a" pos="1 0 0"/></body>
+        <body name="float" pos="1 0 0"><freejoint/><geom size="0.1"/><site name="b"/></body>
+        </worldbody><equality><connect name="tie" site1="a" site2="b"/></equality>
+        <actuator><motor joint="A"/></actuator></mujoco>"""
+    )
+    with pytest.raises(L.LinkageError, match=r"free\.xml: equality tie: closes a loop through the free joint of body"):
+        L.from_mjcf(tmp_path / "free.xml")
     # an element diffmech does not model: a tendon actuator
     fixed = '<tendon><fixed name="t"><joint joint="J1" coef="1"/></fixed></tendon>'
     tendon = text.replace("<actuator>", fixed + "\n<actuator>")

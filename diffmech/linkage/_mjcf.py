@@ -348,7 +348,29 @@ def _note_moved_coms(links: dict) -> str:
     return "; S–S rods' centres of mass moved onto their axes: " + ", ".join(f"{n} {d:.3g}" for n, d in moved.items())
 
 
-def mjcf_spec(path, *, tol: float = 1e-9) -> dict:
+def _close(m, d, mujoco, steps: int = 50) -> float:
+    """Project `d.qpos` onto the equality constraints, in place: Gauss–Newton steps of
+    least norm on MuJoCo's own equality residual and Jacobian (`efc_pos`, `efc_J`),
+    positions integrated on the joints' manifolds (`mj_integratePos`). Returns the
+    largest equality residual left."""
+    left = np.inf
+    for _ in range(steps):
+        mujoco.mj_forward(m, d)
+        rows = d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY
+        if not np.any(rows):
+            return 0.0
+        r = np.asarray(d.efc_pos)[rows]
+        left = float(np.max(np.abs(r)))
+        if left <= 1e-14:
+            break
+        J = np.asarray(d.efc_J).reshape(-1, m.nv)[rows]
+        dq = -np.linalg.lstsq(J, r, rcond=None)[0]
+        mujoco.mj_integratePos(m, d.qpos, dq, 1.0)
+    mujoco.mj_kinematics(m, d)
+    return left
+
+
+def mjcf_spec(path, *, tol: float = 1e-9, close: bool = False) -> dict:
     """The linkage description of a MuJoCo model file (see the module docstring)."""
     mujoco = _mujoco()
     path = Path(path)
@@ -361,6 +383,8 @@ def mjcf_spec(path, *, tol: float = 1e-9) -> dict:
         raise LinkageError(f"{path}: MuJoCo cannot compile it: {why}") from None
     d = mujoco.MjData(m)
     mujoco.mj_kinematics(m, d)
+    if close and _close(m, d, mujoco) > 1e-12:
+        raise LinkageError(f"{path}: close=True: the loops cannot be closed near qpos0 (the equalities disagree)")
     obj = mujoco.mjtObj
 
     def name(kind, i, fallback):
@@ -451,7 +475,8 @@ def mjcf_spec(path, *, tol: float = 1e-9) -> dict:
         gap = float(np.linalg.norm(p1 - p2))
         if gap > tol * scale:
             raise LinkageError(
-                f"{path}: equality {what}: the loop does not close at qpos0 (its anchors are {gap:.3g} apart)"
+                f"{path}: equality {what}: the loop does not close at qpos0 (its anchors are {gap:.3g} apart); "
+                "close=True reads the file at the nearest closed configuration"
             )
         if find(b1) == find(b2):
             raise LinkageError(f"{path}: equality {what}: joins a link to itself")
@@ -552,7 +577,7 @@ def _connect_points(m, d, e, mujoco):
     return p1, p2, o1, o2
 
 
-def from_mjcf(path, **kw):
+def from_mjcf(path, *, close: bool = False, **kw):
     """A linkage from a MuJoCo model file (MJCF), compiled by MuJoCo itself so that its
     defaults, classes and frames resolve as MuJoCo resolves them, read at `qpos0`:
     bodies are links (a body without joints, or a floating base, belongs to its
@@ -562,8 +587,10 @@ def from_mjcf(path, **kw):
     anchors), `weld`s rigid joins, joint actuators the inputs, named free sites
     tracers; inertials from the compiled model.
 
-    **Arguments:** `path`: the `.xml` file; `kw`: keyword arguments for
-    `Linkage.from_dict`.
+    **Arguments:** `path`: the `.xml` file; `close`: read the model at the closed
+    configuration nearest `qpos0` (least-norm Gauss–Newton steps on MuJoCo's own
+    equality residual and Jacobian) when its loops are open there; `kw`: keyword
+    arguments for `Linkage.from_dict`.
 
     **Returns:** a spatial `Linkage`. A loop that does not close at `qpos0`, a joint
     or equality diffmech does not model, a missing or malformed file: a
@@ -571,4 +598,4 @@ def from_mjcf(path, **kw):
     """
     from ._model import Linkage
 
-    return Linkage.from_dict(mjcf_spec(path), **kw)
+    return Linkage.from_dict(mjcf_spec(path, close=close), **kw)

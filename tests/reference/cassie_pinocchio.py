@@ -439,5 +439,20 @@ def main():
                     )
 
 
+def _json(side, knee, achilles):
+    """`--json SIDE KNEE ACHILLES`: `closed_configuration` as JSON on stdout, so that a
+    test runs Pinocchio in its own process (its bundled libraries are kept out of the
+    test workers' JAX processes)."""
+    import json
+
+    out = closed_configuration(DEFAULT_SDF, side, float(knee), achilles=achilles)
+    print(json.dumps({k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in out.items()}))
+
+
 if __name__ == "__main__":
-    main()
+    import sys
+
+    if len(sys.argv) == 5 and sys.argv[1] == "--json":
+        _json(*sys.argv[2:])
+    else:
+        main()

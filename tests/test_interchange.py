@@ -96,6 +96,22 @@ def test_an_exported_linkage_moves_as_diffmech_says_at_qpos0(name, cut, tmp_path
     model = mujoco.MjModel.from_xml_path(str(L.to_mjcf(lk, tmp_path / f"{name}.xml")))
     rows, violation = _equality_violation(model)
     assert rows == cut and violation <= 1e-14, (rows, violation)
+    if "P" not in lk.types:  # (a P joint joins the tree first, wherever it is)
+        # the tree is breadth first: each link hangs at its distance from the ground
+        near, level, d = {lk.ground: 0}, {lk.ground}, 0
+        while level:
+            d += 1
+            level = {
+                k
+                for k, m in enumerate(lk.links)
+                if k not in near and any(lk.types[j] != "tracer" and j in lk.links[g] for g in level for j in m)
+            }
+            near |= dict.fromkeys(level, d)
+        for k, n in enumerate(lk.link_names):
+            b, depth = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, n), 0
+            while k != lk.ground and b > 0:
+                b, depth = model.body_parentid[b], depth + 1
+            assert depth == near[k], (n, depth, near[k])
     d = mujoco.MjData(model)
     mujoco.mj_forward(model, d)
     udot = np.linspace(1.0, 2.0, lk.n_inputs)

@@ -69,24 +69,28 @@ def _edges(lk):
 
 
 def _tree(lk, edges):
-    """The spanning tree: `{child: (parent, edge)}` grown breadth first from the ground,
-    input joints first, then by `_ORDER`; and the edges left out (cut)."""
+    """The spanning tree: `{child: (parent, edge)}` grown from the ground by Prim's
+    rule, the next edge the best by (an input's joint first, then by `_ORDER`, then
+    the parent nearest the ground: breadth first, the tree kept shallow, then the
+    file's order); and the edges left out (cut)."""
     driven = {joints[0] for kind, _, joints in lk.topology.inputs if kind != "actuator"}
-    rank = sorted(range(len(edges)), key=lambda e: (edges[e][0] not in driven, _ORDER[edges[e][3]], e))
     parent: dict[int, tuple[int, int] | None] = {lk.ground: None}
+    depth = {lk.ground: 0}
     used = set()
-    grown = True
-    while grown:
-        grown = False
-        for e in rank:
-            j, a, b, t = edges[e]
+    while True:
+        best = None
+        for e, (j, a, b, t) in enumerate(edges):
             if e in used or (a in parent) == (b in parent):
                 continue
             child, par = (b, a) if a in parent else (a, b)
-            parent[child] = (par, e)
-            used.add(e)
-            grown = True
-            break  # greedily by preference (Prim's order): restart from the best edge
+            key = (j not in driven, _ORDER[t], depth[par], e)
+            if best is None or key < best[0]:
+                best = (key, e, child, par)
+        if best is None:
+            break
+        _, e, child, par = best
+        parent[child], depth[child] = (par, e), depth[par] + 1
+        used.add(e)
     missing = [lk.link_names[k] for k in range(len(lk.links)) if k not in parent]
     if missing:
         raise LinkageError(f"to_mjcf: links {missing} are not joined to the ground")

@@ -196,6 +196,7 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert c["dof"] == 2 and c["null_dim"] == 2
     if path.name.startswith("10_"):
         assert c["rssr_residual"] <= 1e-10 and c["bennett_relation"] <= 1e-10
+        assert c["bennett_j3_closed"] is True and c["bennett_j3_relation"] <= 1e-10  # driven by a moving joint
         assert "over-constrained and rigid" in c["rigid_error"]
         assert c["several_inputs_closed"] is True
         assert c["rscr_residual"] <= 1e-10 and c["rscr_axial"] <= 1e-12  # a C joint: no axial force or moment

@@ -14,33 +14,18 @@ JSON semantics used (SI units)
   configuration) and ``inertia``: a 3x3 tensor about the com in WORLD axes for
   arms and platform; for a rod one number, its transverse moment about its com.
 
-The MuJoCo model (a kinematic tree + loop-closing ``connect`` equalities)
--------------------------------------------------------------------------
-* Every body frame has the world orientation in the file's configuration, so
-  ``qpos = qpos0`` IS the file's configuration and every local vector is the
-  world vector minus the body origin.  No geoms; contact disabled; no damping,
-  armature, friction or joint limits.  ``gravity`` from the file.
-* Tree (depth 2, 10 bodies, nv = 27)::
-
-      world -> arm_i   hinge at A_i, axis from the file   (body origin A_i)
-      arm_i -> rod_ia  ball at U_ia                       (body origin U_ia)
-      arm_i -> rod_ib  ball at U_ib                       (body origin U_ib)
-      world -> platform  free joint                       (body origin T)
-
-  The platform is a FREE body (not hung from a rod), so the six rods are
-  treated alike.  Each rod bottom is tied to the platform by a
-  ``<connect site1=... site2=...>`` between a site at P on the rod and a site
-  at P on the platform (they coincide in the file's configuration): 6 connects
-  = 18 constraint rows; 27 - 18 = 9 DOFs = 3 arm DOFs + 6 rod spins about
-  their own axes (which are never excited, see below).
-* ``<inertial>``: mass, pos = com - body origin, ``fullinertia`` = the file's
-  world tensor (arms, platform; valid in the body frame because body frames are
-  world-aligned at qpos0).  Rod: ``I_t (1 - n n^T) + eps I_t n n^T`` with n the
-  unit vector U->P and ``eps = ROD_AXIAL = 1e-9`` (MuJoCo needs a positive
-  definite tensor; its A+B>=C test holds).  For a rod with ball joints on its
-  axis at both ends, nothing exerts a torque about the axis and I1 = I2, so
-  the axial spin stays exactly 0 from rest and eps does not enter the exact
-  dynamics (checked: 1e-9 and 1e-6 give the same q to 3e-11 rad over 5 s).
+The MuJoCo model: diffmech's export (``linkage.to_mjcf``, see ``mujoco_export.py``)
+----------------------------------------------------------------------------------------
+* The linkage read from the file and written by ``diffmech.linkage.to_mjcf``: every
+  link a body whose frame has the world orientation in the file's configuration
+  (``qpos0`` IS that configuration), a spanning tree grown from the ground taking
+  the arm hinges first, the cut ball joints as ``connect`` equalities between a
+  site on each side, ``<inertial>`` from the file (``fullinertia`` about the com;
+  a rod ``I_t (1 - n n^T)`` plus a ``1e-9 I_t n n^T`` axial moment, which MuJoCo
+  needs positive definite: nothing exerts a torque about a rod's axis, so its spin
+  stays 0 from rest), no geoms, contact disabled, no damping, armature, friction or
+  joint limits, ``gravity`` from the file. (Until 2026-11-27 this peer wrote its
+  own MJCF, the platform a free body tied to the six rods: the runs agree.)
 * Motor torques: three ``<motor>`` actuators (gear 1, unlimited) on the arm
   hinges, ``ctrl = tau`` held constant.
 * Softness of the connects (``softness``):
@@ -65,12 +50,14 @@ The MuJoCo model (a kinematic tree + loop-closing ``connect`` equalities)
   dt^4, see the checks below).  Newton solver, MuJoCo's default tolerance
   (1e-8) and iteration cap (100).
 
-Results (``python benchmarks/peers/mujoco_delta.py``, t1 = 5 s, mujoco 4.0.0),
-against the maintainer's exact arm angles at t = 0, 0.5, ..., 5 s:
-  default: loop gap 3.9e-4 m, energy drift 1.93 (the constraint sags under
-  gravity; its stored energy is ~2x the peak kinetic energy), max |q - q_ref|
-  2.5e-3 rad;  stiff: loop gap 1.1e-9 m, energy drift 5.0e-6, max |q - q_ref|
-  6.9e-9 rad.
+Results (``python benchmarks/peers/mujoco_delta.py``, t1 = 5 s, mujoco 4.0.0,
+2026-11-27, the exported model), against diffmech's exact arm angles at
+t = 0, 0.5, ..., 5 s (``delta_case.py``):
+  default: loop gap 3.5e-4 m, energy drift 1.48 (the constraint sags under
+  gravity; its stored energy is of the order of the peak kinetic energy),
+  max |q - q_ref| 2.8e-3 rad;  stiff: loop gap 9.2e-10 m, energy drift 3.8e-6,
+  max |q - q_ref| 7.4e-9 rad.  (The hand-written model before it: 3.9e-4 m,
+  1.93, 2.5e-3 rad and 1.1e-9 m, 5.0e-6, 6.9e-9 rad.)
 
 Post-processing (independent of MuJoCo's own energy bookkeeping)
 ----------------------------------------------------------------
@@ -110,19 +97,17 @@ from pathlib import Path
 
 import numpy as np
 
-try:  # pragma: no cover - depends on the environment
-    import mujoco
+try:
+    from . import mujoco_export
+except ImportError:  # run as a script from benchmarks/peers
+    import mujoco_export
 
-    _HAVE_MUJOCO = True
-except Exception:  # pragma: no cover
-    mujoco = None
-    _HAVE_MUJOCO = False
+_HAVE_MUJOCO, mujoco = mujoco_export._HAVE_MUJOCO, mujoco_export.mujoco
 
 __all__ = ["available", "load", "build", "run", "batched"]
 
 DEFAULT_DATA = Path(__file__).resolve().parents[2] / "diffmech" / "linkage" / "data" / "delta.json"
 
-ROD_AXIAL = 1e-9  # rod axial moment / transverse moment
 INTEGRATOR = "RK4"
 STIFF_TIMECONST = 1e-3
 STIFF_SOLIMP = (0.9999, 0.9999, 0.001, 0.5, 2.0)
@@ -137,16 +122,6 @@ def available() -> bool:
 def load(path=DEFAULT_DATA) -> dict:
     with open(path) as fh:
         return json.load(fh)
-
-
-def _vec(*xs) -> str:
-    return " ".join(repr(float(x)) for x in xs)
-
-
-def _full(I) -> str:
-    """MJCF ``fullinertia`` order: Ixx Iyy Izz Ixy Ixz Iyz."""
-    I = np.asarray(I, dtype=float)
-    return _vec(I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[0, 2], I[1, 2])
 
 
 # --------------------------------------------------------------------------- model
@@ -187,89 +162,27 @@ def _structure(spec):
     return arms, hinge_of, rods, rod_arm, platform, (tracer[0] if tracer else None)
 
 
-def _xml(spec, softness, timestep, mass_scale):
-    joints, links = spec["joints"], spec["links"]
-    X = lambda j: np.asarray(joints[j]["coords"], dtype=float)  # noqa: E731
-    arms, hinge_of, rods, rod_arm, platform, tracer = _structure(spec)
-    if softness == "default":
-        eq_opts = ""
-    elif softness == "stiff":
-        eq_opts = f' solref="{_vec(STIFF_TIMECONST, 1.0)}" solimp="{_vec(*STIFF_SOLIMP)}"'
-    else:
-        raise ValueError(f"softness must be 'default' or 'stiff', got {softness!r}")
-
-    out = []
-    for arm in arms:
-        lk = links[arm]
-        o = X(hinge_of[arm])
-        out.append(f'    <body name="{arm}" pos="{_vec(*o)}">')
-        out.append(
-            f'      <joint name="{arm}" type="hinge" pos="0 0 0" axis="{_vec(*joints[hinge_of[arm]]["axis"])}"/>'
-        )
-        out.append(
-            f'      <inertial pos="{_vec(*(np.asarray(lk["com"]) - o))}" mass="{lk["mass"]!r}" '
-            f'fullinertia="{_full(lk["inertia"])}"/>'
-        )
-        for r in rods:
-            if rod_arm[r][0] != arm:
-                continue
-            _, top, bot = rod_arm[r]
-            u, p = X(top), X(bot)
-            n = (p - u) / np.linalg.norm(p - u)
-            It = float(links[r]["inertia"])
-            I = It * (np.eye(3) - np.outer(n, n)) + ROD_AXIAL * It * np.outer(n, n)
-            out.append(f'      <body name="{r}" pos="{_vec(*(u - o))}">')
-            out.append(f'        <joint name="{r}" type="ball" pos="0 0 0"/>')
-            out.append(
-                f'        <inertial pos="{_vec(*(np.asarray(links[r]["com"]) - u))}" mass="{links[r]["mass"]!r}" '
-                f'fullinertia="{_full(I)}"/>'
-            )
-            out.append(f'        <site name="{r}_bottom" pos="{_vec(*(p - u))}"/>')
-            out.append("      </body>")
-        out.append("    </body>")
-    lk = links[platform]
-    o = X(tracer) if tracer else np.asarray(lk["com"], dtype=float)
-    out.append(f'    <body name="{platform}" pos="{_vec(*o)}">')
-    out.append(f'      <freejoint name="{platform}"/>')
-    out.append(
-        f'      <inertial pos="{_vec(*(np.asarray(lk["com"]) - o))}" mass="{lk["mass"] * mass_scale!r}" '
-        f'fullinertia="{_full(lk["inertia"])}"/>'
-    )
-    for r in rods:
-        out.append(f'      <site name="{r}_on_{platform}" pos="{_vec(*(X(rod_arm[r][2]) - o))}"/>')
-    out.append("    </body>")
-    eqs = [f'    <connect name="{r}" site1="{r}_bottom" site2="{r}_on_{platform}"{eq_opts}/>' for r in rods]
-    acts = [f'    <motor name="{arm}" joint="{arm}" gear="1"/>' for arm in arms]
-    nl = "\n"
-    return f"""<mujoco model="{spec.get("name", "delta")}">
-  <compiler angle="radian" autolimits="true"/>
-  <option timestep="{timestep!r}" integrator="{INTEGRATOR}" gravity="{_vec(*spec["gravity"])}">
-    <flag contact="disable"/>
-  </option>
-  <worldbody>
-{nl.join(out)}
-  </worldbody>
-  <equality>
-{nl.join(eqs)}
-  </equality>
-  <actuator>
-{nl.join(acts)}
-  </actuator>
-</mujoco>
-"""
-
-
-def build(spec: dict, softness: str = "default", timestep: float | None = None, mass_scale: float = 1.0):
-    """(model, extra): the compiled MjModel and the bookkeeping ``run`` needs
-    (``xml``, ids of the arm hinges / moving bodies / connect sites, ...)."""
+def build(spec: dict, softness: str = "default", timestep: float | None = None):
+    """(model, extra): the exported linkage compiled by MuJoCo and the bookkeeping
+    ``run`` needs (``xml``, the arm hinges' qpos addresses, the moving bodies, the
+    connects' site pairs, ...)."""
     if not _HAVE_MUJOCO:
         raise RuntimeError("mujoco is not installed")
+    if softness not in DEFAULT_TIMESTEP:
+        raise ValueError(f"softness must be 'default' or 'stiff', got {softness!r}")
+    from diffmech.linkage import Linkage
+
     dt = float(DEFAULT_TIMESTEP[softness] if timestep is None else timestep)
-    xml = _xml(spec, softness, dt, float(mass_scale))
-    model = mujoco.MjModel.from_xml_string(xml)
+    stiff = softness == "stiff"
+    model, xml = mujoco_export.compile_linkage(
+        Linkage.from_dict(spec),
+        timestep=dt,
+        integrator=INTEGRATOR,
+        solref=(STIFF_TIMECONST, 1.0) if stiff else None,
+        solimp=STIFF_SOLIMP if stiff else None,
+    )
     arms, _, rods, _, platform, _ = _structure(spec)
-    idx = lambda t, n: mujoco.mj_name2id(model, t, n)  # noqa: E731
-    J, B, S = mujoco.mjtObj.mjOBJ_JOINT, mujoco.mjtObj.mjOBJ_BODY, mujoco.mjtObj.mjOBJ_SITE
+    q_adr, _ = mujoco_export.input_joints(model)
     extra = {
         "xml": xml,
         "timestep": dt,
@@ -278,10 +191,10 @@ def build(spec: dict, softness: str = "default", timestep: float | None = None, 
         "arms": arms,
         "rods": rods,
         "platform": platform,
-        "q_adr": np.array([model.jnt_qposadr[idx(J, a)] for a in arms]),
+        "q_adr": q_adr,
         "bodies": np.arange(1, model.nbody),  # every moving body
-        "platform_id": idx(B, platform),
-        "site_pairs": np.array([[idx(S, f"{r}_bottom"), idx(S, f"{r}_on_{platform}")] for r in rods]),
+        "platform_id": mujoco_export.body_id(model, platform),
+        "site_pairs": mujoco_export.connect_sites(model),
         "gravity": np.asarray(spec["gravity"], dtype=float),
     }
     return model, extra
@@ -291,28 +204,16 @@ def build(spec: dict, softness: str = "default", timestep: float | None = None, 
 
 
 def _refresh(model, data):
-    """Position/velocity-dependent arrays for the CURRENT qpos/qvel (no solver)."""
-    mujoco.mj_kinematics(model, data)
-    mujoco.mj_comPos(model, data)
-    mujoco.mj_comVel(model, data)
+    mujoco_export.refresh(model, data)
 
 
 def _loop_gap(data, extra) -> float:
-    x = data.site_xpos
-    sp = extra["site_pairs"]
-    return float(np.max(np.linalg.norm(x[sp[:, 0]] - x[sp[:, 1]], axis=1)))
+    return mujoco_export.loop_gap(data, extra["site_pairs"])
 
 
 def _kinetic_potential(model, data, extra):
     """(T, V_gravity) from body poses and velocities (call _refresh first)."""
-    b = extra["bodies"]
-    m = model.body_mass[b]
-    w = data.cvel[b, :3]
-    v = data.cvel[b, 3:] + np.cross(w, data.xipos[b] - data.subtree_com[model.body_rootid[b]])
-    wl = np.einsum("bji,bj->bi", data.ximat[b].reshape(-1, 3, 3), w)  # R^T w, principal axes
-    T = 0.5 * float(np.sum(m * np.sum(v * v, axis=1))) + 0.5 * float(np.sum(model.body_inertia[b] * wl * wl))
-    V = -float(np.sum(m * (data.xipos[b] @ extra["gravity"])))
-    return T, V
+    return mujoco_export.kinetic_potential(model, data, extra["gravity"], extra["bodies"])
 
 
 def _save_steps(saves, dt):

@@ -10,24 +10,27 @@ link (crank, coupler, rocker): mass m_i, COM inertia J_i (about z), COM offset
 rho_i = (rho_x, rho_y) in the link frame from the link's first joint (A, B,
 D), x along the link, y = x rotated +90 deg.
 
-How this maps onto MuJoCo
--------------------------
-* A hinge tree: world -> crank (hinge at A) -> coupler (hinge at B, at
-  (l1, 0, 0) in the crank frame); world -> rocker (hinge at D = (l4, 0, 0)).
-  At qpos = 0 every link lies along +x, so the joint coordinates are
-  qpos = (theta_A, theta_B - theta_A, theta_D) and
-  qvel = (omega_A, omega_B - omega_A, omega_D).
-* The loop is closed by an ``<equality><connect site1=... site2=.../>``
-  between a site at (l2, 0, 0) on the coupler and one at (l3, 0, 0) on the
-  rocker (the site form of ``connect`` asks the two sites to coincide; the
-  body/anchor form would instead take qpos0 -- an open, straight configuration
-  -- as the satisfied one, which is wrong here).
-* Explicit ``<inertial>`` per body: mass, pos = COM, diaginertia = (J, J, J)
-  (only the z entry matters for planar motion).  No geoms collide (contact is
-  disabled), no damping / armature / friction.  ``opt.gravity = (gx, gy, 0)``.
+How this maps onto MuJoCo: diffmech's export (``mujoco_export.py``)
+-------------------------------------------------------------------
+* The four-bar at ``angles0`` is written as a diffmech linkage description
+  (pins A, B, C, D; links crank, coupler, rocker with their masses, centres of
+  mass and inertias; the crank the input) and exported by
+  ``diffmech.linkage.to_mjcf``: a hinge tree (the input's hinge first), the
+  loop cut at one pin by an ``<equality><connect>`` between a site on each side
+  (its z row is identically satisfied), every body frame world-aligned at
+  ``angles0``, so ``qpos = 0`` IS that configuration. The initial rates set each
+  tree hinge's ``qvel`` to its child link's rate less its parent's.
+  ``<inertial>``: mass, pos = COM, ``diaginertia = (J/2, J/2, J)`` (only the z
+  entry enters planar motion). No geoms collide (contact is disabled), no
+  damping / armature / friction. ``opt.gravity = (gx, gy, 0)``. (Until
+  2026-11-27 this peer wrote its own MJCF, crank and coupler hung from A and the
+  rocker from D, cut at C: the runs agree.)
+* The link angles and rates are read back from MuJoCo's body orientations
+  (``xmat``) and angular velocities (``cvel``): theta_i = angles0_i + the body's
+  rotation about z.
 * "default" constraint: MuJoCo's default solref (0.02, 1) and solimp
   (0.9, 0.95, 0.001, 0.5, 2); "stiff": solref (0.002, 1) and solimp
-  (0.9999, 0.9999, 0.001, 0.5, 2) set on the connect element.  MuJoCo's
+  (0.9999, 0.9999, 0.001, 0.5, 2) set on the compiled model.  MuJoCo's
   ``refsafe`` clamps solref[0] to >= 2*dt; at dt = 1e-3 the stiff value
   sits exactly at that bound, so it is not altered for dt <= 1e-3.
 * Integrators "Euler" (MuJoCo's semi-implicit Euler: velocity first, then
@@ -35,9 +38,9 @@ How this maps onto MuJoCo
   because there is no damping) and "RK4".  The constraint is *soft*
   (a spring-damper in constraint space), so the loop-closure residual and
   energy are not conserved exactly; both are measured independently of
-  MuJoCo from qpos/qvel with the geometry above.
+  MuJoCo's bookkeeping from the link angles and rates with the geometry above.
 
-Only numpy and mujoco are used.
+Only numpy and mujoco are used, besides diffmech's export.
 """
 
 from __future__ import annotations
@@ -48,13 +51,12 @@ import time
 
 import numpy as np
 
-try:  # pragma: no cover - depends on the environment
-    import mujoco
+try:
+    from . import mujoco_export
+except ImportError:  # run as a script from benchmarks/peers
+    import mujoco_export
 
-    _HAVE_MUJOCO = True
-except Exception:  # pragma: no cover
-    mujoco = None
-    _HAVE_MUJOCO = False
+_HAVE_MUJOCO, mujoco = mujoco_export._HAVE_MUJOCO, mujoco_export.mujoco
 
 
 STIFF_SOLREF = (0.002, 1.0)
@@ -66,59 +68,39 @@ def available() -> bool:
     return _HAVE_MUJOCO
 
 
-def _f(x) -> str:
-    return repr(float(x))
+LINKS = ("crank", "coupler", "rocker")
 
 
-def _vec(*xs) -> str:
-    return " ".join(_f(x) for x in xs)
-
-
-def _build_xml(lengths, masses, inertias, com, gravity, dt, integrator, stiff):
+def _description(lengths, masses, inertias, com, gravity, angles0) -> dict:
+    """The four-bar at ``angles0`` as a diffmech linkage description."""
     l1, l2, l3, l4 = (float(v) for v in lengths)
-    m = [float(v) for v in masses]
-    J = [float(v) for v in inertias]
     rho = np.asarray(com, dtype=float).reshape(3, 2)
-    gx, gy = (float(v) for v in gravity)
-    if integrator not in ("Euler", "RK4"):
-        raise ValueError(f"integrator must be 'Euler' or 'RK4', got {integrator!r}")
-    eq_extra = ""
-    if stiff:
-        eq_extra = f' solref="{_vec(*STIFF_SOLREF)}" solimp="{_vec(*STIFF_SOLIMP)}"'
-
-    def inertial(i):
-        return (
-            f'<inertial pos="{_vec(rho[i, 0], rho[i, 1], 0.0)}" mass="{_f(m[i])}" '
-            f'diaginertia="{_vec(J[i], J[i], J[i])}"/>'
-        )
-
-    return f"""
-<mujoco model="fourbar">
-  <compiler angle="radian" autolimits="true"/>
-  <option timestep="{_f(dt)}" integrator="{integrator}" gravity="{_vec(gx, gy, 0.0)}">
-    <flag contact="disable"/>
-  </option>
-  <worldbody>
-    <body name="crank" pos="0 0 0">
-      <joint name="jA" type="hinge" axis="0 0 1" pos="0 0 0"/>
-      {inertial(0)}
-      <body name="coupler" pos="{_vec(l1, 0.0, 0.0)}">
-        <joint name="jB" type="hinge" axis="0 0 1" pos="0 0 0"/>
-        {inertial(1)}
-        <site name="C_coupler" pos="{_vec(l2, 0.0, 0.0)}"/>
-      </body>
-    </body>
-    <body name="rocker" pos="{_vec(l4, 0.0, 0.0)}">
-      <joint name="jD" type="hinge" axis="0 0 1" pos="0 0 0"/>
-      {inertial(2)}
-      <site name="C_rocker" pos="{_vec(l3, 0.0, 0.0)}"/>
-    </body>
-  </worldbody>
-  <equality>
-    <connect site1="C_coupler" site2="C_rocker"{eq_extra}/>
-  </equality>
-</mujoco>
-"""
+    e = lambda t: np.array([math.cos(t), math.sin(t)])  # noqa: E731
+    tA, tB, tD = (float(v) for v in angles0)
+    A, D = np.zeros(2), np.array([l4, 0.0])
+    B = A + l1 * e(tA)
+    C = B + l2 * e(tB)
+    origins = (A, B, D)  # each link's first joint
+    links = {}
+    for i, (name, joints) in enumerate(zip(LINKS, (["A", "B"], ["B", "C"], ["D", "C"]))):
+        t = (tA, tB, tD)[i]
+        R = np.array([[math.cos(t), -math.sin(t)], [math.sin(t), math.cos(t)]])
+        links[name] = {
+            "joints": joints,
+            "mass": float(masses[i]),
+            "com": (origins[i] + R @ rho[i]).tolist(),
+            "inertia": float(inertias[i]),
+        }
+    links["ground"] = ["A", "D"]
+    return {
+        "name": "fourbar",
+        "geometry": "planar",
+        "joints": {n: {"type": "R", "coords": p.tolist()} for n, p in zip("ABCD", (A, B, C, D))},
+        "links": links,
+        "ground": "ground",
+        "input": {"type": "revolute", "link": "crank", "joint": "A"},
+        "gravity": [float(g) for g in gravity],
+    }
 
 
 class _Fourbar:
@@ -127,18 +109,31 @@ class _Fourbar:
     def __init__(self, lengths, masses, inertias, com, gravity, angles0, rates0, dt, integrator, stiff):
         if not _HAVE_MUJOCO:
             raise RuntimeError("mujoco is not installed")
+        from diffmech.linkage import Linkage
+
         self.lengths = np.asarray(lengths, dtype=float)
         self.masses = np.asarray(masses, dtype=float)
         self.inertias = np.asarray(inertias, dtype=float)
         self.com = np.asarray(com, dtype=float).reshape(3, 2)
         self.gravity = np.asarray(gravity, dtype=float)
-        xml = _build_xml(lengths, masses, inertias, com, gravity, dt, integrator, stiff)
-        self.model = mujoco.MjModel.from_xml_string(xml)
-        self.data = mujoco.MjData(self.model)
-        tA, tB, tD = (float(v) for v in angles0)
-        wA, wB, wD = (float(v) for v in rates0)
-        self.qpos0 = np.array([tA, tB - tA, tD])
-        self.qvel0 = np.array([wA, wB - wA, wD])
+        self.angles0 = np.asarray(angles0, dtype=float)
+        lk = Linkage.from_dict(_description(lengths, masses, inertias, com, gravity, angles0))
+        self.model, self.xml = mujoco_export.compile_linkage(
+            lk,
+            timestep=dt,
+            integrator=integrator,
+            solref=STIFF_SOLREF if stiff else None,
+            solimp=STIFF_SOLIMP if stiff else None,
+        )
+        m = self.model
+        self.data = mujoco.MjData(m)
+        self.bodies = np.array([mujoco_export.body_id(m, n) for n in LINKS])
+        rate = dict(zip(self.bodies.tolist(), (float(v) for v in rates0)))
+        self.qpos0 = np.zeros(m.nq)  # the exported configuration is angles0
+        self.qvel0 = np.zeros(m.nv)
+        for j in range(m.njnt):  # a tree hinge turns its body relative to its parent
+            b = int(m.jnt_bodyid[j])
+            self.qvel0[m.jnt_dofadr[j]] = rate.get(b, 0.0) - rate.get(int(m.body_parentid[b]), 0.0)
 
     def reset(self):
         mujoco.mj_resetData(self.model, self.data)
@@ -148,10 +143,18 @@ class _Fourbar:
 
     # --- independent (non-MuJoCo) post-processing ------------------------
     def absolute(self, qpos, qvel):
-        qpos = np.asarray(qpos)
-        qvel = np.asarray(qvel)
-        th = np.stack([qpos[:, 0], qpos[:, 0] + qpos[:, 1], qpos[:, 2]], axis=1)
-        om = np.stack([qvel[:, 0], qvel[:, 0] + qvel[:, 1], qvel[:, 2]], axis=1)
+        """Link angles and rates (crank, coupler, rocker) from MuJoCo's bodies at each
+        recorded state: angles0 + the body's rotation about z, and its angular velocity."""
+        m, d = self.model, mujoco.MjData(self.model)
+        th = np.empty((len(qpos), 3))
+        om = np.empty((len(qpos), 3))
+        for k, (q, v) in enumerate(zip(np.asarray(qpos), np.asarray(qvel))):
+            d.qpos[:], d.qvel[:] = q, v
+            mujoco_export.refresh(m, d)
+            R = d.xmat[self.bodies].reshape(-1, 3, 3)
+            th[k] = self.angles0 + np.arctan2(R[:, 1, 0], R[:, 0, 0])
+            om[k] = d.cvel[self.bodies, 2]
+        th = self.angles0 + np.unwrap(th - self.angles0, axis=0)
         return th, om
 
     def closure(self, qpos, qvel):
@@ -221,8 +224,8 @@ def simulate(
     model, data = fb.model, fb.data
     n_steps = int(round(t1 / dt))
     rec_idx = np.rint(np.linspace(0.0, n_steps, n_out)).astype(np.int64)
-    qpos_rec = np.empty((n_out, 3))
-    qvel_rec = np.empty((n_out, 3))
+    qpos_rec = np.empty((n_out, model.nq))
+    qvel_rec = np.empty((n_out, model.nv))
     step = mujoco.mj_step
 
     walls = []
@@ -259,7 +262,7 @@ def simulate(
     drift = float(np.max(np.abs(E - E[0])) / tmax) if tmax > 0 else float("nan")
     return {
         "ts": rec_idx.astype(float) * dt,
-        "theta_A": np.unwrap(qpos_rec[:, 0]),
+        "theta_A": fb.absolute(qpos_rec, qvel_rec)[0][:, 0],
         "closure_residual": closure,
         "energy": E,
         "kinetic_energy": T,

@@ -84,7 +84,14 @@ def main(argv=None):
 
     # one design, 180 steps (seed 003's comparison case)
     core = jit(lambda f, t: fbk.sweep_functional(f, t, condition=False).q)
-    core_cond = jit(lambda f, t: fbk.sweep_functional(f, t, condition=True).q)
+    core_cond = jit(lambda f, t: fbk.sweep_functional(f, t, condition=True).condition)
+    # the eager sweep's conditioning: a program of its own, in closed form
+    q180 = jax.block_until_ready(core(fb, jnp.linspace(0, 2 * jnp.pi, 180, endpoint=False)))
+
+    def closed_condition(f, t):
+        return fbk.condition_number(q180[:, 2:], f)
+
+    cond_closed = jit(closed_condition)
     closed = jit(lambda f, t: jax.vmap(lambda th: fbk.closed_form(f, th)[0])(t))
     # baseline in the same run: the sequential continuation (the core's previous
     # algorithm, now its fallback), one Newton solve per angle in a loop
@@ -109,12 +116,17 @@ def main(argv=None):
     def eager(f, t):
         return fbk.sweep(f, th180_np, condition=False)
 
+    def eager_default(f, t):  # as the README's quick tour writes it: conditioning on
+        return fbk.sweep(f, th180_np)
+
     single = {}
     for name, f in (
         ("diffmech sweep (closure core)", core),
-        ("diffmech sweep + conditioning", core_cond),
+        ("diffmech sweep + conditioning in the program (the core's)", core_cond),
+        ("conditioning in closed form, its own program", cond_closed),
         ("diffmech sweep, full Sweep result (jitted)", full),
         ("diffmech fourbar.sweep (eager)", eager),
+        ("diffmech fourbar.sweep (eager, README's call)", eager_default),
         ("sequential continuation (previous core)", seq),
         ("closed form (specialised, no Newton)", closed),
     ):
@@ -134,10 +146,14 @@ def main(argv=None):
     def beager(f):
         return fbk.sweep(f, thN_np, condition=False)
 
+    def beager_default(f):  # the README's call: conditioning on
+        return fbk.sweep(f, thN_np)
+
     for name, f in (
         ("diffmech sweep (closure core)", bcore),
         ("diffmech sweep, one vmap of the whole batch", bvmap),
         ("diffmech fourbar.sweep (eager, full Sweep)", beager),
+        ("diffmech fourbar.sweep (eager, README's call)", beager_default),
         ("closed form (specialised, no Newton)", bclosed),
     ):
         c, r = timed(f, fbs, repeats=reps_batch)
@@ -172,6 +188,10 @@ def main(argv=None):
     ref = batch.get("pylinkage (numba)", {}).get("positions_per_s")
     if ref:
         out["ratio_batched_core_vs_pylinkage"] = batch["diffmech sweep (closure core)"]["positions_per_s"] / ref
+    out["conditioning_cost"] = {
+        "readme_call_vs_condition_false": single["diffmech fourbar.sweep (eager, README's call)"]["median_s"]
+        / single["diffmech fourbar.sweep (eager)"]["median_s"],
+    }
     out["eager_overhead"] = (
         single["diffmech fourbar.sweep (eager)"]["median_s"]
         / single["diffmech sweep, full Sweep result (jitted)"]["median_s"]
@@ -197,7 +217,7 @@ def main(argv=None):
     print("one design, 180-step sweep (MATLAB 1.4 s, Inventor 5 s in seed 003):")
     for k, v in single.items():
         if "median_s" in v:
-            print(f"  {k:40s} run {v['median_s'] * 1e6:9.1f} µs   compile {v['compile_s']:.2f} s")
+            print(f"  {k:48s} run {v['median_s'] * 1e6:9.1f} µs   compile {v['compile_s']:.2f} s")
     print(f"batched: {n} designs x {N} crank angles:")
     for k, v in batch.items():
         if "positions_per_s" in v:
@@ -211,6 +231,8 @@ def main(argv=None):
     ):
         if k in out:
             print(f"  {k}: {out[k]:.2f}")
+    for k, v in out["conditioning_cost"].items():
+        print(f"  conditioning: {k}: {v:.2f}")
     print(f"  max closure residual in the batch: {batch['diffmech sweep (closure core)']['max_closure_residual']:.1e}")
     print(f"wrote {a.out}")
 

@@ -116,6 +116,15 @@ def test_non_grashof_sweep_stops_at_the_crank_limit():
     assert float(th[k - 1]) <= float(lim.theta_max) < float(th[k]) + step  # stops at the limit
     assert s.result == dm.closure.RESULTS.motion_limit or s.result == dm.closure.RESULTS.branch_switch
     assert float(jnp.max(fbk.closure_residual(fb, s.q[:k]))) <= 1e-15
+    # the sweep's conditioning (in closed form) is the core's: J by differentiation, inverted
+    want = jax.vmap(lambda x, t: dm.closure.condition(fbk.residual, x, t, fb))(s.q[:k, 2:], th[:k])
+    np.testing.assert_allclose(np.asarray(s.condition[:k]), np.asarray(want), rtol=1e-12)
+    assert bool(jnp.all(jnp.isnan(s.condition[k:])))  # none past the limit
+    # and off the closure, at any (qB, qD), every column of J⁻¹ in turn the largest (l2 ≠ l3)
+    xs = jnp.asarray(np.random.default_rng(3).normal(size=(64, 4)))
+    other = dm.FourBar(lengths=(0.3, 0.8, 0.4, 0.9))
+    want = jax.vmap(lambda x: dm.closure.condition(fbk.residual, x, 0.0, other))(xs)
+    np.testing.assert_allclose(np.asarray(fbk.condition_number(xs, other)), np.asarray(want), rtol=1e-12)
     # the closure Jacobian becomes ill-conditioned at the limit (B, C, D collinear)
     near = fbk.solve(fb, lim.theta_max - 1e-8, condition=True, throw=False)
     assert near.converged and float(near.condition) > 1e3 * float(s.condition[0])

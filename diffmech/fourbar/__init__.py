@@ -25,6 +25,7 @@ from ._kinematics import (
     branch_sign_at as branch_sign_at,
     closed_form as closed_form,
     closure_residual as closure_residual,
+    condition_number as condition_number,
     coupler_point as coupler_point,
     crank_limits as crank_limits,
     grashof as grashof,

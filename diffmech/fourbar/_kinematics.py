@@ -5,6 +5,7 @@ Unknowns `x = (qB, qD)` (4 numbers), input the crank angle θA, residual Eq. (86
 Newton (`diffmech._closure`), differentiated by the implicit function theorem.
 """
 
+import functools
 import math
 from typing import ClassVar
 
@@ -40,6 +41,41 @@ def residual(x: Float[Array, "4"], theta_A, fb: FourBar) -> Float[Array, "4"]:
     qB, qD = x[:2], x[2:]
     loop = l1 * qA + l2 * qB - l3 * qD - jnp.stack([l4, jnp.zeros_like(l4)])
     return jnp.concatenate([loop / (l2 + l3), 0.5 * jnp.stack([_dot(qB, qB) - 1, _dot(qD, qD) - 1])])
+
+
+def condition_number(x: Float[Array, "*batch 4"], fb: FourBar) -> Float[Array, "*batch"]:
+    """The 1-norm condition number `‖J‖₁‖J⁻¹‖₁` of `residual`'s Jacobian at `x = (qB,
+    qD)`, in closed form (inf at a toggle, where qB ∥ qD).
+
+    `J = [[a I, −b I], [qBᵀ, 0], [0, qDᵀ]]` with `a, b = l2, l3 / (l2 + l3)`. Solving
+    `J (dB, dD) = (f, g₃, g₄)`: `[qBᵀ; qDᵀ] dD = ((a g₃ − qB·f)/b, g₄)`, a 2 × 2 system of
+    determinant `c = qB × qD`, then `dB = (f + b dD)/a`; the columns of `J⁻¹` are its
+    solutions for the four unit right-hand sides. As `diffmech.closure.condition` of
+    `residual`, without forming `J` by differentiation or inverting it by elimination
+    (the conditioning the eager sweep reports cost several times the solve).
+
+    **Arguments:** `x` `(…, 4)`: `(qB, qD)` per configuration (an angle axis after
+    the design's batch axes, if any); `fb`: the design(s).
+
+    **Returns:** the condition numbers `(…)`, inf where `J` is singular.
+    """
+    l2, l3 = fb.lengths[..., 1], fb.lengths[..., 2]
+    a, b = l2 / (l2 + l3), l3 / (l2 + l3)
+    if x.ndim > fb.lengths.ndim:  # an angle axis after the design's axes
+        a, b = a[..., None], b[..., None]
+    bx, by, dx, dy = x[..., 0], x[..., 1], x[..., 2], x[..., 3]
+    c = bx * dy - by * dx
+    # the four right-hand sides at once (a leading axis of 4: few, wide operations)
+    zero = jnp.zeros_like(c)
+    s = jnp.stack([-bx / b, -by / b, jnp.broadcast_to(a / b, c.shape), zero])
+    h0, h1 = jnp.stack([zero, zero, zero, -by]), jnp.stack([zero, zero, zero, bx])
+    unit = np.eye(4, dtype=np.dtype(x.dtype))[:, :2].reshape((4, 2) + (1,) * c.ndim)
+    e0, e1 = (s * dy + h0) / c, (h1 - s * dx) / c  # dD, per right-hand side
+    sums = (jnp.abs(unit[:, 0] + b * e0) + jnp.abs(unit[:, 1] + b * e1)) / a + jnp.abs(e0) + jnp.abs(e1)
+    inverse = jnp.max(sums, axis=0)  # ‖J⁻¹‖₁: the largest column sum
+    norm = jnp.maximum(jnp.maximum(a + jnp.abs(bx), a + jnp.abs(by)), jnp.maximum(b + jnp.abs(dx), b + jnp.abs(dy)))
+    k = norm * inverse
+    return jnp.where(jnp.isfinite(k), k, jnp.inf)
 
 
 def _dot(a, b):
@@ -445,6 +481,16 @@ _sweep_jit = jax.jit(
 )
 
 
+@functools.partial(jax.jit, compiler_options=COMPILER_OPTIONS)
+def _condition_jit(lengths, q, converged):
+    """The eager sweep's conditioning (NaN where not converged), as a program of its
+    own: compiled into the sweep's program it added 120–150 µs to a 180-angle sweep, on
+    its own 14–34 µs plus its dispatch (2-core CPU, jax 0.10.2, 2026-11-27; the parts
+    of a program can cost less than the whole, `PERF_NOTES.md`)."""
+    k = condition_number(q[..., 2:], FourBar(lengths=lengths))
+    return jnp.where(converged, k, jnp.nan)
+
+
 def sweep(fb: FourBar, theta_A_values, *, condition: bool = True, throw: bool = False) -> Sweep:
     """Follow the four-bar through the crank angles `theta_A_values` by continuation.
 
@@ -480,12 +526,16 @@ def sweep(fb: FourBar, theta_A_values, *, condition: bool = True, throw: bool = 
     # eager: the program without the sequential fallback first (half the compile time);
     # the one with it is compiled and run only if an input needs it. The flags are read
     # through NumPy: `bool()` of a JAX scalar costs 5 µs more, a sixth of the sweep
-    out, flags = _sweep_jit(fb.lengths, theta, condition, True, fb.branch)
+    out, flags = _sweep_jit(fb.lengths, theta, False, True, fb.branch)
     flags = int(np.asarray(flags))
     if flags & 2:
         raise ValueError(f"sweep: `theta_A_values` must be finite; got {theta}")
     if flags & 1:
-        out = _sweep_jit(fb.lengths, theta, condition, False, fb.branch)[0]
+        out = _sweep_jit(fb.lengths, theta, False, False, fb.branch)[0]
+    if condition:  # a second, small program: inside the sweep's it cost ten times as much (see `_condition_jit`)
+        leaves, tree = jax.tree_util.tree_flatten(out)
+        assert leaves[-1] is out.condition  # the last field; unflattening skips Sweep's checks (60 µs)
+        out = jax.tree_util.tree_unflatten(tree, [*leaves[:-1], _condition_jit(fb.lengths, out.q, out.converged)])
     return finish(out, throw, "fourbar.sweep")
 
 

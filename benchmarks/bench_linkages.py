@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import diffmech as dm  # noqa: E402
 from benchmarks._timing import add_dispatch_flag, set_dispatch  # noqa: E402
 from diffmech import _closure, _linalg, linkage as L  # noqa: E402
-from diffmech.linkage import _model  # noqa: E402
+from diffmech.linkage import _model, _simulate  # noqa: E402
 
 # seed 003, Sec. 4 (MATLAB, Core i5-7300, 180 steps; the 5-SS's step count is not given)
 PAPER_S = dict(fourbar=1.4, stephenson2=3.79, theo_jansen=3.81, spherical_rrpr=1.49, spherical_watt1=3.33, ss5=0.28)
@@ -60,6 +60,17 @@ def perturbed(lk, n, rel=2e-3, seed=0):
     return lk.coords[None] + jnp.asarray(rel * size * rng.normal(size=(n,) + lk.coords.shape) * move)
 
 
+class generic_predictor:
+    """Within it, `linkage.simulate` uses the generic predictor for every linkage."""
+
+    def __enter__(self):
+        self.saved = _simulate._structure.predictor
+        _simulate._structure.predictor = lambda lk: None
+
+    def __exit__(self, *exc):
+        _simulate._structure.predictor = self.saved
+
+
 def bench_example(name, designs, repeats):
     lk = getattr(dm.examples, name)()
     inputs = L.default_inputs(lk)
@@ -78,6 +89,16 @@ def bench_example(name, designs, repeats):
             max_residual=float(np.max(np.asarray(m.residual)[ok])),
             speedup_vs_paper=PAPER_S[name] / run_s,
         )
+    # where the linkage decomposes into dyads (`linkage.structure`), the closed form
+    # predicts every input; the generic predictor (continuation through every 6th
+    # input and interpolation) timed in the same run, for the ratio
+    res["structure"] = [g.kind for g in L.structure(lk).groups] if lk.geometry != "spatial" else None
+    if _simulate._structure.predictor(lk) is not None:
+        with generic_predictor():
+            for label, cond in (("generic", True), ("generic_lean", False)):
+                f = jax.jit(lambda lk, u, c=cond: L.simulate_functional(lk, u, condition=c))
+                c_s, run_s, m = timed(f, lk, inputs, repeats=repeats)
+                res[label] = dict(compile_s=c_s, run_s=run_s, converged=int(np.asarray(m.converged).sum()))
     # the eager entry point a notebook user calls (validation, the initial check and the
     # compiled program), against the jitted program alone: the eager layer's overhead
     jax.block_until_ready(L.simulate(lk))
@@ -172,6 +193,14 @@ def main(argv=None):
         r = bench_example(name, a.designs, a.repeats)
         out["examples"].append(r)
         s, sl, b = r["single"], r["single_lean"], r["batched"]
+        if "generic" in r:
+            print(
+                f"{name:16s} structure {'+'.join(r['structure'])}: closed form {s['run_s'] * 1e3:.3f} ms "
+                f"({sl['run_s'] * 1e3:.3f} ms without conditioning) against the generic predictor "
+                f"{r['generic']['run_s'] * 1e3:.3f} ms ({r['generic_lean']['run_s'] * 1e3:.3f} ms): "
+                f"{r['generic']['run_s'] / s['run_s']:.2f}x ({r['generic_lean']['run_s'] / sl['run_s']:.2f}x)",
+                flush=True,
+            )
         print(
             f"{name:16s} {s['converged']:3d}/{r['steps']} steps  run {s['run_s'] * 1e3:7.2f} ms "
             f"(no conditioning {sl['run_s'] * 1e3:6.2f} ms; eager simulate {r['eager']['run_s'] * 1e3:6.2f} ms, "

@@ -30,6 +30,7 @@ from ._simulate import (
     simulate_functional as simulate_functional,
     solve as solve,
 )
+from ._structure import Group as Group, Structure as Structure, structure as structure
 
 
 def load(path, **kw) -> Linkage:

@@ -1,0 +1,538 @@
+"""Structural analysis of planar and spherical linkages (Assur groups), and the
+closed-form predictor it gives the closure core.
+
+Structure. The ground and the input links are known. The rest is split, in solving
+order, into the smallest sets of links that the links already known determine: a set
+`S` of unknown links with `p` lower pairs among themselves and to known links is
+determined when `2p ≥ 3|S|` (three degrees of freedom per link in the plane or on the
+sphere, two constraints per R or P pair). Sets are searched by increasing size, so
+each is minimal: an **Assur group**. Two links with three pairs are a dyad (class II),
+typed by its joints in the order outer–inner–outer (RRR, RRP, RPR, PRP, RPP); a larger
+group has Assur's class (the number of links of its closed contour, or the largest
+number of inner pairs on one link when it has no contour: III for the triad of a
+ternary link and three binary links) and order (its pairs to known links).
+
+Prediction. Every dyad is solved in closed form from the poses of the links known
+before it (each link's pose `X = R X₀ + t` from its initial coordinates): circle–
+circle (RRR), circle–line (RRP), a unit normal from one dot product (RPR), line–line
+(PRP), a translation from one dot product (RPP); on the sphere every dyad is the
+intersection of two cones (its inner element keeps a dot product with each outer
+one). Each dyad's assembly sign is read from the initial configuration. An input at
+which a dyad cannot assemble is beyond a motion limit. A linkage with a larger group
+(or an actuator, or a spatial one) has no closed form here: the closure core's generic
+predictor solves it.
+"""
+
+import dataclasses
+import functools
+import itertools
+
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _closure, _screw
+from .._geometry import cross, dot, perp
+from ._model import Linkage, LinkageError
+
+_DYADS = ("RRR", "RRP", "RPR", "PRP", "RPP")
+_ROMAN = {2: "II", 3: "III", 4: "IV", 5: "V", 6: "VI", 7: "VII", 8: "VIII"}
+_MAX_GROUP = 6  # links: larger groups are left unassigned (no bundled linkage has one)
+
+
+@dataclasses.dataclass(frozen=True)
+class Group:
+    """One Assur group: `links` (names), `outer` (its joints to links solved before,
+    in the order of `kind` for a dyad), `inner` (its joints between its own links),
+    `kind` (a dyad's joint letters outer–inner–outer, e.g. `"RRP"`; else `"class IV
+    order 2"`), `assur_class` (2 for a dyad) and `order` (its outer pairs), and
+    whether the predictor solves it in `closed_form`."""
+
+    kind: str
+    links: tuple[str, ...]
+    outer: tuple[str, ...]
+    inner: tuple[str, ...]
+    assur_class: int
+    order: int
+    closed_form: bool
+
+    @property
+    def is_dyad(self) -> bool:
+        return self.assur_class == 2
+
+    def __str__(self) -> str:
+        how = "closed form" if self.closed_form else "generic Newton"
+        return (
+            f"{self.kind:<18s} links {', '.join(self.links)}; outer {', '.join(self.outer)}; "
+            f"inner {', '.join(self.inner)}  [{how}]"
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class Structure:
+    """A linkage's structure (`linkage.structure`): the `ground` link, the `inputs`
+    (input links, or `actuator J1–J2`), the Assur `groups` in solving order, and the
+    links no group determines (`unassigned`: the linkage is under-constrained there,
+    or its group is larger than the search). `closed_form`: every group is solved in
+    closed form, so `linkage.simulate` predicts every input at once and Newton only
+    certifies. `irreducible`: the groups that are not dyads. `print(s)` for a table;
+    `s.plot()` draws the initial configuration with each group in its colour."""
+
+    name: str
+    geometry: str
+    ground: str
+    inputs: tuple[str, ...]
+    groups: tuple[Group, ...]
+    unassigned: tuple[str, ...]
+    _links: tuple = dataclasses.field(repr=False, compare=False, default=())
+    _points: dict = dataclasses.field(repr=False, compare=False, default_factory=dict)
+
+    @property
+    def closed_form(self) -> bool:
+        return bool(self.groups) and not self.unassigned and all(g.closed_form for g in self.groups)
+
+    @property
+    def irreducible(self) -> tuple[Group, ...]:
+        return tuple(g for g in self.groups if not g.is_dyad)
+
+    def __str__(self) -> str:
+        lines = [f"{self.geometry} linkage {self.name!r}: ground {self.ground}; input(s) {', '.join(self.inputs)}"]
+        for i, g in enumerate(self.groups, 1):
+            lines.append(f"  {i}. {g}")
+        if self.unassigned:
+            lines.append(f"  not determined by any group of up to {_MAX_GROUP} links: {', '.join(self.unassigned)}")
+        verdict = (
+            "every group in closed form: all inputs predicted at once, each certified by its closure residual"
+            if self.closed_form
+            else "solved by the generic predictor (continuation and interpolation)"
+        )
+        lines.append(f"  -> {verdict}")
+        return "\n".join(lines)
+
+    def plot(self, ax=None):
+        """Draw the initial configuration (a sphere's linkage projected on x–y): the
+        ground black, the inputs grey, each group's links in its own colour, labelled
+        by kind.
+
+        **Arguments:** `ax`: matplotlib axes to draw on (default: a new figure).
+
+        **Returns:** the axes."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(6, 4.5))
+        colours = plt.get_cmap("tab10").colors
+        role = {self.ground: ("ground", "k")}
+        role.update({name: ("input", "0.55") for name in self.inputs})
+        for i, g in enumerate(self.groups):
+            for name in g.links:
+                role[name] = (f"{i + 1}. {g.kind}", colours[i % len(colours)])
+        seen = set()
+        for name, joints in self._links:
+            label, colour = role.get(name, ("unassigned", "tab:red"))
+            pts = np.array([self._points[j] for j in joints if j in self._points])
+            if len(pts) == 0:
+                continue
+            if len(pts) > 2:  # a plate: its outline around its centroid
+                c = pts.mean(axis=0)
+                pts = pts[np.argsort(np.arctan2(pts[:, 1] - c[1], pts[:, 0] - c[0]))]
+                pts = np.vstack([pts, pts[:1]])
+            ax.plot(pts[:, 0], pts[:, 1], "-o", color=colour, lw=3, ms=5, label=None if label in seen else label)
+            seen.add(label)
+        for j, p in self._points.items():
+            ax.annotate(j, p, textcoords="offset points", xytext=(4, 4), fontsize=8)
+        ax.set_aspect("equal")
+        ax.set_title(f"{self.name}: Assur groups")
+        ax.legend(fontsize=8, loc="best")
+        return ax
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+def structure(lk: Linkage) -> Structure:
+    """The structural analysis of a planar or spherical linkage: its ground, inputs and
+    Assur groups in solving order, each dyad typed (RRR, RRP, RPR, PRP, RPP) and any
+    larger group given its class and order (see `Structure`).
+
+    **Arguments:** `lk`: the linkage.
+
+    **Returns:** a `Structure` (`print` it for a table, `.plot()` to draw it).
+    """
+    if not isinstance(lk, Linkage):
+        raise ValueError(f"linkage.structure: `lk` must be a Linkage; got {type(lk).__name__}")
+    if lk.geometry == "spatial":
+        raise LinkageError(
+            f"linkage.structure: {lk.name!r} is spatial; Assur groups are defined here for planar and spherical "
+            "linkages (a spatial linkage is solved by the generic predictor)"
+        )
+    plan = _analyse(lk.topology, lk.names, lk.link_names)
+    C = np.asarray(lk.initial())
+    points = {lk.names[j]: C[j, :2] for j, t in enumerate(lk.types) if t in ("R", "tracer")}
+    links = tuple((lk.link_names[i], tuple(lk.names[j] for j in js)) for i, js in enumerate(lk.links))
+    return dataclasses.replace(plan.structure, name=lk.name, _links=links, _points=points)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Analysis:
+    structure: Structure
+    steps: tuple  # per dyad: (kind, link1, link2, outer a, known K1, inner c, outer b, known K2), link indices
+    closed_form: bool
+
+
+@functools.lru_cache(maxsize=128)
+def _analyse(topo, names: tuple, link_names: tuple) -> _Analysis:
+    links = [set(js) for js in topo.links]
+    kinds = [k for k, _, _ in topo.inputs]
+    input_names = []
+    for kind, link, joints in topo.inputs:
+        if link >= 0:
+            input_names.append(link_names[link])
+        else:  # an actuator: a binary link of known length between its two joints
+            links.append(set(joints))
+            input_names.append(f"actuator {names[joints[0]]}–{names[joints[1]]}")
+    lnames = list(link_names) + [n for n in input_names if n.startswith("actuator")]
+    pair = [j for j, t in enumerate(topo.types) if t in ("R", "P")]
+    holders = {j: frozenset(i for i, js in enumerate(links) if j in js) for j in pair}
+    known = {topo.ground} | set(topo.input_links)
+    unknown = set(range(len(links))) - known
+
+    def pairs(S, K):
+        p = 0
+        for H in holders.values():
+            hs = len(H & S)
+            if hs:
+                p += hs if H & K else hs - 1
+        return p
+
+    def connected(S):
+        S = set(S)
+        seen, todo = set(), [next(iter(S))]
+        while todo:
+            i = todo.pop()
+            if i not in seen:
+                seen.add(i)
+                todo += [k for H in holders.values() if i in H for k in H & S]
+        return seen == S
+
+    groups, steps = [], []
+    while unknown:
+        found = None
+        for size in range(1, min(_MAX_GROUP, len(unknown)) + 1):
+            for S in itertools.combinations(sorted(unknown), size):
+                S = frozenset(S)
+                if 2 * pairs(S, known) >= 3 * size and connected(S):
+                    found = S
+                    break
+            if found:
+                break
+        if found is None:
+            break
+        group, step = _classify(sorted(found), known, holders, topo, names, lnames)
+        groups.append(group)
+        steps.append(step)
+        known |= found
+        unknown -= found
+    ok = not unknown and all(s is not None for s in steps) and all(k in ("revolute", "prismatic") for k in kinds)
+    s = Structure(
+        name="",
+        geometry=topo.geometry,
+        ground=link_names[topo.ground],
+        inputs=tuple(input_names),
+        groups=tuple(groups),
+        unassigned=tuple(lnames[i] for i in sorted(unknown)),
+    )
+    return _Analysis(structure=s, steps=tuple(steps), closed_form=ok)
+
+
+def _classify(S, known, holders, topo, names, lnames):
+    """A group's `Group` and, for a dyad the predictor solves, its step."""
+    inner = sorted(j for j, H in holders.items() if len(H & set(S)) >= 2)
+    outer = sorted(j for j, H in holders.items() if H & set(S) and H & known)
+    letter = {j: topo.types[j] for j in holders}
+    if len(S) == 2 and len(inner) == 1 and len(outer) == 2:
+        (c,) = inner
+        a, b = outer
+        la = next(i for i in S if a in holders and i in holders[a])
+        lb = next(i for i in S if i != la)
+        if b not in holders or lb not in holders[b]:  # both outer joints on one link: not a dyad
+            la = lb = None
+    else:
+        la = lb = None
+    if la is not None:
+        kind = letter[a] + letter[c] + letter[b]
+        if kind not in _DYADS:  # the canonical order (PRR is RRP read from its other end)
+            kind, a, b, la, lb = kind[::-1], b, a, lb, la
+        ka = min(holders[a] & known)
+        kb = min(holders[b] & known)
+        closed = topo.geometry == "spherical" or kind in _DYADS
+        group = Group(
+            kind=kind,
+            links=(lnames[la], lnames[lb]),
+            outer=(names[a], names[b]),
+            inner=(names[c],),
+            assur_class=2,
+            order=2,
+            closed_form=closed,
+        )
+        return group, ((kind, la, lb, a, ka, c, b, kb) if closed else None)
+    # a larger group: its class from its closed contour (links joined by inner pairs)
+    edges = [(tuple(sorted(holders[j] & set(S)))) for j in inner]
+    cycle = _longest_cycle(S, edges)
+    if cycle:
+        cls = cycle
+    else:
+        cls = max(sum(1 for e in edges if i in e) for i in S) if len(S) > 1 else 1
+    order = len(outer)
+    kind = f"class {_ROMAN.get(cls, cls)} order {order}" if len(S) > 1 else "rigid link"
+    group = Group(
+        kind=kind,
+        links=tuple(lnames[i] for i in S),
+        outer=tuple(names[j] for j in outer),
+        inner=tuple(names[j] for j in inner),
+        assur_class=cls,
+        order=order,
+        closed_form=False,
+    )
+    return group, None
+
+
+def _longest_cycle(nodes, edges) -> int:
+    """The number of links in the longest simple cycle of inner pairs (0 if none)."""
+    adj = {i: set() for i in nodes}
+    for e in edges:
+        for u, v in itertools.combinations(e, 2):
+            adj[u].add(v)
+            adj[v].add(u)
+    best = 0
+
+    def walk(start, node, path):
+        nonlocal best
+        for nxt in adj[node]:
+            if nxt == start and len(path) >= 3:
+                best = max(best, len(path))
+            elif nxt not in path and nxt > start:
+                walk(start, nxt, path | {nxt})
+
+    for s in nodes:
+        walk(s, s, {s})
+    return best
+
+
+# --------------------------------------------------------------------------- prediction
+
+
+def predictor(lk: Linkage):
+    """The closure core's predictor for `lk`: the dyads' closed form when the linkage
+    decomposes into dyads (`structure(lk).closed_form`), else None (the core's generic
+    `Coarse` predictor)."""
+    if lk.geometry == "spatial":
+        return None
+    plan = _analyse(lk.topology, lk.names, lk.link_names)
+    if not plan.closed_form:
+        return None
+    return _closed_form(lk.topology, lk.names, lk.link_names)
+
+
+@functools.lru_cache(maxsize=128)
+def _closed_form(topo, names, link_names):
+    """One `ClosedForm` per topology (a static field of the sweep: the same object, so
+    the compiled program is reused across designs and calls)."""
+    steps = _analyse(topo, names, link_names).steps
+    from ._model import _compile
+
+    unknowns = _compile(topo, names, link_names).unknowns
+    holders = {j: [i for i, js in enumerate(topo.links) if j in js] for j, _, _ in unknowns}
+
+    def solution(u, prep):
+        C0 = prep.C0
+        poses = _known_poses(topo, C0, u)
+        ok = jnp.asarray(True)
+        for step in steps:
+            p1, p2, good = (_dyad_sphere if topo.geometry == "spherical" else _dyad_plane)(step, poses, C0, topo)
+            poses[step[1]], poses[step[2]] = p1, p2
+            ok = ok & good
+        parts = []
+        for j, _, w in unknowns:
+            R, t = poses[next(i for i in holders[j] if i in poses)]
+            parts.append(_place(topo, j, C0[j], R, t))
+        x = jnp.concatenate(parts) if parts else jnp.zeros((0,), C0.dtype)
+        return x, ok
+
+    return _closure.ClosedForm(solution)
+
+
+def branch(lk: Linkage):
+    """The branch invariant that goes with the closed form (None where there is
+    none): the smallest of the dyads' signed assembly quantities, each times its sign
+    at the initial configuration (positive on the initial assembly of every dyad; it
+    passes zero only where a dyad is at its limit, as the closure Jacobian's
+    determinant, a product of the dyads' own, does). Cheaper than the determinant:
+    no Jacobian is needed when the conditioning is not asked for."""
+    if predictor(lk) is None:
+        return None
+    return _branch_fn(lk.topology, lk.names, lk.link_names)
+
+
+@functools.lru_cache(maxsize=128)
+def _branch_fn(topo, names, link_names):
+    from ._model import _assemble
+
+    steps = _analyse(topo, names, link_names).steps
+
+    def invariant(x, u, prep):
+        X, C0 = _assemble(x, u, prep), prep.C0
+        value = jnp.asarray(1.0, X.dtype)
+        for kind, _, _, a, _, c, b, _ in steps:
+            if topo.geometry != "planar":  # the inner element's side of the outer ones' plane
+                now, then = dot(X[c], jnp.cross(X[a], X[b])), dot(C0[c], jnp.cross(C0[a], C0[b]))
+            elif kind == "RRR":
+                now, then = (
+                    cross(X[b, :2] - X[a, :2], X[c, :2] - X[a, :2]),
+                    cross(C0[b, :2] - C0[a, :2], C0[c, :2] - C0[a, :2]),
+                )
+            elif kind == "RRP":  # which way along its line c is from a's foot
+                now, then = dot(perp(X[b, :2]), X[c, :2] - X[a, :2]), dot(perp(C0[b, :2]), C0[c, :2] - C0[a, :2])
+            elif kind == "RPR":  # the slider's normal against a − b
+                now, then = dot(X[c, :2], perp(X[a, :2] - X[b, :2])), dot(C0[c, :2], perp(C0[a, :2] - C0[b, :2]))
+            elif kind == "PRP":  # the two lines' angle (parallel: the dyad is singular)
+                now, then = cross(X[a, :2], X[b, :2]), cross(C0[a, :2], C0[b, :2])
+            else:  # RPP: the inner slider's normal against the outer one's direction
+                now, then = dot(X[c, :2], perp(X[b, :2])), dot(C0[c, :2], perp(C0[b, :2]))
+            value = jnp.minimum(value, _sign(then) * now)
+        return value
+
+    return invariant
+
+
+def _known_poses(topo, C0, u):
+    """The poses `(R, t)` of the ground (identity) and of every input link at `u`."""
+    d = 2 if topo.geometry == "planar" else 3
+    eye, zero = jnp.eye(d, dtype=C0.dtype), jnp.zeros((d,), C0.dtype)
+    poses = {topo.ground: (eye, zero)}
+    us = [u] if len(topo.inputs) == 1 else [u[i] for i in range(len(topo.inputs))]
+    for (kind, link, (s, *_)), ui in zip(topo.inputs, us):
+        if topo.geometry == "planar":
+            if kind == "revolute":
+                c, sn = jnp.cos(ui), jnp.sin(ui)
+                R = jnp.stack([jnp.stack([c, -sn]), jnp.stack([sn, c])])
+                poses[link] = (R, C0[s, :2] - _mv(R, C0[s, :2]))
+            else:  # along the ground line's direction (b, −a)
+                poses[link] = (eye, ui * jnp.stack([C0[s, 1], -C0[s, 0]]))
+        else:  # about the pivot's axis or the slider plane's pole
+            poses[link] = (_screw.rotation(C0[s], ui), zero)
+    return poses
+
+
+def _place(topo, j, c0, R, t):
+    """An element's coordinates after the pose `(R, t)` of a link that carries it."""
+    if topo.geometry == "planar":
+        if topo.types[j] == "P":  # a line n·p + c = 0: n = R n₀, c = c₀ − n·t
+            n = _mv(R, c0)[:2]
+            return jnp.concatenate([n, (c0[2] - dot(n, t))[None]])
+        return _mv(R, c0)[:2] + t
+    return _mv(R, c0)
+
+
+def _mv(R, v):
+    """`R v`, written element-wise (under `vmap` a matrix-vector product of a 2×2 or
+    3×3 becomes a batched `dot` that XLA:CPU runs one tiny product at a time)."""
+    return jnp.stack([dot(R[i], v) for i in range(R.shape[0])])
+
+
+def _mmT(A, B):
+    """`A Bᵀ`, element-wise (see `_mv`)."""
+    return jnp.stack([jnp.stack([dot(A[i], B[j]) for j in range(B.shape[0])]) for i in range(A.shape[0])])
+
+
+def _rot2(v0, v):
+    """The planar rotation taking the direction of `v0` to that of `v`."""
+    k = 1 / jnp.sqrt(dot(v0, v0) * dot(v, v))
+    c, s = dot(v0, v) * k, cross(v0, v) * k
+    return jnp.stack([jnp.stack([c, -s]), jnp.stack([s, c])])
+
+
+def _sign(v):
+    return jnp.where(v < 0, -1.0, 1.0).astype(v.dtype)
+
+
+def _dyad_plane(step, poses, C0, topo):
+    """A planar dyad's two link poses and whether it assembles."""
+    kind, l1, l2, a, k1, c, b, k2 = step
+    (Ra, ta), (Rb, tb) = poses[k1], poses[k2]
+    a0, b0, c0 = C0[a, :2], C0[b, :2], C0[c, :2]
+
+    def direction(R, j):  # a line's world direction (along it), from its normal
+        return perp(_mv(R, C0[j, :2]))
+
+    if kind == "RRR":  # circle–circle
+        A, B = _mv(Ra, a0) + ta, _mv(Rb, b0) + tb
+        e, e0 = B - A, b0 - a0
+        d2 = dot(e, e)
+        r1s, r2s = dot(c0 - a0, c0 - a0), dot(c0 - b0, c0 - b0)
+        al = (r1s - r2s + d2) / (2 * d2)
+        h2 = r1s / d2 - al**2
+        C = A + al * e + _sign(cross(e0, c0 - a0)) * jnp.sqrt(jnp.maximum(h2, 0)) * perp(e)
+        R1, R2 = _rot2(c0 - a0, C - A), _rot2(c0 - b0, C - B)
+        return (R1, A - _mv(R1, a0)), (R2, B - _mv(R2, b0)), h2 >= 0
+    if kind == "RRP":  # circle (about A) and the line c slides on with link 2 (its angle fixed by b)
+        A = _mv(Ra, a0) + ta
+        dvec = direction(Rb, b)
+        base = _mv(Rb, c0) + tb  # c with link 2 at no slide
+        w, w0 = base - A, c0 - a0
+        dw = dot(dvec, w)
+        disc = dw**2 - dot(w, w) + dot(w0, w0)
+        lam = -dw + _sign(dot(perp(C0[b, :2]), w0)) * jnp.sqrt(jnp.maximum(disc, 0))
+        C = base + lam * dvec
+        R1 = _rot2(c0 - a0, C - A)
+        return (R1, A - _mv(R1, a0)), (Rb, tb + lam * dvec), disc >= 0
+    if kind == "RPR":  # both links turn alike; the slider's normal from n·(A − B) = n₀·(a₀ − b₀)
+        A, B = _mv(Ra, a0) + ta, _mv(Rb, b0) + tb
+        n0 = C0[c, :2]
+        e, e0 = A - B, a0 - b0
+        de = dot(n0, e0)
+        ee = dot(e, e)
+        disc = ee - de**2
+        n = (de * e + _sign(dot(n0, perp(e0))) * jnp.sqrt(jnp.maximum(disc, 0)) * perp(e)) / ee
+        R = _rot2(n0, n)
+        return (R, A - _mv(R, a0)), (R, B - _mv(R, b0)), disc >= 0
+    if kind == "PRP":  # line–line: each link keeps its known link's angle and slides on its line
+        d1, d2 = direction(Ra, a), direction(Rb, b)
+        q = (_mv(Rb, c0) + tb) - (_mv(Ra, c0) + ta)
+        det = cross(d1, -d2)
+        ok = jnp.abs(det) > 1e-12 * jnp.sqrt(dot(d1, d1) * dot(d2, d2))
+        det = jnp.where(ok, det, 1.0)
+        lam1, lam2 = cross(q, -d2) / det, cross(d1, q) / det
+        return (Ra, ta + lam1 * d1), (Rb, tb + lam2 * d2), ok
+    # RPP: link 1 turns about A with link 2's angle (fixed by b); link 2 slides on b
+    A = _mv(Ra, a0) + ta
+    t1 = A - _mv(Rb, a0)
+    dvec, n = direction(Rb, b), _mv(Rb, C0[c, :2])
+    nd = dot(n, dvec)
+    ok = jnp.abs(nd) > 1e-12
+    lam = dot(n, t1 - tb) / jnp.where(ok, nd, 1.0)
+    return (Rb, t1), (Rb, tb + lam * dvec), ok
+
+
+def _frame3(u, v):
+    """The orthonormal frame (columns) of unit `u` and `v`'s component normal to it."""
+    w = v - dot(v, u) * u
+    w = w / jnp.sqrt(dot(w, w))
+    return jnp.stack([u, w, jnp.cross(u, w)], axis=-1)
+
+
+def _dyad_sphere(step, poses, C0, topo):
+    """A spherical dyad: its inner element `C` keeps its dot products with the outer
+    elements `A` and `B` (points or poles), the intersection of two cones."""
+    _, l1, l2, a, k1, c, b, k2 = step
+    (Ra, _), (Rb, _) = poses[k1], poses[k2]
+    a0, b0, c0 = C0[a], C0[b], C0[c]
+    A, B = _mv(Ra, a0), _mv(Rb, b0)
+    g, ca, cb = dot(A, B), dot(a0, c0), dot(b0, c0)
+    s2 = 1 - g**2
+    al, be = (ca - g * cb) / s2, (cb - g * ca) / s2
+    disc = (1 - al * ca - be * cb) / s2
+    C = al * A + be * B + _sign(dot(c0, jnp.cross(a0, b0))) * jnp.sqrt(jnp.maximum(disc, 0)) * jnp.cross(A, B)
+    R1 = _mmT(_frame3(A, C), _frame3(a0, c0))
+    R2 = _mmT(_frame3(B, C), _frame3(b0, c0))
+    zero = jnp.zeros((3,), C0.dtype)
+    return (R1, zero), (R2, zero), disc >= 0

@@ -175,11 +175,11 @@ def test_stewart_against_dasgupta_newton_euler():
 
 def test_exact_mode_from_a_coarse_interpolant_reaches_round_off():
     """Exact mode at a stride (continuation through every stride-th sample, Newton on
-    all samples from the cubic Hermite interpolant) equals the continuation through
-    every sample (stride 1) to round-off, however coarse the stride: Newton takes the
-    steps the interpolant needs (one at a fine stride, more at a coarse one)."""
+    all samples from the cubic Hermite interpolant) equals the legs' closed form (the
+    default) to round-off, however coarse the stride: Newton takes the steps the interpolant needs (one at a
+    fine stride, more at a coarse one)."""
     mech, traj, kin, _ = _stewart()
-    assert int(traj.times.shape[0]) // 400 <= 1  # the fixture's own run is stride 1: the reference
+    # the fixture's own run solves the legs in closed form (the default): the reference
     scale = float(jnp.abs(kin.state).max())
     for stride in (25, 150):
         k = par.inverse_kinematics(mech, traj, stride=stride, throw=False)
@@ -320,7 +320,14 @@ def test_a_pose_out_of_reach_is_never_converged():
     spiral = par.stewart_spiral(stewart, jnp.arange(0.0, DURATION, DT))
     half = jnp.diag(jnp.array([-1.0, -1.0, 1.0]))  # a half turn about the vertical
     turned = eqx_set(spiral, "R", jnp.einsum("ij,njk->nik", half, spiral.R))
-    assert not bool(par.inverse_kinematics(stewart, turned, throw=False).converged.any())
+    # Newton from home (the continuation, an explicit stride) stops at home, where the
+    # orientation residual vanishes too: never converged
+    assert not bool(par.inverse_kinematics(stewart, turned, stride=25, throw=False).converged.any())
+    # the legs' closed form assembles the turned platform itself (each leg within its
+    # stroke): converged, and the platform where the trajectory puts it
+    kin = par.inverse_kinematics(stewart, turned)
+    assert bool(kin.converged.all()) and float(kin.residual.max()) <= 1e-10
+    assert float(jnp.abs(kin.platform_R - turned.R).max()) <= 1e-12
 
 
 @pytest.mark.slow  # 2 min of compilation on 2 cores; the payload regressor (tests/test_identify.py) keeps
@@ -373,3 +380,38 @@ def test_one_step_forces_converge_to_exact_at_first_order():
         errs.append(e.max() / np.abs(np.asarray(exact)).max())
     assert errs[0] < 1e-2
     assert 1.6 < errs[0] / errs[1] < 2.5, errs
+
+
+def test_stewart_legs_in_closed_form_close_every_chain_at_random_poses():
+    """Each S-P-U leg's joints from the platform pose (Paden–Kahan subproblems) close the
+    chain's product of exponentials (`residual`, independent of the subproblems) to
+    round-off at random poses, up to a half turn; the rotation vector's log is the
+    inverse of `rotation_vector` there too."""
+    from diffmech import _screw
+    from diffmech.parallel import _kinematics as K
+
+    mech = par.StewartPlatform()
+    rng = np.random.default_rng(7)
+    axes = rng.normal(size=(64, 3))
+    axes /= np.linalg.norm(axes, axis=1, keepdims=True)
+    angles = np.concatenate([[0.0], rng.uniform(0, 0.6, 59), [np.pi / 2, 3.0, np.pi - 1e-9, np.pi]])
+    phi = jnp.asarray(axes * angles[:, None])
+    R = jax.vmap(_screw.rotation_vector)(phi)
+    d = jnp.asarray(rng.uniform(-0.01, 0.01, size=(64, 3))).at[0].set(0.0)
+    x, ok = jax.jit(K._closed_form_state)(mech, R, d)
+    assert bool(ok.all())
+    # the assembly of home: home itself at the home pose, and small joint turns near it
+    # (the other solution of each subproblem also closes the chains)
+    assert float(jnp.abs(x[0]).max()) <= 1e-15
+    assert float(jnp.abs(x[1:60, : mech.n_joints]).max()) < 1.5
+    r = jax.jit(jax.vmap(lambda x_, R_, d_: K.residual(x_, (R_, d_), mech)))(x, R, d)
+    assert float(jnp.abs(r).max()) <= 1e-14
+    back = jax.vmap(_screw.rotation_vector)(jax.jit(jax.vmap(K._rotation_log))(R))
+    assert float(jnp.abs(back - R).max()) <= 1e-14
+    # the leg lengths against the pose directly
+    legs = np.asarray(x[:, 3 : mech.n_joints : 6]) + np.asarray(
+        [np.linalg.norm(ch.attach - ch.points[0]) for ch in mech.chains]
+    )
+    C = np.einsum("nij,cj->nci", np.asarray(R), np.asarray([ch.attach for ch in mech.chains])) + np.asarray(d)[:, None]
+    A = np.asarray([ch.points[0] for ch in mech.chains])
+    assert np.abs(legs - np.linalg.norm(C - A, axis=2)).max() <= 1e-15

@@ -69,7 +69,7 @@ class Group:
 
 @dataclasses.dataclass(frozen=True)
 class Structure:
-    """A linkage's structure (`linkage.structure`): the `ground` link, the `inputs`
+    """A linkage's structure (`linkage.structure`): its `name` and `geometry`, the `ground` link, the `inputs`
     (input links, or `actuator J1–J2`), the Assur `groups` in solving order, and the
     links no group determines (`unassigned`: the linkage is under-constrained there,
     or its group is larger than the search). `closed_form`: every group is solved in
@@ -83,8 +83,8 @@ class Structure:
     inputs: tuple[str, ...]
     groups: tuple[Group, ...]
     unassigned: tuple[str, ...]
-    _links: tuple = dataclasses.field(repr=False, compare=False, default=())
-    _points: dict = dataclasses.field(repr=False, compare=False, default_factory=dict)
+    _links: tuple = dataclasses.field(repr=False, compare=False, init=False, default=())
+    _points: dict = dataclasses.field(repr=False, compare=False, init=False, default_factory=dict)
 
     @property
     def closed_form(self) -> bool:
@@ -169,7 +169,10 @@ def structure(lk: Linkage) -> Structure:
     C = np.asarray(lk.initial())
     points = {lk.names[j]: C[j, :2] for j, t in enumerate(lk.types) if t in ("R", "tracer")}
     links = tuple((lk.link_names[i], tuple(lk.names[j] for j in js)) for i, js in enumerate(lk.links))
-    return dataclasses.replace(plan.structure, name=lk.name, _links=links, _points=points)
+    out = dataclasses.replace(plan.structure, name=lk.name)
+    object.__setattr__(out, "_links", links)  # the drawing's data (not part of the structure)
+    object.__setattr__(out, "_points", points)
+    return out
 
 
 @dataclasses.dataclass(frozen=True)

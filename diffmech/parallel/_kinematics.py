@@ -34,7 +34,7 @@ from .._result import RESULTS, AbstractResult, MotionLimitError, SingularError, 
 from .._validate import check_scalar, check_shape, check_type, is_traced
 from .._xla import COMPILER_OPTIONS
 from . import _trajectory
-from ._model import AbstractParallelMechanism, Chain
+from ._model import AbstractParallelMechanism, Chain, StewartPlatform
 
 
 def chain_poses(chain: Chain, theta: Float[Array, " n"]):
@@ -304,22 +304,119 @@ TASK_TOL = 1e-8
 _FINE_XTOL, _FINE_MAX_STEPS = _closure.Newton().certify, 8
 
 
+# --------------------------------------------------------------------------- closed-form legs
+#
+# A Gough–Stewart leg is an S (three R joints about axes through the base point A), a
+# P along the leg, and a U (two R joints about axes through the platform point C):
+# "RRRPRR", the S's third axis along the leg. With the platform's pose (R, d) given,
+# each leg's six joint displacements are in closed form (Paden–Kahan subproblems): the
+# P from |ℓ| (ℓ = R C₀ + d − A), the S's first two turns from the leg's direction
+# (subproblem 2), and the rest from the rotation left, R = R_S R_U (subproblem 2 on the
+# U's last axis, then subproblem 1). Each two-solution subproblem takes the sign of
+# the home configuration, so the legs are those continuation from home reaches (away
+# from a leg's singular configurations); angles are unwrapped along the trajectory.
+
+
+def _subproblem1(w, p, q):
+    """The turn about the unit axis `w` taking `p` to `q` (their parts normal to `w`)."""
+    pp, qq = p - jnp.dot(w, p) * w, q - jnp.dot(w, q) * w
+    return jnp.arctan2(jnp.dot(w, jnp.cross(pp, qq)), jnp.dot(pp, qq))
+
+
+def _subproblem2(w1, w2, p, q):
+    """The turns (θ1, θ2) with exp(w1 θ1) exp(w2 θ2) p = q (axes through one point),
+    on the branch of θ = 0 when q = p."""
+    g = jnp.dot(w1, w2)
+    n = jnp.cross(w1, w2)
+    nn = jnp.dot(n, n)
+    al = (g * jnp.dot(w2, p) - jnp.dot(w1, q)) / (g**2 - 1)
+    be = (g * jnp.dot(w1, q) - jnp.dot(w2, p)) / (g**2 - 1)
+    g2 = (jnp.dot(p, p) - al**2 - be**2 - 2 * al * be * g) / nn
+    home = jnp.where(jnp.dot(p, n) < 0, -1.0, 1.0)
+    z = al * w1 + be * w2 + home * jnp.sqrt(jnp.maximum(g2, 0.0)) * n
+    return _subproblem1(w1, z, q), _subproblem1(w2, p, z), g2 >= 0
+
+
+def _stewart_leg(ch: Chain, R, d):
+    """One S-P-U leg's joint displacements `(6,)` at the platform pose `(R, d)`, and
+    whether it assembles."""
+    w = ch.axes
+    A, C0 = ch.points[0], ch.attach
+    ell = _screw.matvec(R, C0) + d - A
+    length = jnp.sqrt(jnp.dot(ell, ell))
+    t0, t1, ok1 = _subproblem2(w[0], w[1], w[3], ell / length)
+    Rs = _screw.matmul(_screw.rotation(w[0], t0), _screw.rotation(w[1], t1))
+    Q = _screw.matmul(Rs.T, R)
+    t2, t4, ok2 = _subproblem2(w[2], w[4], w[5], _screw.matvec(Q, w[5]))
+    Rm = _screw.matmul(_screw.rotation(w[2], t2), _screw.rotation(w[4], t4))
+    t5 = _subproblem1(w[5], w[4], _screw.matvec(_screw.matmul(Rm.T, Q), w[4]))
+    t3 = length - jnp.sqrt(jnp.dot(C0 - A, C0 - A))
+    return jnp.stack([t0, t1, t2, t3, t4, t5]), ok1 & ok2
+
+
+def _rotation_log(R):
+    """The rotation vector φ of `R` (|φ| ≤ π), smooth at the identity; past a quarter
+    turn the axis from `R`'s symmetric part (`vee` alone loses it near a half turn)."""
+    v = _screw.vee(R - R.T) / 2  # sin|φ| φ/|φ|
+    s = jnp.sqrt(jnp.dot(v, v))
+    c = (jnp.trace(R) - 1) / 2
+    angle = jnp.arctan2(s, c)
+    small = s < 1e-8
+    near = v * jnp.where(small, 1.0 + s**2 / 6, angle / jnp.where(small, 1.0, s))
+    B = (R + R.T) / 2 - c * jnp.eye(3, dtype=R.dtype)  # (1 − c) a aᵀ
+    col = B[jnp.argmax(jnp.diagonal(B))]
+    axis = col / jnp.sqrt(jnp.dot(col, col))
+    axis = jnp.where(jnp.dot(axis, v) < 0, -axis, axis)
+    return jnp.where(c < 0, angle * axis, near)
+
+
+def closed_form_legs(mech: AbstractParallelMechanism) -> bool:
+    """Whether `mech`'s inverse kinematics has the closed form of `_closed_form_state`
+    (a Gough–Stewart platform of S-P-U legs, its pose prescribed)."""
+    return isinstance(mech, StewartPlatform) and all(ch.kinds == tuple("RRRPRR") for ch in mech.chains)
+
+
+def _closed_form_state(mech: AbstractParallelMechanism, R_t, d_t):
+    """The closure state `(N, n + 6)` of every sample in closed form (each leg's joints,
+    the platform's rotation vector and displacement), and whether each assembles."""
+
+    def one(R, d):
+        legs = [_stewart_leg(ch, R, d) for ch in mech.chains]
+        theta = jnp.concatenate([t for t, _ in legs])
+        ok = jnp.all(jnp.stack([o for _, o in legs]))
+        return jnp.concatenate([theta, _rotation_log(R), d]), ok
+
+    x, ok = jax.vmap(one)(R_t, d_t)
+    revolute = np.array([k == "R" for ch in mech.chains for k in ch.kinds] + [False] * 6)
+    x = jnp.where(revolute, jnp.unwrap(x, axis=0), x)  # angles continue along the trajectory
+    return x, ok & jnp.all(jnp.isfinite(x), axis=1)
+
+
 def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride: int) -> Kinematics:
     (R_t, d_t), (Rd_t, dd_t), (Rdd_t, ddd_t) = traj.displacement(mech.reference)
     N = traj.times.shape[0]
     t = traj.times
-    # 1. continuation (sequential) through every `stride`-th sample and the last one
+    # 1. continuation (sequential) through every `stride`-th sample and the last one; or,
+    # where each leg has a closed form, every sample at once in closed form (stride 1)
+    closed = stride == 0
+    if closed:
+        stride = 1
     idx = np.asarray(sorted(set(range(0, N, stride)) | {N - 1}))
     take = lambda a: a[idx]  # noqa: E731
-    # (positions only, a warm start: Newton to convergence at each sample, no derivatives)
-    cont = _closure.continuation(
-        residual,
-        jnp.zeros(mech.n_joints + 6, dtype=t.dtype),
-        (take(R_t), take(d_t)),
-        jax.lax.stop_gradient(mech),
-        condition=False,
-    )
-    xc, reached_c, status_c = cont.value, cont.converged, cont.status
+    if closed:
+        xc, reached_c = _closed_form_state(jax.lax.stop_gradient(mech), R_t, d_t)
+        xc = jax.lax.stop_gradient(xc)
+        status_c = jax.vmap(lambda o: RESULTS.where(o, RESULTS.successful, RESULTS.motion_limit))(reached_c)
+    else:
+        # (positions only, a warm start: Newton to convergence at each sample, no derivatives)
+        cont = _closure.continuation(
+            residual,
+            jnp.zeros(mech.n_joints + 6, dtype=t.dtype),
+            (take(R_t), take(d_t)),
+            jax.lax.stop_gradient(mech),
+            condition=False,
+        )
+        xc, reached_c, status_c = cont.value, cont.converged, cont.status
     if stride > 1:
         # the closure Jacobian's condition number at the continuation samples (after the scan, batched)
         cond_c = jax.vmap(lambda x_, u: _closure.condition(residual, x_, u, jax.lax.stop_gradient(mech)))(
@@ -506,7 +603,11 @@ def inverse_kinematics(
       cubic Hermite interpolant (positions and IFT rates) of the continuation, until
       the update is at most 1e-9 (relative; one step at least, eight at most), so that
       any stride gives the same solutions to round-off. The condition number reported
-      for a sample is the larger of its two continuation samples'.
+      for a sample is the larger of its two continuation samples'. By default a
+      Gough–Stewart platform's legs are solved in closed form instead (each S-P-U
+      leg's joints from the platform pose, the assembly of the home configuration),
+      every sample at once, Newton only certifying; each sample's own condition
+      number is reported. An explicit `stride` keeps the continuation.
     - `throw`: raise at the first sample that failed: eagerly a
       `diffmech.MotionLimitError` (a joint limit, naming the joint; or a leg that
       cannot reach the pose) or `diffmech.SingularError`, naming the sample, its
@@ -521,8 +622,8 @@ def inverse_kinematics(
     eager = not is_traced(mechanism, trajectory)
     if eager:
         _trajectory.check(trajectory, uniform=method == "one_step")
-    if stride is None:
-        stride = max(1, trajectory.times.shape[-1] // 400)
+    if stride is None:  # 0: every sample at once from the legs' closed form, where they have one
+        stride = 0 if closed_form_legs(mechanism) else max(1, trajectory.times.shape[-1] // 400)
     elif isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
         raise ValueError(f"parallel.inverse_kinematics: `stride` must be an integer ≥ 1 or None; got {stride!r}")
     if method == "exact":

@@ -109,9 +109,8 @@ def test_assur_groups_as_the_drawing_reads(name):
     s = L.structure(linkage(name))
     got = [(g.kind, set(g.links), set(g.outer), set(g.inner)) for g in s.groups]
     assert got == EXPECTED[name]
-    assert not s.unassigned
-    dyads = all(g.assur_class == 2 for g in s.groups)
-    assert s.closed_form == dyads and s.irreducible == tuple(g for g in s.groups if not g.is_dyad)
+    assert not s.unassigned and s.closed_form  # every group solved: dyads in closed form, larger ones by search
+    assert s.irreducible == tuple(g for g in s.groups if not g.is_dyad)
     text = str(s)
     assert all(g.kind in text for g in s.groups) and ("generic predictor" in text) == (not s.closed_form)
 
@@ -134,11 +133,16 @@ def test_structure_is_drawn_with_one_colour_per_group_and_rejects_spatial_linkag
         L.structure(dm.examples.rssr())
 
 
-def test_the_closed_form_is_chosen_only_where_every_group_is_a_dyad():
+def test_the_structure_predictor_is_chosen_only_where_every_group_is_solved():
     for name in EXPECTED:
         lk = linkage(name)
         assert (_structure.predictor(lk) is not None) == L.structure(lk).closed_form
     assert _structure.predictor(dm.examples.rssr()) is None  # spatial: the generic path
+    spec = dm.examples.fourbar().to_dict()
+    spec["input"] = {"type": "actuator", "joints": ["A", "C"]}  # a linear actuator: the generic path
+    s = L.structure(L.Linkage.from_dict(spec))
+    assert not s.closed_form and s.inputs == ("actuator A–C",)
+    assert _structure.predictor(L.Linkage.from_dict(spec)) is None
 
 
 def _sequential(lk, inputs):
@@ -168,7 +172,7 @@ def _designs(lk, n, rel, seed):
     return lk.coords[None] + jnp.asarray(rel * size * rng.normal(size=(n,) + lk.coords.shape) * move)
 
 
-CLOSED = ["theo_jansen", "spherical_watt1", "slider_crank", "slotted", "yoke"]
+CLOSED = ["theo_jansen", "spherical_watt1", "slider_crank", "slotted", "yoke", "stephenson2", "triad"]
 
 
 @pytest.mark.parametrize("name", CLOSED)

@@ -26,7 +26,10 @@ predictor solves it.
 import dataclasses
 import functools
 import itertools
+from collections.abc import Callable
 
+import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -45,7 +48,8 @@ class Group:
     in the order of `kind` for a dyad), `inner` (its joints between its own links),
     `kind` (a dyad's joint letters outer–inner–outer, e.g. `"RRP"`; else `"class IV
     order 2"`), `assur_class` (2 for a dyad) and `order` (its outer pairs), and
-    whether the predictor solves it in `closed_form`."""
+    whether the predictor solves it from the structure (`closed_form`: a dyad in closed
+    form, a larger planar group by a search of one driver angle)."""
 
     kind: str
     links: tuple[str, ...]
@@ -60,7 +64,7 @@ class Group:
         return self.assur_class == 2
 
     def __str__(self) -> str:
-        how = "closed form" if self.closed_form else "generic Newton"
+        how = ("closed form" if self.is_dyad else "search of one angle") if self.closed_form else "generic Newton"
         return (
             f"{self.kind:<18s} links {', '.join(self.links)}; outer {', '.join(self.outer)}; "
             f"inner {', '.join(self.inner)}  [{how}]"
@@ -69,11 +73,13 @@ class Group:
 
 @dataclasses.dataclass(frozen=True)
 class Structure:
-    """A linkage's structure (`linkage.structure`): its `name` and `geometry`, the `ground` link, the `inputs`
-    (input links, or `actuator J1–J2`), the Assur `groups` in solving order, and the
-    links no group determines (`unassigned`: the linkage is under-constrained there,
-    or its group is larger than the search). `closed_form`: every group is solved in
-    closed form, so `linkage.simulate` predicts every input at once and Newton only
+    """A linkage's structure (`linkage.structure`): its `name` and `geometry`, the
+    `ground` link, the `inputs` (input links, or `actuator J1–J2`), the Assur `groups`
+    in solving order, and the links no group determines (`unassigned`: the linkage is
+    under-constrained there, or its group is larger than the search). `closed_form`:
+    every group is solved from the structure (dyads in closed form, a larger planar
+    group by a one-parameter search) and every input is a revolute or prismatic joint,
+    so `linkage.simulate` predicts every input at once and the closure residual
     certifies. `irreducible`: the groups that are not dyads. `print(s)` for a table;
     `s.plot()` draws the initial configuration with each group in its colour."""
 
@@ -83,12 +89,9 @@ class Structure:
     inputs: tuple[str, ...]
     groups: tuple[Group, ...]
     unassigned: tuple[str, ...]
+    closed_form: bool
     _links: tuple = dataclasses.field(repr=False, compare=False, init=False, default=())
     _points: dict = dataclasses.field(repr=False, compare=False, init=False, default_factory=dict)
-
-    @property
-    def closed_form(self) -> bool:
-        return bool(self.groups) and not self.unassigned and all(g.closed_form for g in self.groups)
 
     @property
     def irreducible(self) -> tuple[Group, ...]:
@@ -101,7 +104,7 @@ class Structure:
         if self.unassigned:
             lines.append(f"  not determined by any group of up to {_MAX_GROUP} links: {', '.join(self.unassigned)}")
         verdict = (
-            "every group in closed form: all inputs predicted at once, each certified by its closure residual"
+            "every group solved from the structure: all inputs at once, each certified by its closure residual"
             if self.closed_form
             else "solved by the generic predictor (continuation and interpolation)"
         )
@@ -243,6 +246,7 @@ def _analyse(topo, names: tuple, link_names: tuple) -> _Analysis:
         inputs=tuple(input_names),
         groups=tuple(groups),
         unassigned=tuple(lnames[i] for i in sorted(unknown)),
+        closed_form=ok,
     )
     return _Analysis(structure=s, steps=tuple(steps), closed_form=ok)
 
@@ -287,6 +291,7 @@ def _classify(S, known, holders, topo, names, lnames):
         cls = max(sum(1 for e in edges if i in e) for i in S) if len(S) > 1 else 1
     order = len(outer)
     kind = f"class {_ROMAN.get(cls, cls)} order {order}" if len(S) > 1 else "rigid link"
+    step = _reduce(S, known, holders, topo, names, lnames) if len(S) > 2 and topo.geometry == "planar" else None
     group = Group(
         kind=kind,
         links=tuple(lnames[i] for i in S),
@@ -294,9 +299,57 @@ def _classify(S, known, holders, topo, names, lnames):
         inner=tuple(names[j] for j in inner),
         assur_class=cls,
         order=order,
-        closed_form=False,
+        closed_form=step is not None,
     )
-    return group, None
+    return group, step
+
+
+def _pairs(holders, S, K):
+    """The lower pairs the links `S` add to the known links `K`."""
+    p = 0
+    for H in holders.values():
+        hs = len(H & S)
+        if hs:
+            p += hs if H & K else hs - 1
+    return p
+
+
+def _reduce(S, known, holders, topo, names, lnames):
+    """A planar group larger than a dyad as a one-parameter search: a `driver` link
+    turned by an angle φ about its R joint with a known link, after which the rest of
+    the group is dyads and one closing link between two R joints already placed, whose
+    length is the residual f(φ). The step, or None where no driver gives that."""
+    for d in S:
+        for r in sorted(j for j, H in holders.items() if d in H and H & known and topo.types[j] == "R"):
+            kn, rest, inner, closing = set(known) | {d}, set(S) - {d}, [], None
+            while rest:
+                found = next(
+                    (
+                        frozenset(T)
+                        for size in (1, 2)
+                        for T in itertools.combinations(sorted(rest), size)
+                        if 2 * _pairs(holders, frozenset(T), kn) >= 3 * size
+                    ),
+                    None,
+                )
+                if found is None:
+                    break
+                if len(found) == 2:
+                    _, step = _classify(sorted(found), kn, holders, topo, names, lnames)
+                    if step is None or step[0] not in _DYADS:
+                        break
+                    inner.append(step)
+                else:
+                    (c,) = found
+                    js = sorted(j for j, H in holders.items() if c in H and H & kn)
+                    if closing is not None or len(js) != 2 or any(topo.types[j] != "R" for j in js):
+                        break
+                    closing = (c, js[0], min(holders[js[0]] & kn), js[1], min(holders[js[1]] & kn))
+                kn |= found
+                rest -= found
+            if not rest and closing is not None:
+                return ("group", d, r, min(holders[r] & known), tuple(inner), closing)
+    return None
 
 
 def _longest_cycle(nodes, edges) -> int:
@@ -333,6 +386,8 @@ def predictor(lk: Linkage):
     plan = _analyse(lk.topology, lk.names, lk.link_names)
     if not plan.closed_form:
         return None
+    if any(step[0] == "group" for step in plan.steps):
+        return _searched(lk.topology, lk.names, lk.link_names)
     return _closed_form(lk.topology, lk.names, lk.link_names)
 
 
@@ -371,8 +426,11 @@ def branch(lk: Linkage):
     passes zero only where a dyad is at its limit, as the closure Jacobian's
     determinant, a product of the dyads' own, does). Cheaper than the determinant:
     no Jacobian is needed when the conditioning is not asked for."""
-    if predictor(lk) is None:
+    pred = predictor(lk)
+    if pred is None:
         return None
+    if isinstance(pred, _SearchPredictor):
+        return "det"  # a group's assembly has no sign of its own: the closure Jacobian's determinant
     return _branch_fn(lk.topology, lk.names, lk.link_names)
 
 
@@ -458,8 +516,10 @@ def _sign(v):
     return jnp.where(v < 0, -1.0, 1.0).astype(v.dtype)
 
 
-def _dyad_plane(step, poses, C0, topo):
-    """A planar dyad's two link poses and whether it assembles."""
+def _dyad_plane(step, poses, C0, topo, keep_side=False):
+    """A planar dyad's two link poses and whether it assembles (with `keep_side`, a
+    PRP's or RPP's only on the side of its singular configuration where it starts:
+    inside a group's search, the pole where its lines turn parallel is not a root)."""
     kind, l1, l2, a, k1, c, b, k2 = step
     (Ra, ta), (Rb, tb) = poses[k1], poses[k2]
     a0, b0, c0 = C0[a, :2], C0[b, :2], C0[c, :2]
@@ -503,6 +563,8 @@ def _dyad_plane(step, poses, C0, topo):
         q = (_mv(Rb, c0) + tb) - (_mv(Ra, c0) + ta)
         det = cross(d1, -d2)
         ok = jnp.abs(det) > 1e-12 * jnp.sqrt(dot(d1, d1) * dot(d2, d2))
+        if keep_side:
+            ok = ok & (_sign(det) == _sign(cross(perp(C0[a, :2]), -perp(C0[b, :2]))))
         det = jnp.where(ok, det, 1.0)
         lam1, lam2 = cross(q, -d2) / det, cross(d1, q) / det
         return (Ra, ta + lam1 * d1), (Rb, tb + lam2 * d2), ok
@@ -512,6 +574,8 @@ def _dyad_plane(step, poses, C0, topo):
     dvec, n = direction(Rb, b), _mv(Rb, C0[c, :2])
     nd = dot(n, dvec)
     ok = jnp.abs(nd) > 1e-12
+    if keep_side:
+        ok = ok & (_sign(nd) == _sign(dot(C0[c, :2], perp(C0[b, :2]))))
     lam = dot(n, t1 - tb) / jnp.where(ok, nd, 1.0)
     return (Rb, t1), (Rb, tb + lam * dvec), ok
 
@@ -539,3 +603,151 @@ def _dyad_sphere(step, poses, C0, topo):
     R2 = _mmT(_frame3(B, C), _frame3(b0, c0))
     zero = jnp.zeros((3,), C0.dtype)
     return (R1, zero), (R2, zero), disc >= 0
+
+
+# --------------------------------------------------------------------------- larger groups by search
+
+_GRID = 96  # driver angles sampled per input (roots closer than 2π/96 may be missed: see `_select`)
+_ROOTS = 6  # assembly modes kept per input
+_REFINE = 8  # safeguarded Newton steps on the root followed
+_TRUST = 0.5  # grid steps: a root further than this from the last two's extrapolation is not trusted
+
+
+class _SearchPredictor(_closure.AbstractPredictor):
+    """The closed form of a linkage with a group larger than a dyad: its dyads in
+    closed form, each larger group by a search of its driver's angle (every root of the
+    closing residual bracketed on a grid: all assembly modes; the one that continues
+    the previous input's, from the initial configuration's on, refined by safeguarded
+    Newton). An input
+    where the search finds no root near the last is left to the core's fallback (not
+    proved unreachable: a group's limit is located by continuation)."""
+
+    solve: Callable = eqx.field(static=True)
+
+    def predict(self, opts, x0, inputs, params):
+        x, reached = self.solve(inputs, params)
+        return _closure.Prediction(guess=x, reached=reached, unreachable=jnp.zeros(reached.shape, bool))
+
+
+def _pose_at(poses, k, C0, j):
+    R, t = poses[k]
+    return _mv(R, C0[j, :2]) + t
+
+
+def _group_chain(step, poses, C0, phi):
+    """A group's link poses at the driver angle `phi`, the closing residual and whether
+    every inner dyad assembles."""
+    _, d, r, kr, inner, (c, j1, k1, j2, k2) = step
+    poses = dict(poses)
+    P = _pose_at(poses, kr, C0, r)
+    cs, sn = jnp.cos(phi), jnp.sin(phi)
+    R = jnp.stack([jnp.stack([cs, -sn]), jnp.stack([sn, cs])])
+    poses[d] = (R, P - _mv(R, C0[r, :2]))
+    ok = jnp.asarray(True)
+    for st in inner:
+        p1, p2, good = _dyad_plane(st, poses, C0, None, keep_side=True)
+        poses[st[1]], poses[st[2]] = p1, p2
+        ok = ok & good
+    J1, J2 = _pose_at(poses, k1, C0, j1), _pose_at(poses, k2, C0, j2)
+    e0, e = C0[j2, :2] - C0[j1, :2], J2 - J1
+    r0 = jnp.sqrt(dot(e0, e0))
+    Rc = _rot2(e0, e)
+    poses[c] = (Rc, J1 - _mv(Rc, C0[j1, :2]))
+    return (dot(e, e) - r0**2) / (2 * r0), ok, poses
+
+
+def _brackets(step, poses, C0):
+    """One input's assembly modes: the grid intervals of φ where the closing residual
+    changes sign with every inner dyad assembled, `(lower ends (K,), their residuals,
+    the upper ends' residuals, found (K,))`."""
+    # (offset by half a step: the initial configuration's root, φ = 0, inside a cell,
+    # never on a grid point where round-off could hide its sign change)
+    grid = jnp.linspace(-jnp.pi, jnp.pi, _GRID, endpoint=False, dtype=C0.dtype) + jnp.pi / _GRID
+    f, ok = jax.vmap(lambda ph: _group_chain(step, poses, C0, ph)[:2])(grid)
+    g, okn = jnp.roll(f, -1), jnp.roll(ok, -1)
+    bracket = ok & okn & (jnp.sign(f) != jnp.sign(g))
+    (k,) = jnp.nonzero(bracket, size=_ROOTS, fill_value=0)
+    return grid[k], f[k], g[k], bracket[k]
+
+
+def _refine(step, poses, C0, lo, flo, fhi):
+    """The root of the closing residual in `[lo, lo + h]` (h the grid's step): Newton from
+    the secant's point, kept inside the shrinking bracket (bisection where a step
+    leaves it)."""
+    hi = lo + 2 * jnp.pi / _GRID
+    ph = lo - flo * (hi - lo) / (fhi - flo)
+
+    def body(_, c):
+        lo, hi, ph = c
+        val, der = jax.jvp(lambda a: _group_chain(step, poses, C0, a)[0], (ph,), (jnp.ones_like(ph),))
+        same = jnp.sign(val) == jnp.sign(flo)
+        lo, hi = jnp.where(same, ph, lo), jnp.where(same, hi, ph)
+        nxt = ph - val / der
+        inside = (nxt >= lo) & (nxt <= hi) & jnp.isfinite(nxt)
+        return lo, hi, jnp.where(val == 0, ph, jnp.where(inside, nxt, (lo + hi) / 2))
+
+    ph = jax.lax.fori_loop(0, _REFINE, body, (lo, hi, ph))[2]
+    return (ph + jnp.pi) % (2 * jnp.pi) - jnp.pi
+
+
+def _select(est, found):
+    """Per input, the assembly mode (its bracket's index) that continues the previous
+    inputs', from φ = 0 (the initial configuration, input 0): the root nearest to the
+    extrapolation of the last two (`est`: each bracket's secant estimate). False from
+    the first input where it is more than `_TRUST` of the grid's step from that
+    extrapolation (a root lost between two grid points, two modes meeting: the core's
+    fallback then continues from there)."""
+    tol = _TRUST * 2 * jnp.pi / _GRID
+
+    def step(carry, c):
+        prev, rate = carry
+        ph, ok = c
+        dist = jnp.abs((ph - (prev + rate) + jnp.pi) % (2 * jnp.pi) - jnp.pi)
+        dist = jnp.where(ok, dist, jnp.inf)
+        i = jnp.argmin(dist)
+        good = dist[i] <= tol
+        move = (ph[i] - prev + jnp.pi) % (2 * jnp.pi) - jnp.pi
+        return (jnp.where(good, prev + move, prev), jnp.where(good, move, rate)), (i, good)
+
+    zero = jnp.zeros((), est.dtype)
+    _, (idx, good) = jax.lax.scan(step, (zero, zero), (est, found))
+    return idx, jnp.cumprod(good).astype(bool)  # after a lost mode, nothing is trusted
+
+
+@functools.lru_cache(maxsize=128)
+def _searched(topo, names, link_names):
+    """One `_SearchPredictor` per topology (see `_closed_form`)."""
+    from ._model import _compile
+
+    steps = _analyse(topo, names, link_names).steps
+    unknowns = _compile(topo, names, link_names).unknowns
+    holders = {j: [i for i, js in enumerate(topo.links) if j in js] for j, _, _ in unknowns}
+
+    def solve(inputs, prep):
+        C0 = prep.C0
+        poses = jax.vmap(lambda u: _known_poses(topo, C0, u))(inputs)
+        reached = jnp.ones(inputs.shape[:1], bool)
+        for st in steps:
+            if st[0] == "group":
+                lo, flo, fhi, found = jax.vmap(lambda p: _brackets(st, p, C0))(poses)
+                est = lo - flo * (2 * jnp.pi / _GRID) / (fhi - flo)  # each mode's secant estimate
+                idx, good = _select(jnp.where(found, est, 0.0), found)
+                pick = jax.vmap(lambda a, i: a[i])
+                sel = jax.vmap(lambda p, a, b, c: _refine(st, p, C0, a, b, c))(
+                    poses, pick(lo, idx), pick(flo, idx), pick(fhi, idx)
+                )
+                _, ok, new = jax.vmap(lambda p, a: _group_chain(st, p, C0, a))(poses, sel)
+                poses.update(new)
+                reached = reached & good & ok
+            else:
+                p1, p2, good = jax.vmap(lambda p: _dyad_plane(st, p, C0, topo))(poses)
+                poses[st[1]], poses[st[2]] = p1, p2
+                reached = reached & good
+
+        def place(p):
+            parts = [_place(topo, j, C0[j], *p[next(i for i in holders[j] if i in p)]) for j, _, _ in unknowns]
+            return jnp.concatenate(parts)
+
+        return jax.vmap(place)(poses), reached
+
+    return _SearchPredictor(solve)

@@ -202,14 +202,6 @@ def _analyse(topo, names: tuple, link_names: tuple) -> _Analysis:
     known = {topo.ground} | set(topo.input_links)
     unknown = set(range(len(links))) - known
 
-    def pairs(S, K):
-        p = 0
-        for H in holders.values():
-            hs = len(H & S)
-            if hs:
-                p += hs if H & K else hs - 1
-        return p
-
     def connected(S):
         S = set(S)
         seen, todo = set(), [next(iter(S))]
@@ -226,7 +218,7 @@ def _analyse(topo, names: tuple, link_names: tuple) -> _Analysis:
         for size in range(1, min(_MAX_GROUP, len(unknown)) + 1):
             for S in itertools.combinations(sorted(unknown), size):
                 S = frozenset(S)
-                if 2 * pairs(S, known) >= 3 * size and connected(S):
+                if 2 * _pairs(holders, S, known) >= 3 * size and connected(S):
                     found = S
                     break
             if found:

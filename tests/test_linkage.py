@@ -417,7 +417,8 @@ def test_eager_simulate_compiles_the_fallback_only_when_needed():
         np.testing.assert_array_equal(m.converged, one.converged)
         np.testing.assert_array_equal(m.status._value, one.status._value)
         ok = np.asarray(one.converged)
-        assert (ok.all() == (name == "spherical_rrpr")) and not np.any(np.asarray(m.status._value) == int(RESULTS.deferred._value))
+        assert ok.all() == (name == "spherical_rrpr")
+        assert not np.any(np.asarray(m.status._value) == int(RESULTS.deferred._value))
         np.testing.assert_allclose(m.coords[ok], one.coords[ok], rtol=0, atol=1e-13)
 
 

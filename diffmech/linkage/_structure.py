@@ -123,8 +123,9 @@ class Structure:
 
         if ax is None:
             _, ax = plt.subplots(figsize=(6, 4.5))
-        colours = plt.get_cmap("tab10").colors
-        role = {self.ground: ("ground", "k")}
+        tab = plt.get_cmap("tab10")
+        colours = [tab(i) for i in range(10)]
+        role: dict[str, tuple[str, object]] = {self.ground: ("ground", "k")}
         role.update({name: ("input", "0.55") for name in self.inputs})
         for i, g in enumerate(self.groups):
             for name in g.links:
@@ -181,7 +182,10 @@ def structure(lk: Linkage) -> Structure:
 @dataclasses.dataclass(frozen=True)
 class _Analysis:
     structure: Structure
-    steps: tuple  # per dyad: (kind, link1, link2, outer a, known K1, inner c, outer b, known K2), link indices
+    # per dyad: (kind, link1, link2, outer a, known K1, inner c, outer b, known K2); per searched
+    # group: ("group", driver, its R joint, the known link there, inner dyads, closing link);
+    # None for a group the predictor does not solve (link and joint indices)
+    steps: tuple
     closed_form: bool
 
 

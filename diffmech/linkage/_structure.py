@@ -458,7 +458,10 @@ def _branch_fn(topo, names, link_names):
             value = jnp.minimum(value, _sign(then) * now)
         return value
 
-    return invariant
+    # jitted (as the residual is): its index arrays then live inside its own program, not
+    # as constants of the sweep's fallback, which a `custom_vmap` must not close over
+    # (a batch of synthesis starts failed there)
+    return jax.jit(invariant)
 
 
 def _known_poses(topo, C0, u):

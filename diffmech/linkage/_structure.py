@@ -186,7 +186,6 @@ class _Analysis:
     # group: ("group", driver, its R joint, the known link there, inner dyads, closing link);
     # None for a group the predictor does not solve (link and joint indices)
     steps: tuple
-    closed_form: bool
 
 
 @functools.lru_cache(maxsize=128)
@@ -244,7 +243,7 @@ def _analyse(topo, names: tuple, link_names: tuple) -> _Analysis:
         unassigned=tuple(lnames[i] for i in sorted(unknown)),
         closed_form=ok,
     )
-    return _Analysis(structure=s, steps=tuple(steps), closed_form=ok)
+    return _Analysis(structure=s, steps=tuple(steps))
 
 
 def _classify(S, known, holders, topo, names, lnames):
@@ -380,7 +379,7 @@ def predictor(lk: Linkage):
     if lk.geometry == "spatial":
         return None
     plan = _analyse(lk.topology, lk.names, lk.link_names)
-    if not plan.closed_form:
+    if not plan.structure.closed_form:
         return None
     if any(step[0] == "group" for step in plan.steps):
         return _searched(lk.topology, lk.names, lk.link_names)
@@ -402,7 +401,7 @@ def _closed_form(topo, names, link_names):
         poses = _known_poses(topo, C0, u)
         ok = jnp.asarray(True)
         for step in steps:
-            p1, p2, good = (_dyad_sphere if topo.geometry == "spherical" else _dyad_plane)(step, poses, C0, topo)
+            p1, p2, good = (_dyad_sphere if topo.geometry == "spherical" else _dyad_plane)(step, poses, C0)
             poses[step[1]], poses[step[2]] = p1, p2
             ok = ok & good
         parts = []
@@ -515,7 +514,7 @@ def _sign(v):
     return jnp.where(v < 0, -1.0, 1.0).astype(v.dtype)
 
 
-def _dyad_plane(step, poses, C0, topo, keep_side=False):
+def _dyad_plane(step, poses, C0, keep_side=False):
     """A planar dyad's two link poses and whether it assembles (with `keep_side`, a
     PRP's or RPP's only on the side of its singular configuration where it starts:
     inside a group's search, the pole where its lines turn parallel is not a root)."""
@@ -586,7 +585,7 @@ def _frame3(u, v):
     return jnp.stack([u, w, jnp.cross(u, w)], axis=-1)
 
 
-def _dyad_sphere(step, poses, C0, topo):
+def _dyad_sphere(step, poses, C0):
     """A spherical dyad: its inner element `C` keeps its dot products with the outer
     elements `A` and `B` (points or poles), the intersection of two cones."""
     _, l1, l2, a, k1, c, b, k2 = step
@@ -644,7 +643,7 @@ def _group_chain(step, poses, C0, phi):
     poses[d] = (R, P - _mv(R, C0[r, :2]))
     ok = jnp.asarray(True)
     for st in inner:
-        p1, p2, good = _dyad_plane(st, poses, C0, None, keep_side=True)
+        p1, p2, good = _dyad_plane(st, poses, C0, keep_side=True)
         poses[st[1]], poses[st[2]] = p1, p2
         ok = ok & good
     J1, J2 = _pose_at(poses, k1, C0, j1), _pose_at(poses, k2, C0, j2)
@@ -739,7 +738,7 @@ def _searched(topo, names, link_names):
                 poses.update(new)
                 reached = reached & good & ok
             else:
-                p1, p2, good = jax.vmap(lambda p: _dyad_plane(st, p, C0, topo))(poses)
+                p1, p2, good = jax.vmap(lambda p: _dyad_plane(st, p, C0))(poses)
                 poses[st[1]], poses[st[2]] = p1, p2
                 reached = reached & good
 

@@ -6,11 +6,13 @@ Workloads (each jitted once per size; compile time apart; the median of `--repea
 warm runs):
 
 - `fourbar_sweep`: `fourbar.sweep` of n designs (the seed crank-rocker's lengths
-  ±2 %) over 360 crank angles — positions per second;
+  ±2 %) over 360 crank angles, conditioning on (the default) — positions per second;
+  `fourbar_sweep_lean`: the same with `condition=False`;
 - `fourbar_dynamics`: n released four-bars (random crank angle and rate, minimal mode,
   rtol 1e-8), 5 s each — simulated seconds per second;
 - `linkage_sweep`: the Stephenson-II through `linkage.simulate_functional`, n designs
-  (every point moved by 0.2 % of the size), its default inputs — positions per second;
+  (every point moved by 0.2 % of the size), its default inputs, conditioning on (the
+  default) — positions per second; `linkage_sweep_lean`: the same with `condition=False`;
 - `jansen_dynamics`: the Theo Jansen leg's `linkage.simulate_dynamics`, n designs (link
   masses × [0.9, 1.1]), 1 s each, rtol 1e-8 — simulated seconds per second;
 - `stewart`: the Gough–Stewart's exact inverse kinematics and inverse dynamics over
@@ -53,12 +55,12 @@ from diffmech import fourbar as fbk, linkage as L, parallel as par  # noqa: E402
 SEED_L = np.array([0.12, 0.25, 0.26, 0.30])
 
 
-def fourbar_sweep(n, repeats):
+def fourbar_sweep(n, repeats, condition=True):
     rng = np.random.default_rng(0)
     fbs = dm.FourBar(lengths=jnp.asarray(SEED_L * (1 + 0.02 * rng.uniform(-1, 1, (n, 4)))))
     th = jnp.linspace(0, 2 * jnp.pi, 360, endpoint=False)
-    run = jax.jit(lambda f: (lambda s: (s.q, s.converged))(fbk.sweep(f, th, condition=False)))
-    (_, ok), comp, wall = timed(run, fbs, repeats=repeats)
+    run = jax.jit(lambda f: (lambda s: (s.q, s.converged, s.condition))(fbk.sweep(f, th, condition=condition)))
+    (_, ok, _), comp, wall = timed(run, fbs, repeats=repeats)
     return dict(unit="positions/s", rate=n * 360 / wall, compile_s=comp, wall_s=wall, ok=float(np.mean(ok)))
 
 
@@ -83,14 +85,14 @@ def fourbar_dynamics(n, repeats, t1=5.0, rtol=1e-8):
     return dict(unit="simulated s/s", rate=n * t1 / wall, compile_s=comp, wall_s=wall, ok=float(np.mean(ok)))
 
 
-def linkage_sweep(n, repeats, name="stephenson2"):
+def linkage_sweep(n, repeats, name="stephenson2", condition=True):
     lk = getattr(dm.examples, name)()
     u = L.default_inputs(lk)
     size = float(jnp.max(jnp.abs(lk.coords)))
     move = np.array([[1.0, 1.0, 0.0] if t != "P" else [0.0, 0.0, 1.0] for t in lk.types])
     rng = np.random.default_rng(0)
     coords = lk.coords[None] + jnp.asarray(2e-3 * size * rng.normal(size=(n,) + lk.coords.shape) * move)
-    one = lambda c: L.simulate_functional(eqx.tree_at(lambda k: k.coords, lk, c), u, condition=False)  # noqa: E731
+    one = lambda c: L.simulate_functional(eqx.tree_at(lambda k: k.coords, lk, c), u, condition=condition)  # noqa: E731
     # 64 designs a chunk on the CPU (bench_linkages.py's measured best), one vmap elsewhere
     if jax.default_backend() == "cpu":
         run = jax.jit(lambda b: (lambda m: m.converged)(jax.lax.map(one, b, batch_size=min(64, n))))
@@ -138,8 +140,10 @@ def stewart(n, repeats, steps=1000):
 
 WORKLOADS = dict(
     fourbar_sweep=fourbar_sweep,
+    fourbar_sweep_lean=lambda n, repeats: fourbar_sweep(n, repeats, condition=False),
     fourbar_dynamics=fourbar_dynamics,
     linkage_sweep=linkage_sweep,
+    linkage_sweep_lean=lambda n, repeats: linkage_sweep(n, repeats, condition=False),
     jansen_dynamics=jansen_dynamics,
     stewart=stewart,
 )

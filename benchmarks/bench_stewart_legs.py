@@ -1,7 +1,9 @@
-"""The Gough–Stewart's exact pipeline with its legs in closed form (the default) against
-the same pipeline with the continuation (`stride=25`, the default before), alternately
-in one process: inverse kinematics plus Newton–Euler over the seed's 10,000-step
-spiral, and the inverse kinematics alone.
+"""The parallel mechanisms' exact pipelines with their legs in closed form (the default)
+against the same pipelines with the continuation (`stride=25`, the default before),
+alternately in one process: inverse kinematics plus Newton–Euler, and the inverse
+kinematics alone, over 10,000 steps of each seed's trajectory (the Gough–Stewart's
+spiral; the 3UPS–UPU–S's tilt circle, whose turn about the platform normal the U-P-U
+leg fixes, solved first).
 
     python benchmarks/bench_stewart_legs.py [--repeats 4]
 
@@ -38,12 +40,20 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=4)
     a = ap.parse_args()
-    mech = par.StewartPlatform()
-    traj = par.stewart_spiral(mech, jnp.arange(10_000) * 1e-3)
-    load = jnp.array([0.0, 0.0, 10.0, 10.0, 0.0, 0.0])
     print(f"jax {jax.__version__}, {datetime.date.today()}")
-    for dynamics in (True, False):
-        what = "inverse kinematics + Newton-Euler" if dynamics else "inverse kinematics alone"
+    stewart, ups = par.StewartPlatform(), par.ThreeUPSUPUS()
+    cases = [
+        (
+            "Gough-Stewart",
+            stewart,
+            par.stewart_spiral(stewart, jnp.arange(10_000) * 1e-3),
+            (0.0, 0.0, 10.0, 10.0, 0, 0),
+        ),
+        ("3UPS-UPU-S", ups, par.tilt_circle(ups, jnp.arange(10_000) * 1e-3), (0.0, 0.0, 1000.0, 1000.0, 0, 0)),
+    ]
+    for (name, mech, traj, load), dynamics in ((c, d) for c in cases for d in (True, False)):
+        load = jnp.asarray(load, dtype=float)
+        what = name + (": inverse kinematics + Newton-Euler" if dynamics else ": inverse kinematics alone")
         f = {s: pipeline(s, dynamics) for s in (None, 25)}
         out = {}
         for s, g in f.items():

@@ -5,7 +5,6 @@ Unknowns `x = (qB, qD)` (4 numbers), input the crank angle θA, residual Eq. (86
 Newton (`diffmech._closure`), differentiated by the implicit function theorem.
 """
 
-import functools
 import math
 from typing import ClassVar
 
@@ -65,14 +64,17 @@ def condition_number(x: Float[Array, "*batch 4"], fb: FourBar) -> Float[Array, "
         a, b = a[..., None], b[..., None]
     bx, by, dx, dy = x[..., 0], x[..., 1], x[..., 2], x[..., 3]
     c = bx * dy - by * dx
-    # the four right-hand sides at once (a leading axis of 4: few, wide operations)
-    zero = jnp.zeros_like(c)
-    s = jnp.stack([-bx / b, -by / b, jnp.broadcast_to(a / b, c.shape), zero])
-    h0, h1 = jnp.stack([zero, zero, zero, -by]), jnp.stack([zero, zero, zero, bx])
-    unit = np.eye(4, dtype=np.dtype(x.dtype))[:, :2].reshape((4, 2) + (1,) * c.ndim)
-    e0, e1 = (s * dy + h0) / c, (h1 - s * dx) / c  # dD, per right-hand side
-    sums = (jnp.abs(unit[:, 0] + b * e0) + jnp.abs(unit[:, 1] + b * e1)) / a + jnp.abs(e0) + jnp.abs(e1)
-    inverse = jnp.max(sums, axis=0)  # ‖J⁻¹‖₁: the largest column sum
+    # the column sums of J⁻¹, one expression each (elementwise: one fused loop, no
+    # temporaries of four times the batch)
+    p, q = dy / (b * c), dx / (b * c)  # dD = (p, −q) s for the loop rows' right-hand sides
+
+    def column(u0, u1, e0, e1):
+        return (jnp.abs(u0 + b * e0) + jnp.abs(u1 + b * e1)) / a + jnp.abs(e0) + jnp.abs(e1)
+
+    inverse = jnp.maximum(
+        jnp.maximum(column(1.0, 0.0, -bx * p, bx * q), column(0.0, 1.0, -by * p, by * q)),
+        jnp.maximum(column(0.0, 0.0, a * p, -a * q), column(0.0, 0.0, -by / c, bx / c)),
+    )  # ‖J⁻¹‖₁: the largest column sum
     norm = jnp.maximum(jnp.maximum(a + jnp.abs(bx), a + jnp.abs(by)), jnp.maximum(b + jnp.abs(dx), b + jnp.abs(dy)))
     k = norm * inverse
     return jnp.where(jnp.isfinite(k), k, jnp.inf)
@@ -431,13 +433,13 @@ def sweep_functional(
         corrector=_closure.Newton(0),
         branch=invariant,
         branch_sign=sigma,
-        condition=condition,
+        condition=False,  # in closed form below: the core's, by elimination, cost several times the sweep
         fallback=fallback,
     )
     q = _full_q(theta_A, sol.value)
-    out = Sweep(
-        theta_A=theta_A, q=q, converged=sol.converged, status=sol.status, residual=sol.residual, condition=sol.condition
-    )
+    nan = jnp.full_like(sol.residual, jnp.nan)
+    cond = jnp.where(sol.converged, condition_number(jax.lax.stop_gradient(sol.value), fb), nan) if condition else nan
+    out = Sweep(theta_A=theta_A, q=q, converged=sol.converged, status=sol.status, residual=sol.residual, condition=cond)
     return finish(out, throw, "fourbar.sweep")
 
 
@@ -481,16 +483,6 @@ _sweep_jit = jax.jit(
 )
 
 
-@functools.partial(jax.jit, compiler_options=COMPILER_OPTIONS)
-def _condition_jit(lengths, q, converged):
-    """The eager sweep's conditioning (NaN where not converged), as a program of its
-    own: compiled into the sweep's program it added 120–150 µs to a 180-angle sweep, on
-    its own 14–34 µs plus its dispatch (2-core CPU, jax 0.10.2, 2026-11-27; the parts
-    of a program can cost less than the whole, `PERF_NOTES.md`)."""
-    k = condition_number(q[..., 2:], FourBar(lengths=lengths))
-    return jnp.where(converged, k, jnp.nan)
-
-
 def sweep(fb: FourBar, theta_A_values, *, condition: bool = True, throw: bool = False) -> Sweep:
     """Follow the four-bar through the crank angles `theta_A_values` by continuation.
 
@@ -526,16 +518,12 @@ def sweep(fb: FourBar, theta_A_values, *, condition: bool = True, throw: bool = 
     # eager: the program without the sequential fallback first (half the compile time);
     # the one with it is compiled and run only if an input needs it. The flags are read
     # through NumPy: `bool()` of a JAX scalar costs 5 µs more, a sixth of the sweep
-    out, flags = _sweep_jit(fb.lengths, theta, False, True, fb.branch)
+    out, flags = _sweep_jit(fb.lengths, theta, condition, True, fb.branch)
     flags = int(np.asarray(flags))
     if flags & 2:
         raise ValueError(f"sweep: `theta_A_values` must be finite; got {theta}")
     if flags & 1:
-        out = _sweep_jit(fb.lengths, theta, False, False, fb.branch)[0]
-    if condition:  # a second, small program: inside the sweep's it cost ten times as much (see `_condition_jit`)
-        leaves, tree = jax.tree_util.tree_flatten(out)
-        assert leaves[-1] is out.condition  # the last field; unflattening skips Sweep's checks (60 µs)
-        out = jax.tree_util.tree_unflatten(tree, [*leaves[:-1], _condition_jit(fb.lengths, out.q, out.converged)])
+        out = _sweep_jit(fb.lengths, theta, condition, False, fb.branch)[0]
     return finish(out, throw, "fourbar.sweep")
 
 

@@ -34,7 +34,7 @@ from .._result import RESULTS, AbstractResult, MotionLimitError, SingularError, 
 from .._validate import check_scalar, check_shape, check_type, is_traced
 from .._xla import COMPILER_OPTIONS
 from . import _trajectory
-from ._model import AbstractParallelMechanism, Chain, StewartPlatform
+from ._model import AbstractParallelMechanism, Chain, StewartPlatform, ThreeUPSUPUS
 
 
 def chain_poses(chain: Chain, theta: Float[Array, " n"]):
@@ -306,15 +306,17 @@ _FINE_XTOL, _FINE_MAX_STEPS = _closure.Newton().certify, 8
 
 # --------------------------------------------------------------------------- closed-form legs
 #
-# A Gough–Stewart leg is an S (three R joints about axes through the base point A), a
-# P along the leg, and a U (two R joints about axes through the platform point C):
-# "RRRPRR", the S's third axis along the leg. With the platform's pose (R, d) given,
-# each leg's six joint displacements are in closed form (Paden–Kahan subproblems): the
-# P from |ℓ| (ℓ = R C₀ + d − A), the S's first two turns from the leg's direction
-# (subproblem 2), and the rest from the rotation left, R = R_S R_U (subproblem 2 on the
-# U's last axis, then subproblem 1). Each two-solution subproblem takes the sign of
-# the home configuration, so the legs are those continuation from home reaches (away
-# from a leg's singular configurations); angles are unwrapped along the trajectory.
+# Every chain of the bundled parallel mechanisms is R R [R] P R R [R] (a U or an S at
+# the base point A, a P along the leg, a U or an S at the platform point C) or an S
+# alone (three R joints through one point). With the platform's pose (R, d) given,
+# each chain's joint displacements are in closed form (Paden–Kahan subproblems): the
+# P from |ℓ| (ℓ = R C₀ + d − A), the first two turns from the leg's direction
+# (subproblem 2 taking the P's axis to ℓ/|ℓ|; any third base turn is about the leg),
+# and the rest from the rotation left (`_wrist`). Each two-solution subproblem takes
+# the sign of the home configuration, so the legs are those continuation from home
+# reaches (away from a leg's singular configurations); angles are unwrapped along the
+# trajectory. Where the pose is prescribed only in part (the 3UPS–UPU–S: the normal),
+# the free turn is solved first from the one chain that fixes it (`_upu_torsion`).
 
 
 def _subproblem1(w, p, q):
@@ -337,21 +339,69 @@ def _subproblem2(w1, w2, p, q):
     return _subproblem1(w1, z, q), _subproblem1(w2, p, z), g2 >= 0
 
 
-def _stewart_leg(ch: Chain, R, d):
-    """One S-P-U leg's joint displacements `(6,)` at the platform pose `(R, d)`, and
-    whether it assembles."""
+def _turns(axes, angles):
+    out = _screw.rotation(axes[0], angles[0])
+    for a, t in zip(axes[1:], angles[1:]):
+        out = _screw.matmul(out, _screw.rotation(a, t))
+    return out
+
+
+def _wrist(axes, Q):
+    """The turns about two or three axes through one point whose product of
+    exponentials is `Q` (a U: exact only where `Q` keeps the axes' angle, which the
+    closure check tells), and whether they exist."""
+    a = list(axes)
+    if len(a) == 3:
+        t0, t1, ok = _subproblem2(a[0], a[1], a[2], _screw.matvec(Q, a[2]))
+        rest = _screw.matmul(_turns(a[:2], (t0, t1)).T, Q)
+        return [t0, t1, _subproblem1(a[2], a[1], _screw.matvec(rest, a[1]))], ok
+    t0 = _subproblem1(a[0], a[1], _screw.matvec(Q, a[1]))
+    rest = _screw.matmul(_screw.rotation(a[0], t0).T, Q)
+    return [t0, _subproblem1(a[1], a[0], _screw.matvec(rest, a[0]))], jnp.array(True)
+
+
+def _chain_closed_form(ch: Chain, R, d):
+    """One chain's joint displacements `(n,)` at the platform pose `(R, d)`, and
+    whether it assembles (see the section's comment for the chains it takes)."""
     w = ch.axes
+    if "P" not in ch.kinds:  # an S alone: the platform's rotation
+        theta, ok = _wrist([w[0], w[1], w[2]], R)
+        return jnp.stack(theta), ok
+    p = ch.kinds.index("P")
     A, C0 = ch.points[0], ch.attach
     ell = _screw.matvec(R, C0) + d - A
     length = jnp.sqrt(jnp.dot(ell, ell))
-    t0, t1, ok1 = _subproblem2(w[0], w[1], w[3], ell / length)
-    Rs = _screw.matmul(_screw.rotation(w[0], t0), _screw.rotation(w[1], t1))
-    Q = _screw.matmul(Rs.T, R)
-    t2, t4, ok2 = _subproblem2(w[2], w[4], w[5], _screw.matvec(Q, w[5]))
-    Rm = _screw.matmul(_screw.rotation(w[2], t2), _screw.rotation(w[4], t4))
-    t5 = _subproblem1(w[5], w[4], _screw.matvec(_screw.matmul(Rm.T, Q), w[4]))
-    t3 = length - jnp.sqrt(jnp.dot(C0 - A, C0 - A))
-    return jnp.stack([t0, t1, t2, t3, t4, t5]), ok1 & ok2
+    t0, t1, ok1 = _subproblem2(w[0], w[1], w[p], ell / length)
+    Q = _screw.matmul(_turns([w[0], w[1]], (t0, t1)).T, R)
+    rest, ok2 = _wrist([w[j] for j in range(2, ch.n) if j != p], Q)
+    slide = length - jnp.sqrt(jnp.dot(C0 - A, C0 - A))
+    theta = [t0, t1, *rest]
+    theta.insert(p, slide)
+    return jnp.stack(theta), ok1 & ok2
+
+
+def _upu_torsion(ch: Chain, R_t, steps: int = 8):
+    """The platform rotation `exp(n ψ) R_t` (n = R_t ẑ, the prescribed normal) that the
+    U-P-U chain `ch` admits: its platform U closes where the leg's second axis and the
+    platform's last one stay at right angles, `(R t)·(R_leg w) = 0`, one equation in ψ,
+    solved by Newton from ψ = 0 (`steps` fixed steps, quadratic near the root; the
+    closure check certifies it)."""
+    w = ch.axes
+    A, C0 = ch.points[0], ch.attach
+    n = R_t[:, 2]
+
+    def f(psi):
+        R = _screw.matmul(_screw.rotation(n, psi), R_t)
+        ell = _screw.matvec(R, C0) - A
+        t0, t1, _ = _subproblem2(w[0], w[1], w[2], ell / jnp.sqrt(jnp.dot(ell, ell)))
+        leg = _turns([w[0], w[1]], (t0, t1))
+        return jnp.dot(_screw.matvec(R, w[4]), _screw.matvec(leg, w[3]))
+
+    psi = jnp.zeros((), R_t.dtype)
+    for _ in range(steps):
+        v, dv = jax.jvp(f, (psi,), (jnp.ones_like(psi),))
+        psi = psi - v / dv
+    return _screw.matmul(_screw.rotation(n, psi), R_t)
 
 
 def _rotation_log(R):
@@ -371,9 +421,15 @@ def _rotation_log(R):
 
 
 def closed_form_legs(mech: AbstractParallelMechanism) -> bool:
-    """Whether `mech`'s inverse kinematics has the closed form of `_closed_form_state`
-    (a Gough–Stewart platform of S-P-U legs, its pose prescribed)."""
-    return isinstance(mech, StewartPlatform) and all(ch.kinds == tuple("RRRPRR") for ch in mech.chains)
+    """Whether `mech`'s inverse kinematics has the closed form of `_closed_form_state`:
+    a Gough–Stewart platform of S-P-U legs, its pose prescribed, or the 3UPS–UPU–S
+    (U-P-S legs, a U-P-U fixing the turn about the prescribed normal, an S at O)."""
+    if isinstance(mech, StewartPlatform):
+        return all(ch.kinds == tuple("RRRPRR") for ch in mech.chains)
+    if isinstance(mech, ThreeUPSUPUS):
+        kinds = [ch.kinds for ch in mech.chains]
+        return kinds[0] == tuple("RRPRR") and all(k in (tuple("RRPRRR"), tuple("RRR")) for k in kinds[1:])
+    return False
 
 
 def _closed_form_state(mech: AbstractParallelMechanism, R_t, d_t):
@@ -381,7 +437,14 @@ def _closed_form_state(mech: AbstractParallelMechanism, R_t, d_t):
     the platform's rotation vector and displacement), and whether each assembles."""
 
     def one(R, d):
-        legs = [_stewart_leg(ch, R, d) for ch in mech.chains]
+        if isinstance(mech, ThreeUPSUPUS):
+            # the normal is prescribed; the turn about it is the U-P-U's, the
+            # displacement the S's (the platform turns about its centre: where the
+            # trajectory moves it elsewhere, the task check masks the sample)
+            R = _upu_torsion(mech.chains[0], R)
+            S = mech.chains[-1]
+            d = S.points[0] - _screw.matvec(R, S.attach)
+        legs = [_chain_closed_form(ch, R, d) for ch in mech.chains]
         theta = jnp.concatenate([t for t, _ in legs])
         ok = jnp.all(jnp.stack([o for _, o in legs]))
         return jnp.concatenate([theta, _rotation_log(R), d]), ok

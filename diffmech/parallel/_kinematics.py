@@ -666,11 +666,12 @@ def inverse_kinematics(
       cubic Hermite interpolant (positions and IFT rates) of the continuation, until
       the update is at most 1e-9 (relative; one step at least, eight at most), so that
       any stride gives the same solutions to round-off. The condition number reported
-      for a sample is the larger of its two continuation samples'. By default a
-      Gough–Stewart platform's legs are solved in closed form instead (each S-P-U
-      leg's joints from the platform pose, the assembly of the home configuration),
-      every sample at once, Newton only certifying; each sample's own condition
-      number is reported. An explicit `stride` keeps the continuation.
+      for a sample is the larger of its two continuation samples'. By default the
+      bundled mechanisms' legs are solved in closed form instead (each U/S-P-U/S
+      leg's joints from the platform pose, the assembly of the home configuration;
+      for the 3UPS–UPU–S the turn about the prescribed normal first, from its U-P-U
+      leg), every sample at once, Newton only certifying; each sample's own
+      condition number is reported. An explicit `stride` keeps the continuation.
     - `throw`: raise at the first sample that failed: eagerly a
       `diffmech.MotionLimitError` (a joint limit, naming the joint; or a leg that
       cannot reach the pose) or `diffmech.SingularError`, naming the sample, its

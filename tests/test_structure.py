@@ -137,7 +137,14 @@ def test_the_structure_predictor_is_chosen_only_where_every_group_is_solved():
     for name in EXPECTED:
         lk = linkage(name)
         assert (_structure.predictor(lk) is not None) == L.structure(lk).closed_form
-    assert _structure.predictor(dm.examples.rssr()) is None  # spatial: the generic path
+    # spatial: points held by three distances to known ones by trilateration (the
+    # RSSR's coupler joint, the double wishbone's two ball joints); any other equation
+    # (a cylindrical or universal joint, the Bennett's over-constraint, the delta's
+    # rigid platform, the 5-SS's coupled points) keeps the generic predictor
+    for name in ("rssr", "double_wishbone"):
+        assert isinstance(_structure.predictor(getattr(dm.examples, name)()), closure.ClosedForm), name
+    for name in ("rscr", "cardan", "bennett", "delta", "ss5"):
+        assert _structure.predictor(getattr(dm.examples, name)()) is None, name
     spec = dm.examples.fourbar().to_dict()
     spec["input"] = {"type": "actuator", "joints": ["A", "C"]}  # a linear actuator: the generic path
     s = L.structure(L.Linkage.from_dict(spec))
@@ -172,7 +179,7 @@ def _designs(lk, n, rel, seed):
     return lk.coords[None] + jnp.asarray(rel * size * rng.normal(size=(n,) + lk.coords.shape) * move)
 
 
-CLOSED = ["theo_jansen", "spherical_watt1", "slider_crank", "slotted", "yoke", "stephenson2", "triad"]
+CLOSED = ["theo_jansen", "spherical_watt1", "slider_crank", "slotted", "yoke", "stephenson2", "triad", "rssr"]
 
 
 @pytest.mark.parametrize("name", CLOSED)
@@ -204,7 +211,7 @@ def test_masks_statuses_and_solutions_equal_sequential_continuation_on_random_de
     assert np.max(np.asarray(fast.residual)[ok]) <= 1e-10
 
 
-@pytest.mark.parametrize("name,tracer", [("theo_jansen", "J8"), ("slider_crank", "P")])
+@pytest.mark.parametrize("name,tracer", [("theo_jansen", "J8"), ("slider_crank", "P"), ("rssr", "C")])
 def test_closed_form_design_gradients_match_central_differences(name, tracer):
     lk = linkage(name)
     j = lk.joint(tracer)

@@ -18,9 +18,11 @@ circle (RRR), circle–line (RRP), a unit normal from one dot product (RPR), lin
 (PRP), a translation from one dot product (RPP); on the sphere every dyad is the
 intersection of two cones (its inner element keeps a dot product with each outer
 one). Each dyad's assembly sign is read from the initial configuration. An input at
-which a dyad cannot assemble is beyond a motion limit. A linkage with a larger group
-(or an actuator, or a spatial one) has no closed form here: the closure core's generic
-predictor solves it.
+which a dyad cannot assemble is beyond a motion limit. A larger group is solved by a
+search of one driver angle (`_SearchPredictor`). A spatial linkage held by distances
+alone is predicted point by point by trilateration (`_trilateration`). An actuator
+input, or a spatial linkage with any other equation, has no closed form here: the
+closure core's generic predictor solves it.
 """
 
 import dataclasses
@@ -374,10 +376,12 @@ def _longest_cycle(nodes, edges) -> int:
 
 def predictor(lk: Linkage):
     """The closure core's predictor for `lk`: the dyads' closed form when the linkage
-    decomposes into dyads (`structure(lk).closed_form`), else None (the core's generic
-    `Coarse` predictor)."""
+    decomposes into dyads (`structure(lk).closed_form`), a group's search where it has
+    larger groups, trilateration for a spatial linkage held by distances alone
+    (`_trilateration`), else None (the core's generic `Coarse` predictor)."""
     if lk.geometry == "spatial":
-        return None
+        steps = _trilateration(lk.topology, lk.names, lk.link_names)
+        return None if steps is None else _spatial_closed_form(lk.topology, lk.names, lk.link_names)
     plan = _analyse(lk.topology, lk.names, lk.link_names)
     if not plan.structure.closed_form:
         return None
@@ -426,6 +430,8 @@ def branch(lk: Linkage):
         return None
     if isinstance(pred, _SearchPredictor):
         return "det"  # a group's assembly has no sign of its own: the closure Jacobian's determinant
+    if lk.geometry == "spatial":
+        return _spatial_branch_fn(lk.topology, lk.names, lk.link_names)
     return _branch_fn(lk.topology, lk.names, lk.link_names)
 
 
@@ -460,6 +466,121 @@ def _branch_fn(topo, names, link_names):
     # jitted (as the residual is): its index arrays then live inside its own program, not
     # as constants of the sweep's fallback, which a `custom_vmap` must not close over
     # (a batch of synthesis starts failed there)
+    return jax.jit(invariant)
+
+
+# --------------------------------------------------------------------------- spatial points by trilateration
+#
+# A spatial linkage described by distances alone (S–S links, R joints as two points of
+# their axis), driven by links: each unknown point held by three distances to points
+# already known is one of the two intersections of three spheres, the one on the side
+# of the three centres' plane where it starts. The RSSR's coupler joint is such a point
+# (spheres about the crank's joint and two points of the rocker's axis), and so is a
+# delta robot's platform point, from its three elbows.
+
+
+@functools.lru_cache(maxsize=128)
+def _trilateration(topo, names, link_names):
+    """The static steps `((j, a, b, c), ...)`: each unknown point `j` in an order where
+    its three centres `a, b, c` are known; None where the linkage is not of that kind
+    (an equation other than a distance, an input held by an equation, an unknown
+    that is not a point, more equations than unknowns, or a point left over)."""
+    from ._model import _compile
+
+    plan = _compile(topo, names, link_names)
+    if any(kind != "dist" and rows.size for kind, rows in plan.groups.items()):
+        return None
+    if plan.n_equations != plan.n_unknowns or any(w != 3 for _, _, w in plan.unknowns):
+        return None
+    if not plan.unknowns or any(link < 0 for _, link, _ in topo.inputs):
+        return None
+    pairs = [tuple(int(v) for v in row) for row in plan.groups["dist"]]
+    unknown = {j for j, _, _ in plan.unknowns}
+    known = set(range(len(names))) - unknown
+    steps = []
+    while unknown:
+        found = None
+        for j in sorted(unknown):
+            centres = [q if p == j else p for p, q in pairs if j in (p, q) and (q if p == j else p) in known]
+            if len(centres) >= 3:
+                found = (j, *centres[:3])
+                break
+        if found is None:
+            return None
+        steps.append(found)
+        unknown.discard(found[0])
+        known.add(found[0])
+    return tuple(steps)
+
+
+def _plane_frame(a, b, c):
+    """An orthonormal frame `(ex, ey, ez)` of the plane through `a, b, c` (ex along
+    b − a), and the coordinates `(d, i, j)` of b and c in it."""
+    ab, ac = b - a, c - a
+    d = jnp.sqrt(dot(ab, ab))
+    ex = ab / d
+    i = dot(ex, ac)
+    ey = ac - i * ex
+    j = jnp.sqrt(dot(ey, ey))
+    ey = ey / j
+    return ex, ey, jnp.cross(ex, ey), d, i, j
+
+
+def _trilaterate(a, b, c, ra, rb, rc, side):
+    """The point at distances `ra, rb, rc` from `a, b, c` on the `side` (±1) of their
+    plane (along ex × ey), and whether the three spheres meet."""
+    ex, ey, ez, d, i, j = _plane_frame(a, b, c)
+    x = (ra**2 - rb**2 + d**2) / (2 * d)
+    y = (ra**2 - rc**2 + i**2 + j**2) / (2 * j) - i * x / j
+    zz = ra**2 - x**2 - y**2
+    return a + x * ex + y * ey + side * jnp.sqrt(jnp.maximum(zz, 0.0)) * ez, zz >= 0
+
+
+def _side(X, j, a, b, c):
+    """Which side of the plane of `a, b, c` the point `j` is on (a signed volume)."""
+    return dot(X[j] - X[a], jnp.cross(X[b] - X[a], X[c] - X[a]))
+
+
+@functools.lru_cache(maxsize=128)
+def _spatial_closed_form(topo, names, link_names):
+    """The trilateration's `ClosedForm` (one object per topology, as `_closed_form`)."""
+    from ._model import _assemble, _compile
+
+    steps = _trilateration(topo, names, link_names)
+    assert steps is not None  # `predictor` asks for this only where there are steps
+    unknowns = _compile(topo, names, link_names).unknowns
+
+    def solution(u, prep):
+        C0 = prep.C0
+        X = _assemble(None, u, prep)  # the input links moved; the unknown points where they start
+        ok = jnp.asarray(True)
+        for j, a, b, c in steps:
+            ra, rb, rc = (jnp.sqrt(dot(C0[j] - C0[k], C0[j] - C0[k])) for k in (a, b, c))
+            p, good = _trilaterate(X[a], X[b], X[c], ra, rb, rc, _sign(_side(C0, j, a, b, c)))
+            X = X.at[j].set(p)
+            ok = ok & good
+        return jnp.concatenate([X[j] for j, _, _ in unknowns]), ok
+
+    return _closure.ClosedForm(solution)
+
+
+@functools.lru_cache(maxsize=128)
+def _spatial_branch_fn(topo, names, link_names):
+    """The trilateration's branch invariant: each point's side of its centres' plane
+    times its side at the initial configuration, the smallest of them (as
+    `_branch_fn`)."""
+    from ._model import _assemble
+
+    steps = _trilateration(topo, names, link_names)
+    assert steps is not None
+
+    def invariant(x, u, prep):
+        X, C0 = _assemble(x, u, prep), prep.C0
+        value = jnp.asarray(1.0, X.dtype)
+        for j, a, b, c in steps:
+            value = jnp.minimum(value, _sign(_side(C0, j, a, b, c)) * _side(X, j, a, b, c))
+        return value
+
     return jax.jit(invariant)
 
 

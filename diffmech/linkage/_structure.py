@@ -475,8 +475,9 @@ def _branch_fn(topo, names, link_names):
 # their axis), driven by links: each unknown point held by three distances to points
 # already known is one of the two intersections of three spheres, the one on the side
 # of the three centres' plane where it starts. The RSSR's coupler joint is such a point
-# (spheres about the crank's joint and two points of the rocker's axis), and so is a
-# delta robot's platform point, from its three elbows.
+# (spheres about the crank's joint and two points of the rocker's axis), as are the
+# double wishbone's ball joints. (The delta robot's description is not: its platform is
+# six points held by rigid-body equations.)
 
 
 @functools.lru_cache(maxsize=128)

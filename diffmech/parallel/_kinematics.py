@@ -365,7 +365,7 @@ def _chain_closed_form(ch: Chain, R, d):
     whether it assembles (see the section's comment for the chains it takes)."""
     w = ch.axes
     if "P" not in ch.kinds:  # an S alone: the platform's rotation
-        theta, ok = _wrist([w[0], w[1], w[2]], R)
+        theta, ok = _wrist(w, R)
         return jnp.stack(theta), ok
     p = ch.kinds.index("P")
     A, C0 = ch.points[0], ch.attach

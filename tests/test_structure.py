@@ -138,12 +138,14 @@ def test_the_structure_predictor_is_chosen_only_where_every_group_is_solved():
         lk = linkage(name)
         assert (_structure.predictor(lk) is not None) == L.structure(lk).closed_form
     # spatial: points held by three distances to known ones by trilateration (the
-    # RSSR's coupler joint, the double wishbone's two ball joints); any other equation
-    # (a cylindrical or universal joint, the Bennett's over-constraint, the delta's
-    # rigid platform, the 5-SS's coupled points) keeps the generic predictor
-    for name in ("rssr", "double_wishbone"):
+    # RSSR's coupler joint, the double wishbone's two ball joints), a body held by
+    # three parallelograms as a translation (the delta's platform); any other equation
+    # (a cylindrical or universal joint, the Bennett's over-constraint, the 5-SS's
+    # coupled points) keeps the generic predictor
+    for name in ("rssr", "double_wishbone", "delta"):
         assert isinstance(_structure.predictor(getattr(dm.examples, name)()), closure.ClosedForm), name
-    for name in ("rscr", "cardan", "bennett", "delta", "ss5"):
+    assert isinstance(_structure.predictor(dm.examples.delta()), _structure.TranslationClosedForm)
+    for name in ("rscr", "cardan", "bennett", "ss5"):
         assert _structure.predictor(getattr(dm.examples, name)()) is None, name
     spec = dm.examples.fourbar().to_dict()
     spec["input"] = {"type": "actuator", "joints": ["A", "C"]}  # a linear actuator: the generic path
@@ -209,6 +211,101 @@ def test_masks_statuses_and_solutions_equal_sequential_continuation_on_random_de
     )
     assert np.max(np.abs(np.asarray(states)[ok] - x_ref[ok])) <= 1e-9
     assert np.max(np.asarray(fast.residual)[ok]) <= 1e-10
+
+
+def _delta_translations(lk, C, inputs):
+    """An independent reference for a delta design with exact parallelograms: the
+    platform's translation `t` at each input row and whether it exists. Arm ends
+    turned by Rodrigues' formula; `|U_i(u) − P_i0 − t| = L_i` for three rods: two
+    differences of the sphere equations are planes, met by a line, which meets a
+    sphere by a quadratic; the root nearest the last row's (from t = 0) continues the
+    motion, up to the first input where the line misses the sphere."""
+    t, out, ok = np.zeros(3), [], True
+    for u in np.asarray(inputs):
+        c, r = [], []
+        for n in (1, 2, 3):
+            A, B = C[lk.joint(f"A{n}")], C[lk.joint(f"A{n}.axis")]
+            k = (B - A) / np.linalg.norm(B - A)
+            K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+            Rm = np.eye(3) + np.sin(u[n - 1]) * K + (1 - np.cos(u[n - 1])) * K @ K
+            U0, P0 = C[lk.joint(f"U{n}a")], C[lk.joint(f"P{n}a")]
+            c.append(A + Rm @ (U0 - A) - P0)
+            r.append(np.linalg.norm(P0 - U0))
+        # |t − c_i|² = r_i²: subtracting the first gives 2 (c_i − c_1)·t = |c_i|² − |c_1|² − r_i² + r_1²
+        M = 2 * np.array([c[1] - c[0], c[2] - c[0]])
+        rhs = np.array([c[i] @ c[i] - c[0] @ c[0] - r[i] ** 2 + r[0] ** 2 for i in (1, 2)])
+        direction = np.cross(M[0], M[1])
+        base = np.linalg.lstsq(M, rhs, rcond=None)[0]  # the line's point nearest the origin
+        w = base - c[0]
+        qa, qb, qc = direction @ direction, 2 * direction @ w, w @ w - r[0] ** 2
+        disc = qb * qb - 4 * qa * qc
+        ok = ok and disc >= 0
+        if ok:
+            q = -0.5 * (qb + np.copysign(np.sqrt(disc), qb))  # the two roots without cancellation
+            roots = [base + s_ * direction for s_ in (q / qa, qc / q)]
+            t = min(roots, key=lambda q: np.linalg.norm(q - t))
+        out.append((t.copy(), ok))
+    return np.array([o[0] for o in out]), np.array([o[1] for o in out])
+
+
+def test_delta_platform_predicted_as_a_translation_on_random_designs():
+    # designs that keep the parallelograms exact: each arm's two rod ends moved by one
+    # random vector, each platform pair by another (rod lengths, arm ends and platform
+    # points all change; the rods stay equal and parallel, along the arm's axis),
+    # checked against the three spheres in NumPy; and designs that break one (a
+    # platform point moved alone): no translation, so the prediction is not certified
+    # and the fallback solves them, checked against sequential continuation
+    lk = dm.examples.delta()
+    rng = np.random.default_rng(7)
+    pairs = [("U1a", "U1b"), ("U2a", "U2b"), ("U3a", "U3b"), ("P1a", "P1b"), ("P2a", "P2b"), ("P3a", "P3b")]
+    batch = []
+    for k in range(20):
+        C = np.asarray(lk.coords).copy()
+        for a, b in pairs:
+            move = 0.03 * rng.normal(size=3)
+            C[lk.joint(a)] += move
+            C[lk.joint(b)] += move
+        for n in (1, 2, 3):  # exact to round-off (the bundled ones are to their 12 digits)
+            A, B = C[lk.joint(f"A{n}")], C[lk.joint(f"A{n}.axis")]
+            w = 0.06 * (B - A) / np.linalg.norm(B - A)
+            C[lk.joint(f"U{n}b")], C[lk.joint(f"P{n}b")] = C[lk.joint(f"U{n}a")] + w, C[lk.joint(f"P{n}a")] + w
+        if k >= 16:
+            C[lk.joint("P2b")] += 0.01 * rng.normal(size=3)
+        batch.append(C)
+    batch = np.array(batch)
+    inputs = jnp.linspace(0.0, 1.0, 21)[:, None] * jnp.array([2.6, -1.56, 1.17])  # past some workspaces' edge
+
+    def design(C):
+        return eqx.tree_at(lambda l: l.coords, lk, C)
+
+    @jax.jit
+    def both(b):
+        fast = jax.vmap(lambda C: L.simulate_functional(design(C), inputs, condition=False))(b)
+        slow = jax.vmap(lambda C: _sequential(design(C), inputs))(b)
+        return fast, slow
+
+    fast, slow = both(jnp.asarray(batch))
+    ok, ok_ref = np.asarray(fast.converged), np.asarray(slow.converged)
+    assert np.array_equal(ok, ok_ref), np.argwhere(ok != ok_ref)[:5]
+    assert np.array_equal(np.asarray(fast.status._value), np.asarray(slow.status._value))
+    assert 0 < ok[:16].mean() < 1 and 0 < ok[16:].mean()  # some designs meet the edge of their workspace
+    states = jax.vmap(jax.vmap(lambda C, lk_: lk_.state(C), in_axes=(0, None)), in_axes=(0, 0))(
+        fast.coords, jax.vmap(design)(jnp.asarray(batch))
+    )
+    assert np.max(np.abs(np.asarray(states)[ok] - np.asarray(slow.value)[ok])) <= 1e-9
+    assert np.max(np.asarray(fast.residual)[ok]) <= 1e-10
+    p = lk.joint("P1a")
+    for k in range(16):  # a translation, to round-off, wherever the spheres meet (the motion may stop
+        # sooner: at a constraint singularity, where the closure Jacobian's determinant changes sign)
+        t, exists = _delta_translations(lk, batch[k], inputs)
+        assert np.all(exists[ok[k]]), k
+        assert np.max(np.abs(np.asarray(fast.coords[k, :, p]) - (batch[k, p] + t))[ok[k]]) <= 1e-12, k
+    # the prediction itself closes a parallelogram design (no fallback solves it)
+    lk0 = design(jnp.asarray(batch[0]))
+    prep = _model._prepare(lk0)
+    x, meet = jax.vmap(_structure.predictor(lk0).solution, in_axes=(0, None))(inputs, prep)
+    r = jax.vmap(_model._residual, in_axes=(0, 0, None))(x, inputs, prep)
+    assert np.max(np.abs(np.asarray(r))[ok[0]]) <= 1e-13 and np.all(np.asarray(meet)[ok[0]])
 
 
 @pytest.mark.parametrize("name,tracer", [("theo_jansen", "J8"), ("slider_crank", "P"), ("rssr", "C")])

@@ -306,8 +306,10 @@ def _certify_steps(predictor) -> int:
     """Newton steps after the structure's prediction: none after the dyads' closed form;
     one after a group's search (its root, refined to round-off in the driver's angle,
     can leave the closure a few ulps above the exactness test: the Stephenson-II's
-    initial input by 1.2x), which then certifies."""
-    return 1 if isinstance(predictor, _structure._SearchPredictor) else _CERTIFY_STEPS
+    initial input by 1.2x), which then certifies; one after a translating body's
+    trilateration (exact only for exact parallelograms)."""
+    searched = isinstance(predictor, (_structure._SearchPredictor, _structure.TranslationClosedForm))
+    return 1 if searched else _CERTIFY_STEPS
 
 
 # the redundant equations of an over-constrained linkage hold to this at a solution

@@ -169,7 +169,8 @@ def structure(lk: Linkage) -> Structure:
     if lk.geometry == "spatial":
         raise LinkageError(
             f"linkage.structure: {lk.name!r} is spatial; Assur groups are defined here for planar and spherical "
-            "linkages (a spatial linkage is solved by the generic predictor)"
+            "linkages (a spatial linkage is predicted by trilateration where distances hold it, else by the "
+            "closure core's generic predictor)"
         )
     plan = _analyse(lk.topology, lk.names, lk.link_names)
     C = np.asarray(lk.initial())
@@ -430,6 +431,12 @@ def branch(lk: Linkage):
         return None
     if isinstance(pred, _SearchPredictor):
         return "det"  # a group's assembly has no sign of its own: the closure Jacobian's determinant
+    if isinstance(pred, TranslationClosedForm):
+        # the body's side is its translation's sign only: where the rods are not exact
+        # parallelograms the body also turns, and the closure can pass a singularity
+        # the side does not see (a random design's constraint singularity, found by
+        # the determinant's sign)
+        return "det"
     if lk.geometry == "spatial":
         return _spatial_branch_fn(lk.topology, lk.names, lk.link_names)
     return _branch_fn(lk.topology, lk.names, lk.link_names)
@@ -471,25 +478,39 @@ def _branch_fn(topo, names, link_names):
 
 # --------------------------------------------------------------------------- spatial points by trilateration
 #
-# A spatial linkage described by distances alone (S–S links, R joints as two points of
-# their axis), driven by links: each unknown point held by three distances to points
-# already known is one of the two intersections of three spheres, the one on the side
-# of the three centres' plane where it starts. The RSSR's coupler joint is such a point
+# A spatial linkage described by distances (S–S links, R joints as two points of their
+# axis), driven by links: each unknown point held by three distances to points already
+# known is one of the two intersections of three spheres, the one on the side of the
+# three centres' plane where it starts. The RSSR's coupler joint is such a point
 # (spheres about the crank's joint and two points of the rocker's axis), as are the
-# double wishbone's ball joints. (The delta robot's description is not: its platform is
-# six points held by rigid-body equations.)
+# double wishbone's ball joints.
+#
+# A body held by three parallelograms of S–S rods (the delta robot's platform: each
+# arm carries two equal, parallel rods) keeps its orientation where each pair's arm
+# side keeps its direction (along the arm's turning axis), and then only translates:
+# its translation `t` is at the rod's length from each of three arm ends less the
+# platform point's initial position, so again the intersection of three spheres, on
+# the side where `t = 0` starts. Which rods pair is read from the topology; whether
+# the body really translates is a matter of dimensions (exact parallelograms), so the
+# prediction is certified by one Newton step on the whole closure (a design a few
+# ulps off parallel, as 12-digit coordinates are, is then closed to round-off; one
+# further off is solved by the core's fallback), and the branch is checked by the
+# closure Jacobian's determinant (`branch`).
 
 
 @functools.lru_cache(maxsize=128)
 def _trilateration(topo, names, link_names):
-    """The static steps `((j, a, b, c), ...)`: each unknown point `j` in an order where
-    its three centres `a, b, c` are known; None where the linkage is not of that kind
-    (an equation other than a distance, an input held by an equation, an unknown
-    that is not a point, more equations than unknowns, or a point left over)."""
+    """The static steps, in an order where each one's centres are known:
+    `("point", j, a, b, c)`: the unknown point `j` from its three centres `a, b, c`;
+    `("body", points, ((p1, a1), (p2, a2), (p3, a3)))`: a translating body's unknown
+    `points`, from three rods `p_i`–`a_i` of three parallelograms. None where the
+    linkage is not of that kind (an equation other than a distance or a body's own
+    carried point, an input held by an equation, an unknown that is not a point, more
+    equations than unknowns, or a point left over)."""
     from ._model import _compile
 
     plan = _compile(topo, names, link_names)
-    if any(kind != "dist" and rows.size for kind, rows in plan.groups.items()):
+    if any(kind not in ("dist", "tcarry") and rows.size for kind, rows in plan.groups.items()):
         return None
     if plan.n_equations != plan.n_unknowns or any(w != 3 for _, _, w in plan.unknowns):
         return None
@@ -504,14 +525,41 @@ def _trilateration(topo, names, link_names):
         for j in sorted(unknown):
             centres = [q if p == j else p for p, q in pairs if j in (p, q) and (q if p == j else p) in known]
             if len(centres) >= 3:
-                found = (j, *centres[:3])
+                found = ("point", j, *centres[:3])
                 break
+        if found is None:
+            found = _translating_body(topo, pairs, unknown, known)
         if found is None:
             return None
         steps.append(found)
-        unknown.discard(found[0])
-        known.add(found[0])
+        placed = {found[1]} if found[0] == "point" else set(found[1])
+        unknown -= placed
+        known |= placed
     return tuple(steps)
+
+
+def _translating_body(topo, pairs, unknown, known):
+    """A `("body", points, rods)` step: a link all of whose points are unknown, held
+    to known links by at least three parallelograms (two S–S rods `p`–`a`, `q`–`b`
+    with `p, q` on the body and `a, b` on one known link, each pair on another link);
+    None if there is none. Carried points (tracers) are placed with the body by the
+    tracers' own rule."""
+    for body, joints in enumerate(topo.links):
+        points = tuple(j for j in joints if j in unknown)
+        if not points or any(j in known and any(j in pq for pq in pairs) for j in joints):
+            continue
+        rods = [(p, a) if p in points else (a, p) for p, a in pairs if (p in points) != (a in points)]
+        rods = [(p, a) for p, a in rods if a in known]
+        found, used = [], set()
+        for (p, a), (q, b) in itertools.combinations(rods, 2):
+            holders = [k for k, js in enumerate(topo.links) if a in js and b in js and k != body]
+            if p == q or a == b or not holders or holders[0] in used or {p, a} & {r for pr in found for r in pr}:
+                continue
+            used.add(holders[0])
+            found.append((p, a))
+        if len(found) >= 3 and all(j in points for j in unknown & set(joints)):
+            return ("body", points, tuple(found[:3]))
+    return None
 
 
 def _plane_frame(a, b, c):
@@ -555,14 +603,36 @@ def _spatial_closed_form(topo, names, link_names):
         C0 = prep.C0
         X = _assemble(None, u, prep)  # the input links moved; the unknown points where they start
         ok = jnp.asarray(True)
-        for j, a, b, c in steps:
-            ra, rb, rc = (jnp.sqrt(dot(C0[j] - C0[k], C0[j] - C0[k])) for k in (a, b, c))
-            p, good = _trilaterate(X[a], X[b], X[c], ra, rb, rc, _sign(_side(C0, j, a, b, c)))
-            X = X.at[j].set(p)
+        for step in steps:
+            if step[0] == "point":
+                _, j, a, b, c = step
+                ra, rb, rc = (jnp.sqrt(dot(C0[j] - C0[k], C0[j] - C0[k])) for k in (a, b, c))
+                p, good = _trilaterate(X[a], X[b], X[c], ra, rb, rc, _sign(_side(C0, j, a, b, c)))
+                X = X.at[j].set(p)
+            else:  # a translating body: `t` from the spheres about each arm end less its point
+                _, points, rods = step
+                (c1, c2, c3), (r1, r2, r3) = zip(
+                    *((X[a] - C0[p], jnp.sqrt(dot(C0[p] - C0[a], C0[p] - C0[a]))) for p, a in rods)
+                )
+                t, good = _trilaterate(c1, c2, c3, r1, r2, r3, _sign(_body_side(C0, rods)))
+                idx = jnp.asarray(points)
+                X = X.at[idx].set(C0[idx] + t)
             ok = ok & good
         return jnp.concatenate([X[j] for j, _, _ in unknowns]), ok
 
-    return _closure.ClosedForm(solution)
+    return TranslationClosedForm(solution) if any(st[0] == "body" for st in steps) else _closure.ClosedForm(solution)
+
+
+class TranslationClosedForm(_closure.ClosedForm):
+    """The trilateration's closed form with a translating body, exact only where its
+    parallelograms are (the corrector takes one Newton step to certify it)."""
+
+
+def _body_side(X, rods):
+    """A translating body's side of its three centres' plane: with the rod vectors
+    `d_i = X[p_i] − X[a_i]` (`t` less each centre), `d₁ · ((d₁ − d₂) × (d₁ − d₃))`."""
+    d1, d2, d3 = (X[p] - X[a] for p, a in rods)
+    return dot(d1, jnp.cross(d1 - d2, d1 - d3))
 
 
 @functools.lru_cache(maxsize=128)
@@ -578,7 +648,7 @@ def _spatial_branch_fn(topo, names, link_names):
     def invariant(x, u, prep):
         X, C0 = _assemble(x, u, prep), prep.C0
         value = jnp.asarray(1.0, X.dtype)
-        for j, a, b, c in steps:
+        for _, j, a, b, c in steps:  # points only: a translating body's closed form takes the determinant
             value = jnp.minimum(value, _sign(_side(C0, j, a, b, c)) * _side(X, j, a, b, c))
         return value
 

@@ -3,6 +3,12 @@ spherical and spatial n-bars with revolute, prismatic and spherical joints (in s
 also cylindrical and universal ones), one input or several (revolute, prismatic, a
 joint's own turn or slide, or a linear actuator), simulated on the closure core."""
 
+from ._analysis import (
+    Sensitivity as Sensitivity,
+    Tolerance as Tolerance,
+    sensitivity as sensitivity,
+    tolerance as tolerance,
+)
 from ._drawing import to_csv as to_csv, to_dxf as to_dxf, to_svg as to_svg
 from ._dynamics import (
     Drive as Drive,

@@ -6,8 +6,10 @@ joint's own turn or slide, or a linear actuator), simulated on the closure core.
 from ._analysis import (
     Sensitivity as Sensitivity,
     Tolerance as Tolerance,
+    Transmission as Transmission,
     sensitivity as sensitivity,
     tolerance as tolerance,
+    transmission as transmission,
 )
 from ._drawing import to_csv as to_csv, to_dxf as to_dxf, to_svg as to_svg
 from ._dynamics import (

@@ -477,3 +477,93 @@ def _sigma(owner, sigma, prob: _Problem, design) -> Array:
             i = int(np.argmax(bad))
             raise ValueError(f"{owner}: `sigma` must be finite and ≥ 0; {dims[i]!r} has {out[i]!r}")
     return jnp.asarray(out, dtype=prob.inputs.dtype)
+
+
+# --------------------------------------------------------------------------- transmission
+
+
+class Transmission(eqx.Module):
+    """Each dyad's transmission angle along a motion.
+
+    - `inputs` `(N,)`, `converged` `(N,)`: as the motion's;
+    - `angle` `(N, G)`: at each dyad's inner joint, the angle between the directions
+      along which its two outer elements hold it (radians, in [0, π]; NaN where the
+      motion did not converge): for an RRR dyad the angle between its two links (the
+      four-bar's transmission angle between coupler and rocker), for an RRP dyad
+      between the link and the slider line's normal (90° when the link pushes along
+      the line), on the sphere between the two links' great circles. 90° transmits
+      best; 0 or 180° is the dyad's dead centre, where it stops assembling;
+    - `groups` (static): each dyad's label (`"2. RRR at J4"`), in the structure's
+      solving order. Dyads whose inner element is a line (RPR, PRP, RPP), a spherical
+      RRP and groups larger than a dyad have no angle of this kind and are not listed.
+
+    `t.minimum()`: per dyad, the worst angle over the converged inputs (the smaller of
+    `μ` and `π − μ`, so 90° is ideal) and the input where it occurs.
+    """
+
+    inputs: Array
+    angle: Float[Array, "N G"]
+    converged: Array
+    groups: tuple[str, ...] = eqx.field(static=True)
+
+    def minimum(self) -> tuple[np.ndarray, np.ndarray]:
+        """`(worst, at)`: per dyad the smallest `min(μ, π − μ)` over the converged
+        inputs (radians) and the input value where it occurs."""
+        mu = np.asarray(self.angle)
+        q = np.where(np.asarray(self.converged)[:, None], np.minimum(mu, np.pi - mu), np.inf)
+        k = np.argmin(q, axis=0)
+        return q[k, np.arange(q.shape[1])], np.asarray(self.inputs)[k]
+
+
+def _angle(u, v):
+    """The angle between two vectors, from atan2 (accurate near 0 and π)."""
+    c = jnp.sum(u * v, axis=-1)
+    s = (
+        jnp.linalg.norm(jnp.cross(u, v), axis=-1)
+        if u.shape[-1] == 3
+        else jnp.abs(u[..., 0] * v[..., 1] - u[..., 1] * v[..., 0])
+    )
+    return jnp.arctan2(s, c)
+
+
+def transmission(lk: Linkage, motion) -> Transmission:
+    """The transmission angle of every dyad of a planar or spherical linkage along a
+    motion (see `Transmission`), its minimum and where it occurs.
+
+    **Arguments:** `lk`: the linkage; `motion`: a `Motion` of it (`linkage.simulate`),
+    or inputs, simulated first.
+
+    **Returns:** a `Transmission`.
+    """
+    from ._simulate import simulate
+    from ._structure import _analyse
+
+    owner = "linkage.transmission"
+    if not isinstance(lk, Linkage):
+        raise ValueError(f"{owner}: `lk` must be a Linkage; got {type(lk).__name__}")
+    if lk.geometry == "spatial":
+        raise ValueError(
+            f"{owner}: {lk.name!r} is spatial; dyads (and their transmission angles) are planar or spherical"
+        )
+    if not isinstance(motion, Motion):
+        motion = simulate(lk, inputs=motion, condition=False)
+    elif motion.names != lk.names or motion.widths != widths(lk) or motion.coords.shape[1] != lk.coords.shape[0]:
+        raise ValueError(f"{owner}: `motion` is not a motion of {lk.name!r} (its joints differ)")
+    kinds = ("RRR",) if lk.geometry == "spherical" else ("RRR", "RRP")
+    steps = [(i, s) for i, s in enumerate(_analyse(lk.topology, lk.names, lk.link_names).steps) if s[0] in kinds]
+    X = motion.coords
+    cols, labels = [], []
+    for i, (kind, _, _, a, _, c, b, _) in steps:
+        if lk.geometry == "spherical":
+            pc = X[:, c]
+            ta = X[:, a] - jnp.sum(X[:, a] * pc, axis=-1, keepdims=True) * pc
+            tb = X[:, b] - jnp.sum(X[:, b] * pc, axis=-1, keepdims=True) * pc
+            mu = _angle(ta, tb)
+        elif kind == "RRR":
+            mu = _angle(X[:, a, :2] - X[:, c, :2], X[:, b, :2] - X[:, c, :2])
+        else:  # RRP: the link against the line's normal (b is the line)
+            mu = _angle(X[:, a, :2] - X[:, c, :2], X[:, b, :2])
+        cols.append(jnp.where(motion.converged, mu, jnp.nan))
+        labels.append(f"{i + 1}. {kind} at {lk.names[c]}")
+    angle = jnp.stack(cols, axis=1) if cols else jnp.zeros((X.shape[0], 0), X.dtype)
+    return Transmission(inputs=motion.inputs, angle=angle, converged=motion.converged, groups=tuple(labels))

@@ -3,6 +3,11 @@ chains of R and P joints between a base and a platform, inverse kinematics along
 trajectory (exact closure or the seeds' one-step scheme), mobility by reciprocal
 screws, and Newton–Euler / momentum-screw wrench solves for every joint."""
 
+from ._assembly import (
+    Assemblies as Assemblies,
+    forward_kinematics as forward_kinematics,
+    leg_lengths as leg_lengths,
+)
 from ._dynamics import (
     Dynamics as Dynamics,
     body_motion as body_motion,

@@ -425,3 +425,41 @@ def synthesis(result, targets, *, ax=None, title: str | None = None):
     task = "motion" if t.shape[1] == 3 else "path"
     ax.set_title(title or f"{task} generation: relative error {result.relative_error:.1e}")
     return ax
+
+
+def singularities(s, *, ax=None, title: str | None = None):
+    """The singularity margin and the output links' rates along a sweep, with every
+    located singular point marked at its input (`linkage.singularities`).
+
+    **Arguments:** `s`: a `linkage.Singularities`; `ax`: axes (default: new ones);
+    `title`: the axes' title. **Returns:** the axes.
+    """
+    from .linkage import Singularities
+
+    if not isinstance(s, Singularities):
+        raise ValueError(f"plot.singularities: `s` must be a linkage.Singularities; got {type(s).__name__}")
+    ax = _axes(ax)
+    u = np.asarray(s.inputs)
+    ax.plot(u, np.asarray(s.margin), "k-", lw=1.5, label="margin σmin/σmax of ∂Φ/∂x")
+    rates = np.asarray(s.rates)
+    scale = np.nanmax(np.abs(rates)) if rates.size and np.isfinite(rates).any() else 1.0
+    for j, name in enumerate(s.outputs):
+        ax.plot(u, rates[:, j] / scale, lw=1.0, label=f"{name} rate (scaled)")
+    colours = {"input": "C3", "output": "C2", "change": "C4"}
+    for kind, link, at in s.events():
+        ax.axvline(at, color=colours[kind], ls="--", lw=1.0)
+        ax.annotate(
+            f"{kind}{' ' + link if link else ''}\n{at:.6f}",
+            (at, 0.95),
+            xycoords=("data", "axes fraction"),
+            fontsize=7,
+            rotation=90,
+            va="top",
+            ha="right",
+            color=colours[kind],
+        )
+    ax.axhline(0.0, color="0.6", lw=0.5)
+    ax.set_xlabel("input")
+    ax.set_title(title or f"{len(s.at)} singular points")
+    ax.legend(fontsize=7, loc="lower left")
+    return ax

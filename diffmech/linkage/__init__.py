@@ -38,6 +38,7 @@ from ._simulate import (
     simulate_functional as simulate_functional,
     solve as solve,
 )
+from ._singular import Singularities as Singularities, singularities as singularities
 from ._structure import Group as Group, Structure as Structure, structure as structure
 
 

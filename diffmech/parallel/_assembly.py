@@ -159,7 +159,7 @@ def _one(lengths, a, c, reference, starts):
 
     def solve(R, d):
         def body(_, rd):
-            return _newton(*rd, a, c, lengths, scale, True)
+            return _newton(rd[0], rd[1], a, c, lengths, scale, True)
 
         R, d = jax.lax.fori_loop(0, _ITERATIONS, body, (R, d))
         for _ in range(3):

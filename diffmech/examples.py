@@ -114,3 +114,20 @@ def cardan() -> Linkage:
     tilted 30° from it, joined by a universal joint at the axes' intersection (the
     output turns as `tan φ2 = tan φ1 / cos β`); driven at the input shaft."""
     return load("cardan")
+
+
+def three_rpr():
+    """Planar 3-RPR parallel manipulator (a symmetric design, not a paper's): base
+    joints at the corners of an equilateral triangle of side 1 m, platform joints on a
+    circle of radius 0.2 m about the reference point, each facing its base corner at
+    `φ = 0`; legs from 0.1 to 0.9 m; home at the base's centroid. Its workspace and
+    singularities: `diffmech.parallel.workspace`."""
+    import jax.numpy as jnp
+
+    from .parallel import ThreeRPR
+
+    corners = jnp.deg2rad(jnp.array([210.0, 330.0, 90.0]))
+    centroid = jnp.array([0.5, 3**0.5 / 6])
+    base = centroid + (1 / 3**0.5) * jnp.stack([jnp.cos(corners), jnp.sin(corners)], axis=-1)
+    platform = 0.2 * jnp.stack([jnp.cos(corners), jnp.sin(corners)], axis=-1)
+    return ThreeRPR(base=base, platform=platform, home=centroid, lower=jnp.asarray(0.1), upper=jnp.asarray(0.9))

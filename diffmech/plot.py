@@ -463,3 +463,73 @@ def singularities(s, *, ax=None, title: str | None = None):
     ax.set_title(title or f"{len(s.at)} singular points")
     ax.legend(fontsize=7, loc="lower left")
     return ax
+
+
+def workspace(w, *, ax=None, title: str | None = None):
+    """A workspace's section: the reachable grid points (shaded by why not: a leg too
+    short, too long, a joint past its range) and the type-II singularity locus
+    (`parallel.workspace`); the Stewart platform's at its `section` height.
+
+    **Arguments:** `w`: a `parallel.Workspace`; `ax`: axes (default: new ones);
+    `title`: the axes' title. **Returns:** the axes.
+    """
+    from matplotlib.colors import ListedColormap
+
+    from .parallel import Workspace
+
+    if not isinstance(w, Workspace):
+        raise ValueError(f"plot.workspace: `w` must be a parallel.Workspace; got {type(w).__name__}")
+    ax = _axes(ax)
+    x, y = np.asarray(w.axes[0]), np.asarray(w.axes[1])
+    reason = np.asarray(w.reason)
+    if reason.ndim == 3:  # the z slice nearest the section
+        reason = reason[:, :, int(np.argmin(np.abs(np.asarray(w.axes[2]) - w.section)))]
+    cmap = ListedColormap(["#9ecae1", "#f0f0f0", "#d9d9d9", "#fdd0a2"])
+    ax.pcolormesh(x, y, reason.T, cmap=cmap, vmin=-0.5, vmax=3.5, shading="nearest")
+    L = np.asarray(w.locus)
+    if L.size:
+        ax.plot(L[:, 0], L[:, 1], "-", color="C3", lw=1.5, label="type-II singularity (det J = 0)")
+        ax.legend(fontsize=7, loc="upper right")
+    ax.set_aspect("equal")
+    ax.set_xlabel("x")
+    ax.set_ylabel("y")
+    where = "" if np.isnan(w.section) else f" at z = {w.section:g}"
+    ax.set_title(title or f"workspace (blue){where}: size {w.size:.4g}")
+    return ax
+
+
+def assemblies(mech, asm, *, index=(), fig=None):
+    """Every assembly of a Gough–Stewart platform for one set of leg lengths
+    (`parallel.forward_kinematics`), one 3-D panel each: base, legs and platform.
+
+    **Arguments:** `mech`: the `StewartPlatform`; `asm`: its `Assemblies`; `index`: the
+    leg-length vector's index in a batch; `fig`: a figure (default: a new one).
+    **Returns:** the figure.
+    """
+    import matplotlib.pyplot as plt
+
+    from .parallel import Assemblies
+    from .parallel._assembly import anchors
+
+    if not isinstance(asm, Assemblies):
+        raise ValueError(f"plot.assemblies: `asm` must be a parallel.Assemblies; got {type(asm).__name__}")
+    valid = np.asarray(asm.valid)[index]
+    Rs, ds = np.asarray(asm.rotations)[index][valid], np.asarray(asm.translations)[index][valid]
+    a, c = (np.asarray(v) for v in anchors(mech))
+    k = len(Rs)
+    cols = min(4, max(k, 1))
+    rows = max(1, -(-k // cols))
+    fig = fig or plt.figure(figsize=(3 * cols, 3 * rows))
+    ring = list(range(6)) + [0]
+    for i, (R, d) in enumerate(zip(Rs, ds)):
+        ax = fig.add_subplot(rows, cols, i + 1, projection="3d")
+        C = c @ R.T + d
+        ax.plot(*a[ring].T, "k-", lw=1.5)
+        ax.plot(*C[ring].T, "-", color="C0", lw=2)
+        for j in range(6):
+            ax.plot(*np.stack([a[j], C[j]]).T, "-", color="C3", lw=1)
+        ax.set_title(f"assembly {i + 1}", fontsize=8)
+        ax.set_box_aspect((1, 1, 1))
+        ax.tick_params(labelsize=5)
+    fig.suptitle(f"{k} real assemblies", fontsize=10)
+    return fig

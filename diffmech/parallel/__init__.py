@@ -40,3 +40,4 @@ from ._trajectory import (
     trajectory as trajectory,
     uniform_times as uniform_times,
 )
+from ._workspace import ThreeRPR as ThreeRPR, Workspace as Workspace, workspace as workspace

@@ -23,6 +23,13 @@ def test_fourbar_transmission_angle_is_the_law_of_cosines():
     bd2 = l1**2 + l4**2 - 2 * l1 * l4 * np.cos(theta)
     mu = np.arccos((l2**2 + l3**2 - bd2) / (2 * l2 * l3))
     assert np.max(np.abs(np.asarray(t.angle[:, 0]) - mu)) <= 1e-12
+    # the pressure angle at the rocker's pivot C: the coupler's force (along BC) against C's velocity (normal to DC)
+    X = np.asarray(m.coords)
+    f = X[:, lk.joint("C"), :2] - X[:, lk.joint("B"), :2]
+    r = X[:, lk.joint("C"), :2] - D
+    vel = np.stack([-r[:, 1], r[:, 0]], axis=1)
+    alpha = np.arctan2(np.abs(f[:, 0] * vel[:, 1] - f[:, 1] * vel[:, 0]), np.abs(np.sum(f * vel, axis=1)))
+    assert np.max(np.abs(np.asarray(t.pressure()[:, 0]) - alpha)) <= 1e-12
     worst, at = t.minimum()
     k = np.argmin(np.minimum(mu, np.pi - mu))
     assert abs(worst[0] - min(mu[k], np.pi - mu[k])) <= 1e-12 and at[0] == m.inputs[k]

@@ -99,3 +99,52 @@ def test_stewart_grid_needs_z_and_a_rotation():
         par.workspace(m, [0.0], [0.0])
     with pytest.raises(ValueError, match="rotation matrix"):
         par.workspace(m, [0.0], [0.0], [0.1], orientation=2 * np.eye(3))
+
+
+def _rpr_forward(m, lengths, pose):
+    """The 3-RPR's pose for given leg lengths by Newton from `pose` (written here)."""
+    a, b = np.asarray(m.base), np.asarray(m.platform)
+    q = np.array(pose, dtype=float)
+    for _ in range(30):
+        c, s = np.cos(q[2]), np.sin(q[2])
+        Rb = b @ np.array([[c, s], [-s, c]])
+        v = q[:2] + Rb - a
+        f = np.sum(v * v, axis=1) - lengths**2
+        J = np.stack([2 * v[:, 0], 2 * v[:, 1], 2 * (v[:, 1] * Rb[:, 0] - v[:, 0] * Rb[:, 1])], axis=1)
+        q -= np.linalg.solve(J, f)
+    return q
+
+
+def test_three_rpr_transmission_index_against_the_motion_one_leg_drives():
+    m = examples.three_rpr()
+    pose = np.array([0.55, 0.35, 0.2])
+    t = par.transmissibility(m, pose[None])
+    a, b = np.asarray(m.base), np.asarray(m.platform)
+    c, s = np.cos(pose[2]), np.sin(pose[2])
+    r = b @ np.array([[c, s], [-s, c]])  # platform joints about the reference point
+    rho = np.linalg.norm(pose[:2] + r - a, axis=1)
+    for i in range(3):  # lengthen leg i alone: the platform's twist by central differences of the FK
+        e = 1e-6 * np.eye(3)[i]
+        dq = (_rpr_forward(m, rho + e, pose) - _rpr_forward(m, rho - e, pose)) / 2e-6
+        v, w = dq[:2], dq[2]
+        u = (pose[:2] + r[i] - a[i]) / rho[i]
+        vel = v + w * np.array([-r[i, 1], r[i, 0]])  # leg i's platform joint
+        assert float(t.legs[0, i]) == pytest.approx(abs(u @ vel) / np.linalg.norm(vel), rel=1e-6)
+    assert float(t.index[0]) == pytest.approx(float(np.min(t.legs[0])))
+    # on the singularity locus the index vanishes and the Jacobian's condition number blows up
+    w_ = par.workspace(m, np.linspace(0.2, 0.8, 31), np.linspace(0.0, 0.6, 31), orientation=0.2)
+    L = np.asarray(w_.locus)
+    L = L[np.isfinite(L[:, 0])][:5]
+    at = par.transmissibility(m, np.concatenate([L, np.full((len(L), 1), 0.2)], axis=1))
+    assert np.max(np.asarray(at.index)) < 1e-8 and np.min(np.asarray(at.condition)) > 1e8
+
+
+def test_stewart_transmission_along_the_seed_spiral():
+    m = par.StewartPlatform()
+    kin = par.inverse_kinematics(m, par.stewart_spiral(m, jnp.linspace(0.0, 6.0, 7)))
+    t = par.transmissibility(m, kin)
+    idx, cond = np.asarray(t.index), np.asarray(t.condition)
+    assert idx.shape == (7,) and np.all((idx > 0.05) & (idx <= 1.0)) and np.all(np.isfinite(cond) & (cond >= 1))
+    # the condition number is the Jacobian's: the leg rates from the platform twist, against the IK's leg rates
+    J_rates = np.asarray(kin.rates)[:, [6 * i + 3 for i in range(6)]]
+    assert np.all(np.linalg.norm(J_rates, axis=1) > 0)

@@ -497,7 +497,7 @@ class Transmission(eqx.Module):
       solving order. Dyads whose inner element is a line (RPR, PRP, RPP), a spherical
       RRP and groups larger than a dyad have no angle of this kind and are not listed.
 
-    `t.minimum()`: per dyad, the worst angle over the converged inputs (the smaller of
+    `t.pressure()`: the pressure angles. `t.minimum()`: per dyad, the worst angle over the converged inputs (the smaller of
     `μ` and `π − μ`, so 90° is ideal) and the input where it occurs.
     """
 
@@ -505,6 +505,13 @@ class Transmission(eqx.Module):
     angle: Float[Array, "N G"]
     converged: Array
     groups: tuple[str, ...] = eqx.field(static=True)
+
+    def pressure(self) -> Array:
+        """Each dyad's pressure angle `(N, G)` at its inner joint: the angle between
+        the force one link transmits (along it) and the joint's velocity as a point of
+        the other (normal to it), `|π/2 − μ|` (radians in [0, π/2]; 0 is ideal, π/2 a
+        dead centre). For an output rocker, the pressure angle at its moving pivot."""
+        return jnp.abs(jnp.pi / 2 - self.angle)
 
     def minimum(self) -> tuple[np.ndarray, np.ndarray]:
         """`(worst, at)`: per dyad the smallest `min(μ, π − μ)` over the converged

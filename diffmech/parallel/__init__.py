@@ -40,4 +40,10 @@ from ._trajectory import (
     trajectory as trajectory,
     uniform_times as uniform_times,
 )
-from ._workspace import ThreeRPR as ThreeRPR, Workspace as Workspace, workspace as workspace
+from ._workspace import (
+    ThreeRPR as ThreeRPR,
+    Transmissibility as Transmissibility,
+    Workspace as Workspace,
+    transmissibility as transmissibility,
+    workspace as workspace,
+)

@@ -293,3 +293,99 @@ def _locus(axes, plane, level, R, a, b, scale, planar):
         vals += [f[k : k + n], [np.nan]]
         k += n
     return jnp.asarray(np.concatenate(out)[:-1]), jnp.asarray(np.concatenate(vals)[:-1])
+
+
+class Transmissibility(eqx.Module):
+    """Motion/force transmissibility and conditioning of a leg-driven parallel
+    mechanism along its poses (the output transmission index of Wang, Liu, Wang 2010,
+    *Mech. Mach. Theory* 45, normalised by the joint's velocity: no characteristic
+    length).
+
+    - `index` `(N,)`: the local transmission index, the smallest over the legs of
+      their output transmission indices (the input ones are 1: each leg's force acts
+      along its own prismatic joint); 0 at a type-II singularity, 1 at best;
+    - `legs` `(N, k)`: each leg's output transmission index in its pressure-angle
+      form, `|u_i · v_i| / |v_i|`: the cosine of the angle between the leg's force
+      (along the leg) and the velocity `v_i` of its platform joint in the motion that
+      leg alone drives (the others locked, `W T = I`); 1 when the force pushes the
+      joint along its path, 0 when the platform could move with every leg locked;
+    - `condition` `(N,)`: the 2-norm condition number of the kinematic Jacobian (leg
+      rates from the platform twist, moments over `arm`, the largest distance of a
+      platform joint from the reference point); inf at a singularity.
+    """
+
+    index: Float[Array, " N"]
+    legs: Float[Array, "N k"]
+    condition: Float[Array, " N"]
+    arm: float = eqx.field(static=True)
+
+
+def _poses(owner, mech, poses):
+    """(positions (N, d), orientations (N, 3, 3) or angles (N,)) of the reference point."""
+    from ._kinematics import Kinematics
+    from ._trajectory import Trajectory
+
+    if isinstance(mech, ThreeRPR):
+        P = as_floats(owner, "poses", poses)
+        if P.ndim != 2 or P.shape[1] != 3 or not np.all(np.isfinite(P)):
+            raise ValueError(f"{owner}: a ThreeRPR's `poses` are finite (N, 3) rows (x, y, φ); got shape {P.shape}")
+        return P[:, :2], P[:, 2]
+    if isinstance(poses, Kinematics):
+        R, d = np.asarray(poses.platform_R), np.asarray(poses.platform_d)
+        return np.einsum("nij,j->ni", R, np.asarray(mech.reference)) + d, R
+    if isinstance(poses, Trajectory):
+        return np.asarray(poses.position), np.asarray(poses.R)
+    raise ValueError(f"{owner}: `poses` must be a parallel.Kinematics or a Trajectory; got {type(poses).__name__}")
+
+
+def transmissibility(mech, poses) -> Transmissibility:
+    """The local transmission index, each leg's output transmission index and the
+    kinematic Jacobian's condition number along a trajectory (see
+    `Transmissibility`).
+
+    **Arguments:** `mech`: a `StewartPlatform` or a `ThreeRPR`; `poses`: for the
+    Stewart platform a `Kinematics` (`parallel.inverse_kinematics`) or a `Trajectory`,
+    for the 3-RPR `(N, 3)` rows `(x, y, φ)`.
+
+    **Returns:** a `Transmissibility`.
+    """
+    owner = "parallel.transmissibility"
+    planar = isinstance(mech, ThreeRPR)
+    if not planar and not (isinstance(mech, AbstractParallelMechanism) and len(mech.chains) == 6):
+        raise ValueError(f"{owner}: `mech` must be a StewartPlatform or a ThreeRPR; got {type(mech).__name__}")
+    p, R = _poses(owner, mech, poses)
+    a, b, _, _, _ = (np.asarray(v) for v in _legs(mech))
+    arm = float(np.max(np.linalg.norm(b, axis=-1)))
+    B = np.asarray(_joints_at_many(b, R, p))
+    u = B - a
+    u = u / np.linalg.norm(u, axis=-1, keepdims=True)
+    r = B - p[:, None, :]
+    m = np.asarray(_moment(jnp.asarray(r), jnp.asarray(u)))  # leg forces' moments about the reference point
+    W = np.concatenate([m, u], axis=-1)  # rows (moment; force): the Jacobian's, J (ω; v) = ρ̇
+    s = np.linalg.svd(np.concatenate([m / arm, u], axis=-1), compute_uv=False)
+    with np.errstate(all="ignore"):
+        condition = np.where(s[:, -1] > 0, s[:, 0] / s[:, -1], np.inf)
+    regular = np.isfinite(condition) & (condition < 1e15)  # exactly singular: no twist, index 0
+    eye = np.broadcast_to(np.eye(W.shape[-1]), W.shape)
+    # column i: the platform twist (ω; v) leg i alone drives (W T = I)
+    T = np.where(regular[:, None, None], np.linalg.solve(np.where(regular[:, None, None], W, eye), eye), 0.0)
+    k = u.shape[1]
+    dw = 1 if planar else 3
+    legs = np.zeros((p.shape[0], k))
+    for i in range(k):
+        w, v = T[:, :dw, i], T[:, dw:, i]
+        ri = r[:, i]
+        spin = w * np.stack([-ri[:, 1], ri[:, 0]], axis=-1) if planar else np.cross(w, ri)
+        vel = v + spin  # leg i's platform joint in the motion leg i alone drives
+        with np.errstate(all="ignore"):
+            cos = np.abs(np.sum(u[:, i] * vel, axis=-1)) / np.linalg.norm(vel, axis=-1)
+        legs[:, i] = np.where(regular & np.isfinite(cos), cos, 0.0)
+    return Transmissibility(
+        index=jnp.asarray(legs.min(axis=1)), legs=jnp.asarray(legs), condition=jnp.asarray(condition), arm=arm
+    )
+
+
+def _joints_at_many(b, R, p):
+    if b.shape[-1] == 2:
+        return _planar_joints(jnp.asarray(b), jnp.asarray(R), jnp.asarray(p))
+    return p[:, None, :] + np.einsum("nij,kj->nki", R, b)

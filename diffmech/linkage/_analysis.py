@@ -497,8 +497,9 @@ class Transmission(eqx.Module):
       solving order. Dyads whose inner element is a line (RPR, PRP, RPP), a spherical
       RRP and groups larger than a dyad have no angle of this kind and are not listed.
 
-    `t.pressure()`: the pressure angles. `t.minimum()`: per dyad, the worst angle over the converged inputs (the smaller of
-    `μ` and `π − μ`, so 90° is ideal) and the input where it occurs.
+    `t.pressure()`: the pressure angles. `t.minimum()`: per dyad, the worst angle
+    over the converged inputs (the smaller of `μ` and `π − μ`, so 90° is ideal) and
+    the input where it occurs.
     """
 
     inputs: Array

@@ -48,6 +48,7 @@ GROUP = {
     "09": "linkage",
     "10": "spatial",
     "11": "sdf",
+    "12": "parallel",
 }
 
 

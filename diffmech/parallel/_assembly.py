@@ -36,7 +36,11 @@ from .._validate import as_floats, is_traced
 from ._model import AbstractParallelMechanism, StewartPlatform
 
 MAX_ASSEMBLIES = 40  # a general 6-6 platform's complex solutions (Raghavan; Wampler)
-_ITERATIONS = 60  # damped steps from each start (then 3 full steps)
+# damped steps from each start (then 3 full steps). On eight platforms built with four
+# known assemblies, 15, 30 and 60 steps from 1024 starts found the same assemblies (all
+# the known ones; 4096 starts no more); from 256 starts 15 steps lost one more than 30:
+# twice that margin
+_ITERATIONS = 30
 _TURN, _REACH = 0.4, 0.4  # the largest damped step: radians, and a fraction of the mean leg
 _SAME = 1e-6  # certified poses this close (rotation entries, position / mean leg) are one
 
@@ -84,7 +88,13 @@ def anchors(mech: AbstractParallelMechanism) -> tuple[Array, Array]:
 
 
 def leg_lengths(mech: AbstractParallelMechanism, R, d) -> Array:
-    """The six joint-centre distances `|R c_i + d − a_i|` at displacement `(R, d)`."""
+    """The six joint-centre distances `|R c_i + d − a_i|` of a Gough–Stewart platform.
+
+    **Arguments:** `mech`: the platform; `R` `(…, 3, 3)`, `d` `(…, 3)`: the platform's
+    displacement from home (a point `x` at home is at `R x + d`).
+
+    **Returns:** the leg lengths `(…, 6)`.
+    """
     a, c = anchors(mech)
     return jnp.linalg.norm(jnp.einsum("...ij,kj->...ki", R, c) + d[..., None, :] - a, axis=-1)
 

@@ -13,8 +13,9 @@ the base frame, the platform joint in the platform frame: the passive joints' ra
 The leg rates are `ρ̇ = J (ω; ṗ)` with rows `[(B_i − p) × u_i, u_i]` (planar: the
 moment's z component): a type-II (parallel, Gosselin–Angeles) singularity is where
 `J` is singular and the platform gains a motion with the legs locked. `det J` is
-evaluated with the moments divided by the platform's size (dimensionless); its zero
-set in a plane section is traced as contour lines (`contourpy`, matplotlib's) and every
+evaluated with each row multiplied by its leg's length and lengths divided by the
+platform's size (a polynomial in the pose, without the false sign change a unit
+direction makes through a leg of zero length); its zero set in a plane section is traced as contour lines (`contourpy`, matplotlib's) and every
 vertex then moved onto `det J = 0` by Newton along the gradient in the plane.
 """
 
@@ -83,8 +84,9 @@ class Workspace(eqx.Module):
       `reason` (same shape): 0 inside, 1 a leg too short, 2 too long, 3 a joint past
       `joint_angle` (the first that applies);
     - `lengths` `(…, k)`: the leg lengths at every grid point;
-    - `det` `(…)`: `det J` (moments over the platform's size), whose sign changes across
-      a type-II singularity;
+    - `det` `(…)`: `det J` with each row scaled by its leg's length (lengths over the
+      platform's size: a polynomial in the position), whose sign changes across a
+      type-II singularity;
     - `size`: the workspace's volume (area) by cells (`inside` count × cell);
     - `section`: the plane of the locus (`z` for the Stewart platform, NaN planar);
       `locus` `(M, d)`: points on `det J = 0` in that plane (contour lines, NaN rows
@@ -131,11 +133,13 @@ def _joints_at(b, R, p):
 
 
 def _jacobian_det(p, R, a, b, scale):
+    """det J with each row scaled by its leg's length over `scale` (rows `[(B − p) ×
+    v, v] / scale²`, `v` the leg vector): the same zero set, but polynomial in the pose
+    (a unit direction flips through a leg of zero length, which would draw a false
+    sign change)."""
     B = _joints_at(b, R, p)
-    v = B - a
-    u = v / jnp.linalg.norm(v, axis=-1, keepdims=True)
-    J = jnp.concatenate([_moment((B - p[..., None, :]) / scale, u), u], axis=-1)
-    return _linalg.det(J)
+    v = (B - a) / scale
+    return _linalg.det(jnp.concatenate([_moment((B - p[..., None, :]) / scale, v), v], axis=-1))
 
 
 @eqx.filter_jit

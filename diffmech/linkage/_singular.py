@@ -180,6 +180,20 @@ def _systems(kind, pivot):
 
 
 @eqx.filter_jit
+def _at(lk: Linkage, x, u):
+    """At one configuration: the residual, `[J_x J_u]` and every joint's coordinates."""
+    prep = _prepare(lk)
+    Jx = jax.jacfwd(_residual)(x, u, prep)
+    Ju = jax.jacfwd(_residual, argnums=1)(x, u, prep)
+    return _residual(x, u, prep), jnp.concatenate([Jx, Ju[:, None]], axis=1), _coords(x, u, prep)
+
+
+@eqx.filter_jit
+def _states(lk: Linkage, coords):
+    return jax.vmap(lk.state)(coords)
+
+
+@eqx.filter_jit
 def _newton_parts(kind, pivot, z, lk, c):
     prep = _prepare(lk)
     n = lk.x0().shape[0]
@@ -200,7 +214,7 @@ def _locate(kind, pivot, lk, z, c, n, iterations=40):
         du = abs(dz[n])
         if du <= 1e-15 * max(1.0, abs(z[n])) and np.max(np.abs(dz)) <= 1e-13 * max(1.0, np.max(np.abs(z))):
             break
-    res = float(np.max(np.abs(np.asarray(_residual(jnp.asarray(z[:n]), jnp.asarray(z[n]), _prepare(lk))))))
+    res = float(np.max(np.abs(np.asarray(_at(lk, jnp.asarray(z[:n]), jnp.asarray(z[n]))[0]))))
     return z, res, du, bool(res <= 1e-10 and du <= 1e-12)
 
 
@@ -236,7 +250,7 @@ def singularities(lk: Linkage, motion, *, outputs=None, near: float = 0.05) -> S
     ok = np.asarray(motion.converged)
     U = np.asarray(motion.inputs, dtype=float)
     N = U.shape[0]
-    X = jax.vmap(lk.state)(motion.coords)
+    X = np.asarray(_states(lk, motion.coords))
     piv = tuple((g, o) for _, g, o in pivots)
     Jx, Ju = (np.asarray(a) for a in _scan(lk, X, jnp.asarray(U), piv))
     n = Jx.shape[-1]
@@ -262,10 +276,7 @@ def singularities(lk: Linkage, motion, *, outputs=None, near: float = 0.05) -> S
         found.append((kind, link, u, z[:n], res, du))
 
     def full_jacobian(x, u):
-        prep = _prepare(lk)
-        Jx_ = jax.jacfwd(_residual)(jnp.asarray(x), jnp.asarray(u), prep)
-        Ju_ = jax.jacfwd(_residual, argnums=1)(jnp.asarray(x), jnp.asarray(u), prep)
-        return np.concatenate([np.asarray(Jx_), np.asarray(Ju_)[:, None]], axis=1)
+        return np.asarray(_at(lk, jnp.asarray(x, dtype=float), jnp.asarray(u, dtype=float))[1])
 
     def change_from(x, u):
         w = np.linalg.svd(full_jacobian(x, u))[0][:, -1]
@@ -311,9 +322,8 @@ def singularities(lk: Linkage, motion, *, outputs=None, near: float = 0.05) -> S
                 if good:
                     add("output", name, z, res, du)
     found.sort(key=lambda e: e[2])
-    prep = _prepare(lk)
     coords = (
-        jnp.stack([_coords(jnp.asarray(e[3]), jnp.asarray(e[2]), prep) for e in found])
+        jnp.stack([_at(lk, jnp.asarray(e[3], dtype=float), jnp.asarray(e[2], dtype=float))[2] for e in found])
         if found
         else jnp.zeros((0,) + lk.coords.shape, lk.coords.dtype)
     )

@@ -15,8 +15,9 @@ moment's z component): a type-II (parallel, Gosselin–Angeles) singularity is w
 `J` is singular and the platform gains a motion with the legs locked. `det J` is
 evaluated with each row multiplied by its leg's length and lengths divided by the
 platform's size (a polynomial in the pose, without the false sign change a unit
-direction makes through a leg of zero length); its zero set in a plane section is traced as contour lines (`contourpy`, matplotlib's) and every
-vertex then moved onto `det J = 0` by Newton along the gradient in the plane.
+direction makes through a leg of zero length); its zero set in a plane section is
+traced as contour lines (`contourpy`, matplotlib's) and every vertex then moved onto
+`det J = 0` by Newton along the gradient in the plane.
 """
 
 from __future__ import annotations

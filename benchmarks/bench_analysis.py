@@ -22,40 +22,21 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 
 from benchmarks._timing import add_dispatch_flag, set_dispatch  # noqa: E402
 from benchmarks.bench_tolerance import clock  # noqa: E402
 
 
 def _built_platform(seed: int):
-    """A 6-6 platform with four chosen assemblies for one set of leg lengths (as in
-    tests/test_assembly.py): base joint i equidistant from its platform joint's four
-    positions."""
-    import equinox as eqx
-    import jax.numpy as jnp
+    """A 6-6 platform with four chosen assemblies for one set of leg lengths: the
+    construction of tests/test_assembly.py (base joint i equidistant from its platform
+    joint's four positions)."""
     import numpy as np
+    from test_assembly import _built
 
-    from diffmech import parallel as par, screw
-
-    rng = np.random.default_rng(seed)
-    c = rng.normal(size=(6, 3)) * 0.5
-    poses = [
-        (np.asarray(screw.rotation_vector(jnp.asarray(rng.normal(size=3) * 0.6))), rng.normal(size=3) * 0.3 + [0, 0, 1])
-        for _ in range(4)
-    ]
-    a = []
-    for i in range(6):
-        q = [R @ c[i] + d for R, d in poses]
-        a.append(
-            np.linalg.solve([2 * (q[j] - q[0]) for j in (1, 2, 3)], [q[j] @ q[j] - q[0] @ q[0] for j in (1, 2, 3)])
-        )
-    m = par.StewartPlatform()
-    chains = tuple(
-        eqx.tree_at(lambda ch: (ch.points, ch.attach), ch, (ch.points.at[0].set(a[i]), jnp.asarray(c[i])))
-        for i, ch in enumerate(m.chains)
-    )
-    m = eqx.tree_at(lambda mm: mm.chains, m, chains)
-    return m, np.linalg.norm(c @ poses[0][0].T + poses[0][1] - np.array(a), axis=1)
+    m, lengths, _ = _built(np.random.default_rng(seed))
+    return m, lengths
 
 
 def _scipy_assemblies(mech, lengths, starts: int):

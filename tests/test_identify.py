@@ -361,7 +361,9 @@ def test_stephenson2_geometry_from_noisy_tracer_positions():
     P = Vt[: fit0.rank]  # identifiable directions at the truth
     truth = np.asarray(identify.linkage_params(lk))
     err = P @ (np.asarray(fit0.params) - truth)
-    assert fit0.converged and fit0.rms < 1e-12, (fit0.rms, fit0.iterations)
+    # positions up to 11.7: rms ≤ 1e-13 of them (1.04e-12 seen on one CPU, below 1e-12 on another)
+    scale = float(np.max(np.abs(np.asarray(lk.coords))))
+    assert fit0.converged and fit0.rms < 1e-13 * scale, (fit0.rms, fit0.iterations)
     # every identifiable direction is found to round-off in the positions it moves (the
     # weakest, singular value 7e-8 of the largest, to 1e-6 in the parameters), the
     # well-seen ones (≥ 1e-3 of the largest) to 1e-10 in the parameters

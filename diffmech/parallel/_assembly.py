@@ -60,8 +60,14 @@ class Assemblies(eqx.Module):
       (large near a singularity of the platform);
     - `separation` `(…,)`: the smallest distance between two returned assemblies
       (rotation entries and position over the mean leg; inf for fewer than two);
-    - `status` (a `RESULTS`): `successful`, or `motion_limit` where no start converged
-      (no real assembly: leg lengths the platform cannot take).
+    - `status` (a `RESULTS`): `successful`; `motion_limit` where no start converged
+      (no real assembly: leg lengths the platform cannot take); `singular_configuration`
+      where more than 40 distinct poses were certified (the assemblies are not
+      isolated; the first 40 are returned). A platform whose leg Jacobian is singular
+      at every pose (platform joints on one line) gets no Newton step and no assembly.
+
+    A pose whose Jacobian's condition number exceeds 1e12 (an assembly at a
+    singularity, a multiple root) is not certified and not returned.
 
     Assemblies are sorted by the reference point's height, highest first.
     """
@@ -210,6 +216,7 @@ def _one(lengths, a, c, reference, starts):
         positions=jnp.einsum("kij,j->ki", R_k, reference) + d_k,
         valid=valid,
         count=jnp.minimum(count, MAX_ASSEMBLIES),
+        found=count,
         residual=pick(res),
         condition=pick(cond),
         separation=separation,
@@ -221,7 +228,11 @@ def _solve(lengths, a, c, reference, starts):
     flat = lengths.reshape(-1, 6)
     out = jax.vmap(lambda l_: _one(l_, a, c, reference, starts))(flat)
     out = jax.tree.map(lambda x: x.reshape(lengths.shape[:-1] + x.shape[1:]), out)
-    status = as_results(jnp.where(out["count"] > 0, code(RESULTS.successful), code(RESULTS.motion_limit)))
+    found = out.pop("found")
+    # more distinct certified poses than a 6-6 platform can have: its assemblies are not
+    # isolated (an architecturally singular platform)
+    status = jnp.where(found > MAX_ASSEMBLIES, code(RESULTS.singular_configuration), code(RESULTS.successful))
+    status = as_results(jnp.where(found > 0, status, code(RESULTS.motion_limit)))
     return Assemblies(leg_lengths=lengths, status=status, **out)
 
 

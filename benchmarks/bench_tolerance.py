@@ -2,7 +2,10 @@
 Carlo against pylinkage 1.3's finite-difference sensitivity and Monte Carlo tolerance
 analysis, on the same four-bar (pylinkage's peer four-bar: l1..l4 = 0.12, 0.25, 0.26,
 0.30 m; output C; 180 crank angles of 2°); and diffmech alone on the Theo Jansen leg
-(all 17 dimensions, its foot J8), also as the README calls it (4096 samples).
+(all 17 dimensions, its foot J8), also as the README calls it (4096 samples); and
+Jansen's own leg built from his link lengths in both libraries
+(benchmarks/peers/jansen_lengths.py), its foot's length sensitivities and tolerance
+spread against pylinkage's.
 
 - sensitivity: pylinkage perturbs each of its three constraints (crank radius, the
   dyad's two distances) by 1 % and reports the mean path deviation per unit change;
@@ -52,11 +55,116 @@ def clock(f, repeats):
     return max(first - med, 0.0), med, out
 
 
+def jansen_by_lengths(a, clock) -> dict:
+    """Theo Jansen's leg built from his link lengths in both libraries
+    (benchmarks/peers/jansen_lengths.py): the foot's exact length sensitivities
+    (`jax.jacfwd` through `simulate_functional`, the description computed from the
+    lengths) and its spread under uniform ±tol length tolerances, first order and a
+    Monte Carlo over lengths (normal, σ = tol/√3, `vmap` in chunks of 64), against
+    pylinkage's `analyze_sensitivity` and `analyze_tolerance` on the same leg."""
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from pylinkage.linkage.sensitivity import _get_constraint_names, analyze_sensitivity, analyze_tolerance
+
+    from benchmarks.peers import jansen_lengths as J
+    from diffmech import linkage as L
+
+    lk = L.Linkage.from_dict(J.description())
+    rows = [lk.names.index(n) for n in ("O", "B", "M", "J", "K", "E", "F", "H")]
+    inputs = jnp.arange(180) * (2 * np.pi / 180)
+
+    def foot(lengths):
+        P = J.points(jnp, lengths)
+        xy = jnp.stack([P[n] for n in ("O", "B", "M", "J", "K", "E", "F", "H")])
+        coords = lk.coords.at[jnp.asarray(rows), :2].set(xy)
+        m = L.simulate_functional(eqx.tree_at(lambda l_: l_.coords, lk, coords), inputs, condition=False)
+        return m["H"], m.converged
+
+    L0 = jnp.asarray(J.LENGTHS)
+    jac = jax.jit(jax.jacfwd(lambda l_: foot(l_)[0]))
+    comp, run, Jm = clock(lambda: jac(L0), a.repeats)
+    Jm = np.asarray(Jm)  # (180, 2, 11)
+    coef = np.mean(np.linalg.norm(Jm, axis=1), axis=0)
+    # the exact coefficients against central differences of small steps (1e-5 of a length)
+    f = jax.jit(lambda l_: foot(l_)[0])
+    h = 1e-5 * L0
+    fd = np.stack(
+        [(np.asarray(f(L0.at[i].add(h[i]))) - np.asarray(f(L0.at[i].add(-h[i])))) / (2 * h[i]) for i in range(L0.size)],
+        -1,
+    )
+    fd_rel = float(np.max(np.abs(np.mean(np.linalg.norm(fd, axis=1), axis=0) / coef - 1)))
+    tol = a.jansen_tol
+    sigma = tol / np.sqrt(3.0)
+    lin = np.linalg.norm(np.sqrt(np.einsum("nij,nij->ni", Jm, Jm) * sigma**2), axis=1)  # per step, x and y
+    chunk = 64
+    chunks = -(-a.samples // chunk)
+
+    @jax.jit
+    def monte_carlo(key):
+        def one(carry, k):
+            d = sigma * jax.random.normal(k, (chunk, L0.size))
+            H, ok = jax.vmap(foot)(L0 + d)
+            w = ok[..., None].astype(H.dtype)
+            return (carry[0] + jnp.sum(w * H, 0), carry[1] + jnp.sum(w * H * H, 0), carry[2] + jnp.sum(w, 0)), None
+
+        zero = (jnp.zeros((180, 2)), jnp.zeros((180, 2)), jnp.zeros((180, 1)))
+        (s1, s2, n), _ = jax.lax.scan(one, zero, jax.random.split(key, chunks))
+        return jnp.sqrt(s2 / n - (s1 / n) ** 2)
+
+    comp_mc, run_mc, std = clock(lambda: monte_carlo(jax.random.key(0)), 1)
+    mc = np.linalg.norm(np.asarray(std), axis=1)
+    link, H = J.pylinkage_leg(180)
+    names = _get_constraint_names(link)
+    t0 = time.perf_counter()
+    sp = analyze_sensitivity(link, output_joint=H, delta=0.01, include_transmission=False, iterations=180)
+    t_sens = time.perf_counter() - t0
+    ours = dict(zip(names, coef))
+    rel = {n: abs(sp.sensitivities[n] / ours[n] - 1) for n in names}
+    link, H = J.pylinkage_leg(180)
+    t0 = time.perf_counter()
+    tp = analyze_tolerance(
+        link, {n: tol for n in names}, output_joint=H, iterations=180, n_samples=a.peer_samples, seed=0
+    )
+    t_tol = time.perf_counter() - t0
+    pstd = np.asarray(tp.position_std)
+    out = dict(
+        tol=tol,
+        coefficients_vs_central_differences=fd_rel,
+        sensitivity_compile_s=comp,
+        sensitivity_median_s=run,
+        monte_carlo_compile_s=comp_mc,
+        monte_carlo_s=run_mc,
+        samples=chunks * chunk,
+        mc_vs_first_order=float(np.max(np.abs(mc / lin - 1))),
+        pylinkage_sensitivity_s=t_sens,
+        sensitivity_rel_diff_vs_exact=rel,
+        pylinkage_tolerance_s=t_tol,
+        pylinkage_tolerance_samples=a.peer_samples,
+        pylinkage_std_rel_diff_first_order=float(np.max(np.abs(pstd / lin - 1))),
+        ratio_sensitivity_time=t_sens / run,
+        ratio_tolerance_time_per_sample=(t_tol / a.peer_samples) / (run_mc / (chunks * chunk)),
+    )
+    print(
+        f"Jansen by lengths (±{tol}): exact length sensitivities {run * 1e3:.2f} ms (central differences within "
+        f"{fd_rel:.1e}; pylinkage {t_sens * 1e3:.0f} ms, "
+        f"{out['ratio_sensitivity_time']:.0f}x; its coefficients within {max(rel.values()):.2%}); Monte Carlo "
+        f"{chunks * chunk} samples {run_mc:.2f} s, within {out['mc_vs_first_order']:.2%} of the first order; "
+        f"pylinkage {a.peer_samples} samples {t_tol:.2f} s, its spread within "
+        f"{out['pylinkage_std_rel_diff_first_order']:.2%} of the first order; "
+        f"{out['ratio_tolerance_time_per_sample']:.0f}x a sample",
+        flush=True,
+    )
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--samples", type=int, default=100_000)
     ap.add_argument("--peer-samples", type=int, default=2000)
     ap.add_argument("--tol", type=float, default=1e-3, help="pylinkage's ±tol on each constraint (m)")
+    ap.add_argument("--jansen-tol", type=float, default=0.1, help="±tol on each Jansen length (his units)")
     ap.add_argument("--repeats", type=int, default=5)
     add_dispatch_flag(ap)
     a = ap.parse_args(argv)
@@ -147,6 +255,8 @@ def main(argv=None):
         f"{out['jansen_tolerance']['agreement_linear_vs_mc']:.2%}; the README's call (4096 samples) {run3:.3f} s",
         flush=True,
     )
+    if pk.available():
+        out["jansen_lengths"] = jansen_by_lengths(a, clock)
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", "tolerance.json")
     with open(path, "w") as f:
         json.dump(out, f, indent=1, default=float)

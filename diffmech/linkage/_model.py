@@ -776,18 +776,27 @@ def _moved_one(prep: _Prepared, kind, link, joints, u):
 
 def _assemble(x, u, prep: _Prepared) -> Float[Array, "J 3"]:
     """All joint coordinates (tracers at their initial values) from the state `x`
-    (None: the initial values) at input `u`: two scatters with static indices (one op
-    each, whatever the number of joints: tracing cost matters on first calls)."""
-    lk, X = prep.lk, prep.C0
+    (None: the initial values) at input `u`: the initial coordinates, the input links'
+    moved rows and the unknowns' rows side by side, and one gather with static indices
+    picking each joint's row (a fixed number of ops, whatever the number of joints:
+    tracing cost matters on first calls). Not scatters into the initial coordinates:
+    XLA:CPU runs a batched scatter element by element (Theo Jansen, a batch of 64
+    sweeps of 181 inputs: 0.017 → 0.005 ms a sweep; jax 0.10.2, 2026-11-28)."""
+    lk, C = prep.lk, prep.C0
+    parts, pick, size = [C], np.arange(C.shape[0]), C.shape[0]
     for moving, moved in _moved(prep, u):
-        X = X.at[moving].set(moved)
+        parts.append(moved)
+        pick[moving] = size + np.arange(len(moving))
+        size += len(moving)
     if x is not None and lk.plan.unknowns:
         n = x.shape[0]
         rows = np.array([j for j, _, _ in lk.plan.unknowns], dtype=int)
         # a planar point or line keeps 2 (or 3) state components; index n is a zero
         src = np.array([[o, o + 1, o + 2 if w == 3 else n] for _, o, w in lk.plan.unknowns], dtype=int)
-        X = X.at[rows].set(jnp.concatenate([x, jnp.zeros((1,), x.dtype)])[src])
-    return X
+        xz = jnp.concatenate([x, jnp.zeros((1,), x.dtype)])
+        parts.append(jnp.stack([xz[src[:, c]] for c in range(3)], axis=1).astype(C.dtype))
+        pick[rows] = size + np.arange(len(rows))
+    return jnp.concatenate(parts)[pick] if len(parts) > 1 else C
 
 
 def _coords(x, u, prep: _Prepared) -> Float[Array, "J 3"]:

@@ -5,6 +5,7 @@ first order (small tolerances: sampling error only) and its mean shift against t
 second-order term `½ Σ σ_k² ∂²p/∂d_k²` from second differences (large tolerances)."""
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -123,3 +124,48 @@ def test_fourbar_analysis_names_bad_input():
     with pytest.raises(ValueError, match="coupler point"):
         L.sensitivity(dm.examples.fourbar(), THETA, point=(0.1, 0.2))
     assert jnp.all(jnp.isfinite(L.tolerance(fb, THETA, 0.0, samples=0).linear))
+
+
+def test_monte_carlo_halves_run_side_by_side_add_up_to_one_pass_over_every_chunk():
+    # the public call splits the chunks into parts run from their own threads: its
+    # statistics are those of one program over all the chunks in order (each part
+    # draws its own chunks, none twice, none left out)
+    from diffmech.linkage import _analysis as A
+
+    fb = dm.FourBar(lengths=LENGTHS)
+    sigma = np.array([1e-3, 2e-3, 1e-3, 3e-3, 1e-3, 2e-3])
+    t = L.tolerance(fb, THETA, sigma, samples=3000, point=POINT, seed=3)
+    chunks = t.samples // A._CHUNK["fourbar"]
+    assert t.samples >= 3000 and chunks % A._PARTS == 0
+    prob, _ = A._problem("test", fb, THETA, None, POINT)
+    sums = A._monte_carlo_sums(prob, jnp.asarray(sigma), jax.random.key(3), jnp.asarray(0), jnp.asarray(chunks))
+    mean, cov = A._monte_carlo_statistics(*sums)
+    assert np.array_equal(np.asarray(t.valid), np.asarray(sums[0]))
+    assert np.allclose(np.asarray(t.mean_shift), np.asarray(mean), rtol=1e-12, atol=1e-15)
+    assert np.allclose(np.asarray(t.covariance), np.asarray(cov), rtol=1e-10, atol=1e-18)
+
+
+def test_monte_carlo_takes_the_closed_form_where_the_sweep_would_and_the_sweep_elsewhere():
+    # a linkage of dyads: the Monte Carlo solves a sample by the sweep's first pass (the
+    # closed form, certified) when that pass certifies every input, else by the whole
+    # sweep; large tolerances, so that many samples meet a motion limit
+    from diffmech.linkage import _analysis as A
+
+    lk = dm.examples.fourbar()
+    prob, _ = A._problem("test", lk, L.simulate(lk, condition=False), None, None)
+    assert A._closed_form_only(lk)
+    sigma = jnp.full((len(prob.dimensions),), 0.1)
+    key = jax.random.key(5)
+    z = jax.random.normal(jax.random.fold_in(key, 0), (A._CHUNK["linkage"] // 2, sigma.shape[0]))
+    d = jnp.concatenate([z, -z]) * sigma  # chunk 0's samples, as the program draws them
+    values, ok = jax.vmap(prob.evaluate)(d)  # the whole sweep, every sample
+    fast, good = jax.vmap(lambda dd: A._closed_form_values(prob, dd))(d)
+    values, ok, fast, good = map(np.asarray, (values, ok, fast, good))
+    assert 0 < good.sum() < good.size
+    assert np.array_equal(good, np.all(ok, axis=1))
+    assert np.array_equal(fast[good], values[good])
+    count, total, _ = A._monte_carlo_sums(prob, sigma, key, jnp.asarray(0), jnp.asarray(1))
+    nominal = np.asarray(prob.evaluate(jnp.zeros_like(sigma))[0])
+    assert np.array_equal(np.asarray(count), ok.sum(axis=0))
+    shift = np.where(ok[..., None], values - nominal, 0.0)
+    assert np.allclose(np.asarray(total), shift.sum(axis=0), rtol=1e-12, atol=1e-14)

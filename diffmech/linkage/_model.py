@@ -777,11 +777,11 @@ def _moved_one(prep: _Prepared, kind, link, joints, u):
 def _assemble(x, u, prep: _Prepared) -> Float[Array, "J 3"]:
     """All joint coordinates (tracers at their initial values) from the state `x`
     (None: the initial values) at input `u`: the initial coordinates, the input links'
-    moved rows and the unknowns' rows side by side, and one gather with static indices
-    picking each joint's row (a fixed number of ops, whatever the number of joints:
-    tracing cost matters on first calls). Not scatters into the initial coordinates:
-    XLA:CPU runs a batched scatter element by element (Theo Jansen, a batch of 64
-    sweeps of 181 inputs: 0.017 → 0.005 ms a sweep; jax 0.10.2, 2026-11-28)."""
+    moved rows and the unknowns' rows side by side, each joint's row picked from them
+    with static indices (`_rows`: a slice per run of consecutive rows). Not scatters
+    into the initial coordinates: XLA:CPU runs a batched scatter element by element
+    (Theo Jansen, a batch of 64 sweeps of 181 inputs: 0.017 → 0.005 ms a sweep; jax
+    0.10.2, 2026-11-28)."""
     lk, C = prep.lk, prep.C0
     parts, pick, size = [C], np.arange(C.shape[0]), C.shape[0]
     for moving, moved in _moved(prep, u):
@@ -796,7 +796,19 @@ def _assemble(x, u, prep: _Prepared) -> Float[Array, "J 3"]:
         xz = jnp.concatenate([x, jnp.zeros((1,), x.dtype)])
         parts.append(jnp.stack([xz[src[:, c]] for c in range(3)], axis=1).astype(C.dtype))
         pick[rows] = size + np.arange(len(rows))
-    return jnp.concatenate(parts)[pick] if len(parts) > 1 else C
+    return _rows(jnp.concatenate(parts), pick) if len(parts) > 1 else C
+
+
+def _rows(A, pick):
+    """`A[pick]` for static indices, as slices of their runs of consecutive rows put
+    side by side: under `vmap` a gather of rows becomes a batched gather that XLA:CPU
+    writes out in another layout and copies back (the seed's Jansen leg, a batch of
+    64 sweeps of 181 inputs: 2.2 MB of coordinates copied at each use; the tolerance
+    Monte Carlo's program, 400 such batches on one core, 1.5–1.8 → 0.92–1.02 s with
+    `_rigidity`'s shared assembly; jax 0.10.2, 2026-11-29)."""
+    starts = [0] + [i for i in range(1, len(pick)) if pick[i] != pick[i - 1] + 1]
+    ends = starts[1:] + [len(pick)]
+    return jnp.concatenate([A[pick[a] : pick[a] + (b - a)] for a, b in zip(starts, ends)])
 
 
 def _coords(x, u, prep: _Prepared) -> Float[Array, "J 3"]:
@@ -806,12 +818,17 @@ def _coords(x, u, prep: _Prepared) -> Float[Array, "J 3"]:
 
 
 def _carry_tracers(prep: _Prepared, X):
+    """`X` with the tracers' rows carried by their links' poses in it: picked like
+    `_assemble`'s rows, not scattered (see `_rows`)."""
+    parts, pick, size = [X], np.arange(X.shape[0]), X.shape[0]
     for kind, T in TRACERS.items():
         if "t_" + kind in prep.k:
             rows = _tracer_rows(prep.lk.plan, kind)
             new = T.carry(X, rows, prep.k["t_" + kind])
-            X = X.at[rows[:, 0], : new.shape[1]].set(new)
-    return X
+            parts.append(jnp.concatenate([new.astype(X.dtype), X[rows[:, 0], new.shape[1] :]], axis=1))
+            pick[rows[:, 0]] = size + np.arange(len(rows))
+            size += len(rows)
+    return _rows(jnp.concatenate(parts), pick) if len(parts) > 1 else X
 
 
 # Jitted so that it is traced once per signature: a sweep's program evaluates and
@@ -839,8 +856,12 @@ def _residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " n"]:
 def _full_residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " m"]:
     """Every rigidity equation of a prepared linkage (more than the unknowns for an
     over-constrained one)."""
+    return _rigidity(_assemble(x, u, prep), u, prep)
+
+
+def _rigidity(X: Float[Array, "J 3"], u, prep: _Prepared) -> Float[Array, " m"]:
+    """`_full_residual` from the joint coordinates `X` it assembles from the state."""
     lk, k = prep.lk, prep.k
-    X = _assemble(x, u, prep)
     sl = slice(0, lk.dim)
     return jnp.concatenate(
         [

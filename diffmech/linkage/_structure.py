@@ -425,7 +425,21 @@ def branch(lk: Linkage):
     at the initial configuration (positive on the initial assembly of every dyad; it
     passes zero only where a dyad is at its limit, as the closure Jacobian's
     determinant, a product of the dyads' own, does). Cheaper than the determinant:
-    no Jacobian is needed when the conditioning is not asked for."""
+    no Jacobian is needed when the conditioning is not asked for. A function of the
+    state `(x, u, prep)`, or "det"."""
+    fns = _branch_fns(lk)
+    return fns[0] if isinstance(fns, tuple) else fns
+
+
+def branch_of_coords(lk: Linkage):
+    """`branch`'s invariant as a function of the joint coordinates `X` (assembled
+    from the state) and the initial ones `C0`; None where `branch` is not a function
+    of the state (no closed form, or the determinant)."""
+    fns = _branch_fns(lk)
+    return fns[1] if isinstance(fns, tuple) else None
+
+
+def _branch_fns(lk: Linkage):
     pred = predictor(lk)
     if pred is None:
         return None
@@ -448,8 +462,7 @@ def _branch_fn(topo, names, link_names):
 
     steps = _analyse(topo, names, link_names).steps
 
-    def invariant(x, u, prep):
-        X, C0 = _assemble(x, u, prep), prep.C0
+    def of_coords(X, C0):
         value = jnp.asarray(1.0, X.dtype)
         for kind, _, _, a, _, c, b, _ in steps:
             if topo.geometry != "planar":  # the inner element's side of the outer ones' plane
@@ -470,10 +483,13 @@ def _branch_fn(topo, names, link_names):
             value = jnp.minimum(value, _sign(then) * now)
         return value
 
+    def invariant(x, u, prep):
+        return of_coords(_assemble(x, u, prep), prep.C0)
+
     # jitted (as the residual is): its index arrays then live inside its own program, not
     # as constants of the sweep's fallback, which a `custom_vmap` must not close over
     # (a batch of synthesis starts failed there)
-    return jax.jit(invariant)
+    return jax.jit(invariant), of_coords
 
 
 # --------------------------------------------------------------------------- spatial points by trilateration
@@ -645,14 +661,16 @@ def _spatial_branch_fn(topo, names, link_names):
     steps = _trilateration(topo, names, link_names)
     assert steps is not None
 
-    def invariant(x, u, prep):
-        X, C0 = _assemble(x, u, prep), prep.C0
+    def of_coords(X, C0):
         value = jnp.asarray(1.0, X.dtype)
         for _, j, a, b, c in steps:  # points only: a translating body's closed form takes the determinant
             value = jnp.minimum(value, _sign(_side(C0, j, a, b, c)) * _side(X, j, a, b, c))
         return value
 
-    return jax.jit(invariant)
+    def invariant(x, u, prep):
+        return of_coords(_assemble(x, u, prep), prep.C0)
+
+    return jax.jit(invariant), of_coords
 
 
 def _known_poses(topo, C0, u):

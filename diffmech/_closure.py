@@ -980,6 +980,12 @@ class Newton(eqx.Module):
         round-off (then a singular Jacobian's non-finite step is not taken)."""
         return self._correct(fn, guess, u, params)[:4]
 
+    def _certified(self, x, res, last, exact, atol):
+        """Which corrected iterates `_correct` certifies (batched): finite, the residual's
+        max-norm within `atol`, and the last update within `certify` (or the guess
+        exact as it came)."""
+        return jnp.all(jnp.isfinite(x), axis=-1) & (res <= atol) & ((last <= self.certify) | exact)
+
     def _correct(self, fn, guess, u, params, with_jacobian: bool = False, freeze=False):
         """`correct`, and with `with_jacobian` the Jacobian at the iterate (else None),
         from the loop's own residual-and-Jacobian pass one iteration past the last
@@ -1380,8 +1386,7 @@ def _sweep(
         assert J is not None
         probed = (res[n_in], J[n_in])
         x, res, last, exact, J = x[:n_in], res[:n_in], last[:n_in], exact[:n_in], J[:n_in]
-    finite = jnp.all(jnp.isfinite(x), axis=-1)
-    certified = pred.reached & finite & (res <= opts.atol) & ((last <= corrector.certify) | exact)
+    certified = pred.reached & corrector._certified(x, res, last, exact, opts.atol)
     nan = jnp.full((n_in,), jnp.nan, dtype)
     b_val, cond = jax.vmap(opts.checks)(J) if opts.needs_jacobian else (nan, nan)
     # 3. the branch invariant on all solutions

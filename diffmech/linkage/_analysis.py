@@ -274,7 +274,7 @@ def _closed_form_values(prob: _Problem, d):
 
     _, res, last, exact, _ = jax.vmap(lambda g, u, X_: newton._correct(rigidity, g, u, X_))(x, inputs, X)
     atol = _closure._tolerance(1e-10, x.dtype)  # the sweep's default
-    certified = feasible & jnp.all(jnp.isfinite(x), axis=-1) & (res <= atol) & ((last <= newton.certify) | exact)
+    certified = feasible & newton._certified(x, res, last, exact, atol)
     b = jnp.sign(jax.vmap(branch, in_axes=(0, None))(X, prep.C0))
     good = jnp.all(certified & (b == b[0]))
     coords = jax.vmap(lambda X_: _carry_tracers(prep, X_))(X[1:])

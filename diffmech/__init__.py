@@ -14,6 +14,7 @@ from . import (
     synthesis as synthesis,
 )
 from ._result import (
+    RESULTS as RESULTS,
     AssemblyError as AssemblyError,
     BranchSwitchError as BranchSwitchError,
     ClosureError as ClosureError,

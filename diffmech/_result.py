@@ -19,7 +19,7 @@ answer (a crank that stops at a motion limit: `closure.sweep`,
 `closure.continuation`, `fourbar.sweep`, `linkage.simulate`, `fourbar.simulate`).
 """
 
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import diffrax
 import equinox as eqx
@@ -63,11 +63,46 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore
         "holds: the over-constrained linkage's special geometry (Bennett's, parallel "
         "axes) is lost, so it is rigid or has left the motion its redundancy allows."
     )
+    change_point = (
+        "A change point lies between this input and the last one solved: two assembly "
+        "branches meet there ([J_x J_u] loses rank) and the motion could go on along "
+        "either; pass it with `at_change` ('continue' or 'turn')."
+    )
     singular_configuration = (
         "A singular configuration: the Jacobian is singular here (a closure Jacobian, "
         "joint screws or a wrench system without full rank), so the Newton step, the "
         "joint rates or the joint wrenches are not determined."
     )
+
+
+def status_name(item) -> str | np.ndarray:
+    """The name of a status (`"successful"`, `"motion_limit"`, `"change_point"`, …): a
+    string for one, an array of strings for a batch of them (eager). Also
+    `diffmech.RESULTS.name(item)` and `str(item)`."""
+    if not isinstance(item, RESULTS):
+        raise ValueError(f"RESULTS.name: `item` must be a diffmech RESULTS status; got {item!r:.80}")
+    names = {int(np.asarray(v._value)): k for k, v in RESULTS._name_to_item.items()}  # pyright: ignore
+    codes = np.asarray(code(item))
+    if codes.ndim == 0:
+        return names[int(codes)]
+    return np.vectorize(names.__getitem__, otypes=[object])(codes).astype(str)
+
+
+RESULTS.name = staticmethod(status_name)  # pyright: ignore  (a method in the class body would be an item)
+_item_type: Any = type(RESULTS.successful)  # Equinox's EnumerationItem, shared by every enumeration
+_item_str = _item_type.__str__
+
+
+def _str(item) -> str:
+    # `str` of a diffmech status is its name (`repr` keeps its message); any other
+    # enumeration's items print as before
+    if isinstance(item, RESULTS) and not item.is_traced():
+        name = status_name(item)
+        return name if isinstance(name, str) else str(name.tolist())
+    return _item_str(item)
+
+
+_item_type.__str__ = _str
 
 
 def code(item: RESULTS) -> Int[Array, "..."]:
@@ -127,7 +162,8 @@ class MotionLimitError(AssemblyError):
 
 
 class BranchSwitchError(AssemblyError):
-    """The solution left the requested assembly branch.
+    """The solution left the requested assembly branch, or reached a change point
+    where it could leave it (status `branch_switch` or `change_point`).
 
     Constructed as `ClosureError` (arguments `msg`, `status`, `index`, `residual`).
     """
@@ -153,7 +189,7 @@ def error_class(c: int) -> type[ClosureError]:
     """The `ClosureError` subclass of a status code."""
     if c == code(RESULTS.motion_limit):
         return MotionLimitError
-    if c == code(RESULTS.branch_switch):
+    if c in (code(RESULTS.branch_switch), code(RESULTS.change_point)):
         return BranchSwitchError
     if c in (code(RESULTS.singular_configuration), code(RESULTS.singular)):
         return SingularError
@@ -217,8 +253,11 @@ class AbstractResult(eqx.Module):
         ok = np.asarray(self.converged)
         if ok.all():
             return
-        k = tuple(int(i) for i in np.argwhere(~ok)[0])
-        c = int(np.asarray(code(self.status))[k])
+        codes = np.asarray(code(self.status))
+        first = _first_cause(ok, codes, np)  # per sweep, the first failure along its path
+        batch = tuple(int(i) for i in np.argwhere(~ok.all(axis=-1))[0]) if ok.ndim > 1 else ()
+        k = batch + (int(first[batch]),)
+        c = int(codes[k])
         inputs = getattr(self, self._inputs)
         nb = ok.ndim - 1
         # the inputs are shared by the batch (one axis `N`) or carry its axes too
@@ -240,8 +279,9 @@ class AbstractResult(eqx.Module):
     def error_if_failed(self):
         """Jittable: the same result, with an Equinox run-time error attached that
         fires (carrying the first failure's message) if any sample failed."""
-        ok = jnp.reshape(self.converged, (-1,))
-        first = jnp.reshape(code(self.status), (-1,))[jnp.argmin(ok)]
+        failure = jnp.reshape(code(self.result), (-1,))
+        ok = failure == code(RESULTS.successful)
+        first = failure[jnp.argmin(ok)]
         values = as_results(first).error_if(getattr(self, self._values), ~jnp.all(ok))
         return eqx.tree_at(lambda r: getattr(r, self._values), self, values)
 
@@ -271,7 +311,7 @@ def save_status(solver_result, ys, closed):
     good = reached & closed
     ok = jnp.cumsum(~good) == 0
     first = jnp.argmin(ok)
-    solver = RESULTS.promote(solver_result)
+    solver = solver_result if isinstance(solver_result, RESULTS) else RESULTS.promote(solver_result)
     solver = RESULTS.where(solver == RESULTS.successful, RESULTS.nonfinite, solver)  # a blow-up to NaN
     cause = RESULTS.where(reached[first], RESULTS.motion_limit, solver)
     idx = jnp.arange(ok.shape[0])
@@ -279,10 +319,25 @@ def save_status(solver_result, ys, closed):
     return ok, as_results(jnp.where(ok, code(RESULTS.successful), failed))
 
 
+def _first_cause(converged, codes, xp=jnp):
+    """Per sweep (the last axis): the index of the first failure along the path, the
+    first unconverged sample with a cause of its own, not `not_reached` (its rows may
+    be in another order than the path, which visits each side of the initial
+    configuration on its own); the first unconverged sample if every one is
+    `not_reached`, 0 if none failed."""
+    cause = ~converged & (codes != _NOT_REACHED)
+    return xp.where(xp.any(cause, axis=-1), xp.argmax(cause, axis=-1), xp.argmin(converged, axis=-1))
+
+
+_NOT_REACHED = int(np.asarray(code(RESULTS.not_reached)))
+
+
 def first_failure(converged: Bool[Array, "*batch N"], status: RESULTS) -> RESULTS:
-    """The status at the first unconverged input along the last axis (`successful`
-    where every input converged); leading batch axes are kept."""
-    first = jnp.argmin(converged, axis=-1)  # index of the first False (0 if none)
+    """The first failure along the path of each sweep (the last axis; `successful`
+    where every input converged): the status of the first unconverged input that
+    failed for a cause of its own (`not_reached` only follows an earlier failure along
+    the path, which need not be an earlier row); leading batch axes are kept."""
+    first = _first_cause(converged, code(status))
     failed = ~jnp.all(converged, axis=-1)
     at_first = jnp.take_along_axis(code(status), first[..., None], axis=-1)[..., 0]
     # element-wise on the codes: `RESULTS.where` takes a scalar predicate only

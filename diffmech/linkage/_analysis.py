@@ -321,7 +321,7 @@ def _problem(owner: str, design, motion, outputs, point) -> tuple[_Problem, Any]
     if k == 1:
         rows = _path_rows(inputs)
         if rows is not None:
-            inputs, take = rows
+            inputs, take, _ = rows
     tracers = tuple(n for n, t in zip(lk.names, lk.types) if t == "tracer")
     names = _output_names(owner, outputs, lk.names, tracers or lk.names)
     ws = widths(lk)

@@ -25,7 +25,7 @@ from .._validate import (
     is_traced,
 )
 from .._xla import COMPILER_OPTIONS
-from . import _structure
+from . import _change, _structure
 from ._equations import orthonormal
 from ._model import Linkage, LinkageError, _coords, _full_residual, _prepare, _residual, residual
 
@@ -386,6 +386,7 @@ def simulate(
     branch: bool = True,
     condition: bool = True,
     check: bool = True,
+    at_change: str = "stop",
     throw: bool = False,
 ) -> Motion:
     """Simulate a range of the input (Algorithm 1 of the seed, on the closure core).
@@ -401,21 +402,44 @@ def simulate(
     - `inputs`: explicit input values instead (1-D, in any order: they are solved
       along the path that starts at the initial configuration, input 0, and visits
       them sorted, the negative ones first, descending, then the others, ascending;
-      the motion's rows stay in the order given);
+      each side of the initial configuration is continued from it on its own, so a
+      motion limit on one side leaves the other; the motion's rows stay in the order
+      given, and `result` is the first failure along either side's path);
     - `branch`: keep the assembly branch (see `simulate_functional`);
     - `condition`: the closure Jacobian's 1-norm condition number per input (NaN
       where False);
     - `check`: verify the initial configuration first (`check`, eager only);
+    - `at_change`: what the motion does at a change point (two assembly branches meet
+      where `[J_x J_u]` loses rank: a flat Peaucellier rhombus, a parallelogram
+      four-bar with its links in line), which every motion of a one-input linkage is
+      searched for (see below): `"stop"` (default) ends that side of the motion there,
+      the first input beyond it `change_point`; `"continue"` goes on along the branch
+      whose tangent continues the motion's (the analytic continuation: the
+      Peaucellier point's straight line, the parallelogram staying a parallelogram);
+      `"turn"` takes the other branch (the anti-parallelogram);
     - `throw`: raise at the first failed input (`diffmech.MotionLimitError`,
       `diffmech.BranchSwitchError`, ...; see `diffmech._result`). Default False: an
       open curve that stops at a motion limit is an answer (read `converged`).
+
+    A change point is searched for between every two consecutive solved inputs
+    where the closure Jacobian's relative margin (1 / its condition number) falls
+    to zero as a V from both sides (the continuation's predictor keeps its assembly
+    signs through a change point and would go on silently along the other branch),
+    and where the branch invariant flagged a switch; each candidate is certified by
+    locating the change point to round-off (Gauss–Newton on `Φ = 0`,
+    `[J_x J_u]ᵀ w = 0`, `|w| = 1`, as `linkage.singularities`): its closure residual
+    at most 1e-10, its input between the two samples, `[J_x J_u]`'s relative smallest
+    singular value below 1e-7. The search costs a host loop over the samples;
+    locating runs only on a candidate. Linkages with several inputs are not searched.
 
     **Returns:** a `Motion`: every joint's coordinates by name at every step, the
     converged mask, the status (a motion limit stops an open curve) and the
     conditioning.
     """
     # validated with NumPy on the host: the only call into JAX is the compiled program
-    take = None
+    if at_change not in AT_CHANGE:
+        raise ValueError(f"linkage.simulate: `at_change` must be one of {AT_CHANGE}; got {at_change!r}")
+    take, n_neg = None, 0
     if inputs is not None and (steps is not None or step is not None):
         raise ValueError("linkage.simulate: give either `inputs` or `steps`/`step`, not both")
     _check_range("linkage.simulate", steps, step)
@@ -439,40 +463,204 @@ def simulate(
             raise ValueError(f"linkage.simulate: inputs must be a finite {want}; got shape {inputs.shape}")
         rows = _path_rows(inputs) if k == 1 else None  # several inputs: followed as the path given
         if rows is not None:  # not a path from 0 in order: solve the sorted path, return the rows given
-            inputs, take = rows
+            inputs, take, n_neg = rows
     # the initial configuration is checked once per linkage object (a Linkage is
     # immutable), inside the same compiled program as its first simulation
     eager = not is_traced(lk, inputs)
     check = check and eager and lk not in _CHECKED
-    # eager: the program without the sequential fallback first (a smaller program to
-    # compile); the one with it is compiled and run only if an input needs it
-    # inside a transformation: the program itself (compiler options are a top-level jit's)
-    program = _simulate_jit if eager else functools.partial(_simulate_program, origin=True)
-    motion, values, deferred, sol = program(lk, inputs, branch, condition, check, eager)
-    if check:
-        assert values is not None  # computed in the program when `check`
-        r, Jx = values
-        _raise_if_bad_initial(lk, r, Jx)
-        _CHECKED.add(lk)
-    if eager and np.asarray(deferred):  # through NumPy: `bool()` of a JAX scalar costs 5 µs more
-        # some input needs the sequential fallback: run it alone, from the first
-        # deferred input (its own small program, compiled only for such sweeps)
-        motion = _resume_jit(lk, sol, branch, condition)
+
+    def run(path, check):
+        # eager: the program without the sequential fallback first (a smaller program to
+        # compile); the one with it is compiled and run only if an input needs it
+        # inside a transformation: the program itself (compiler options are a top-level jit's)
+        program = _simulate_jit if eager else functools.partial(_simulate_program, origin=True)
+        screen = eager and lk.n_inputs == 1  # the change-point search needs the conditioning
+        motion, values, deferred, sol = program(lk, path, branch, condition or screen, check, eager)
+        if check:
+            assert values is not None  # computed in the program when `check`
+            r, Jx = values
+            _raise_if_bad_initial(lk, r, Jx)
+            _CHECKED.add(lk)
+        if eager and np.asarray(deferred):  # through NumPy: `bool()` of a JAX scalar costs 5 µs more
+            # some input needs the sequential fallback: run it alone, from the first
+            # deferred input (its own small program, compiled only for such sweeps)
+            motion = _resume_jit(lk, sol, branch, condition or screen)
+        if screen:
+            motion = _change_points(lk, motion, n_neg if path is inputs else 0, at_change, branch)
+        if screen and not condition:
+            motion = eqx.tree_at(lambda m: m.condition, motion, jnp.full_like(motion.condition, jnp.nan))
+        return motion
+
+    motion = run(inputs, check)
+    if take is not None and 0 < n_neg < inputs.shape[0] - 1 and not np.asarray(motion.converged[: n_neg + 1]).all():
+        # the negative side stopped (a motion limit, a change point): the positive side
+        # is continued from the initial configuration on its own, by the same program
+        # (the path 0, the positive inputs, padded to the same length by repeating the last)
+        positive = inputs[n_neg + 1 :]
+        other = run(np.concatenate([inputs[:1], positive, np.repeat(positive[-1:], n_neg)]), check)
+        # each path row's row in the two motions one after the other
+        rows = np.arange(inputs.shape[0])
+        take = np.where(rows > n_neg, inputs.shape[0] + rows - n_neg, rows)[take]
+        motion = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), motion, other)
     if take is not None:
         motion = _rows_jit(motion, take)
     return finish(motion, throw, f"linkage {lk.name!r}: simulate")
 
 
 _CHECKED = Recent()  # the linkages whose initial configuration was checked
+AT_CHANGE = ("stop", "continue", "turn")
+
+
+def _change_points(lk: Linkage, motion: Motion, n_neg: int, at_change: str, branch: bool) -> Motion:
+    """A path's motion (rows in path order from input 0; rows 1 … `n_neg` its negative
+    side when it has two) with each side cut, or continued on the branch `at_change`
+    names, at the first certified change point (see `simulate`)."""
+    U = np.asarray(motion.inputs, dtype=float)
+    N = U.shape[0]
+    sides = [np.arange(N)] if n_neg == 0 else [np.arange(n_neg + 1), np.r_[0, n_neg + 1 : N]]
+    for side in sides:
+        found = _first_change(lk, motion, side)
+        if found is not None:
+            motion = _past_change(lk, motion, side, *found, at_change, branch)
+    return motion
+
+
+def _first_change(lk, motion, side):
+    """`(k, x*, u*, w)`: the first certified change point along one side of a path
+    (its rows `side`, from input 0), `k` the first of the side's rows beyond it."""
+    U = np.asarray(motion.inputs, dtype=float)[side]
+    ok = np.asarray(motion.converged)[side]
+    with np.errstate(divide="ignore"):
+        r = 1.0 / np.asarray(motion.condition, dtype=float)[side]
+    t = np.abs(U)
+    candidates = _change.screen(t, r, ok)
+    codes = np.asarray(code(motion.status))[side]
+    bad = np.flatnonzero(~ok)
+    f = int(bad[0]) if bad.size else 0
+    if f > 0 and codes[f] == code(RESULTS.branch_switch):
+        candidates.append(f - 1)  # the invariant flagged a switch: is it a change point?
+    elif f > 0 and codes[f] == code(RESULTS.motion_limit) and _change.linear_approach(t[:f], r[:f]):
+        candidates.append(f - 1)  # a sample on (or just past) a change point, where Newton cannot converge
+    X = None
+    for i in sorted(set(candidates)):
+        if X is None:
+            X = np.asarray(_states_jit(lk, motion.coords[side]))
+        j = i + 1 if (i + 1 < len(side) and ok[i + 1] and r[i + 1] < r[i]) else i
+        found = _change.locate_change(lk, X[j], float(U[j]))
+        if found is None:
+            continue
+        x, u, w = found
+        h = t[i + 1] - t[i] if i + 1 < len(t) else 0.0
+        if not t[i] - _change._INSIDE * h <= abs(u) <= t[i + 1] + _change._INSIDE * h:
+            continue
+        tol = 1e-9 * (1 + abs(u))
+        # from the first row beyond it, or on it and failed (an invariant that flipped there)
+        past = np.flatnonzero((t > abs(u) + tol) | (~ok & (t >= abs(u) - tol)))
+        if past.size:
+            return int(past[0]), x, u, w
+    return None
+
+
+def _past_change(lk, motion, side, k, x, u, w, at_change, branch):
+    """One side of a motion from its row `side[k]` on: cut at the change point
+    `(x, u)` (`stop`), or solved on the branch `at_change` names beyond it. Rows at the
+    change point's input itself are its located configuration."""
+    U = np.asarray(motion.inputs, dtype=float)
+    on = side[k:][np.abs(np.abs(U[side[k:]]) - abs(u)) <= 1e-9 * (1 + abs(u))]
+    if on.size:
+        C = lk.full(jnp.asarray(x, lk.coords.dtype), jnp.asarray(u, lk.coords.dtype))
+        motion = eqx.tree_at(
+            lambda m: (m.coords, m.converged, m.status),
+            motion,
+            (
+                motion.coords.at[on].set(C),
+                motion.converged.at[on].set(True),
+                as_results(code(motion.status).at[on].set(code(RESULTS.successful))),
+            ),
+        )
+        k += on.size
+        if k >= len(side):
+            return motion
+    rows = side[k:]
+    if at_change != "stop":
+        C = _continued(lk, motion, side, k, x, u, w, at_change, branch)
+        if C is not None:
+            return C
+    last = side[k - 1]
+    status = np.asarray(code(motion.status)).copy()
+    status[rows] = code(RESULTS.not_reached)
+    status[rows[0]] = code(RESULTS.change_point)
+    conv = np.asarray(motion.converged).copy()
+    conv[rows] = False
+    keep = lambda a, fill: jnp.asarray(a).at[rows].set(fill)  # noqa: E731
+    return eqx.tree_at(
+        lambda m: (m.coords, m.converged, m.status, m.condition, m.residual),
+        motion,
+        (
+            keep(motion.coords, motion.coords[last]),
+            jnp.asarray(conv),
+            as_results(jnp.asarray(status)),
+            keep(motion.condition, jnp.nan),
+            keep(motion.residual, jnp.nan).at[rows[0]].set(motion.residual[rows[0]]),
+        ),
+    )
+
+
+def _continued(lk, motion, side, k, x, u, w, at_change, branch):
+    """The rows `side[k:]` solved on the branch `at_change` names beyond the change
+    point `(x, u)`: a start a quarter of the input's step past it along that branch's
+    tangent, corrected by Newton, then simulated (recursively, so later change points
+    are found too) from there as the initial configuration. None if a branch cannot be
+    taken (a change point of higher order, or Newton fails)."""
+    U = np.asarray(motion.inputs, dtype=float)
+    rows = side[k:]
+    direction = np.sign(U[rows[0]]) or 1.0
+    tangents = _change.branch_tangents(lk, x, u, w)
+    if tangents is None:
+        return None
+    # the incoming direction: the secant through the last two samples before (the last
+    # one may be the change point itself), or the rate at input 0
+    if k >= 2:
+        a, b = np.asarray(_states_jit(lk, motion.coords[side[k - 2 : k]]))
+        incoming = np.concatenate([b - a, [U[side[k - 1]] - U[side[k - 2]]]])
+    else:
+        xdot = np.asarray(_closure.velocity(_residual, lk.x0(), lk.zero_input(), _prepare(lk), 1.0))
+        incoming = np.concatenate([xdot, [1.0]]) * direction
+    tangents = [t * (np.sign(t[-1]) or 1.0) * direction for t in tangents]  # each pointing on along the side
+    align = [abs(np.dot(t, incoming)) / np.linalg.norm(incoming) for t in tangents]
+    t = tangents[int(np.argmax(align))] if at_change == "continue" else tangents[int(np.argmin(align))]
+    if abs(t[-1]) < 1e-6:
+        return None  # the branch turns back in the input: it cannot be driven on
+    t_side = np.abs(U[side])
+    du = 0.25 * (t_side[k] - t_side[k - 1])  # a quarter of the step across the change point
+    u_r = u + direction * du
+    guess = x + t[:-1] * (du / abs(t[-1]))
+    sol = solve(lk, u_r, guess, throw=False)
+    if not bool(np.asarray(sol.converged)):
+        return None
+    restart = eqx.tree_at(lambda m: m.coords, lk, lk.full(sol.value, jnp.asarray(u_r, lk.coords.dtype)))
+    rest = simulate(restart, inputs=U[rows] - u_r, branch=branch, at_change=at_change)
+    fields = ("coords", "converged", "status", "condition", "residual")
+    new = [jnp.asarray(getattr(motion, f)).at[rows].set(getattr(rest, f)) for f in fields[:2]]
+    status = as_results(jnp.asarray(code(motion.status)).at[rows].set(code(rest.status)))
+    cond = jnp.asarray(motion.condition).at[rows].set(rest.condition)
+    res = jnp.asarray(motion.residual).at[rows].set(rest.residual)
+    return eqx.tree_at(
+        lambda m: (m.coords, m.converged, m.status, m.condition, m.residual), motion, (*new, status, cond, res)
+    )
+
+
+_states_jit = jax.jit(lambda lk, C: jax.vmap(lk.state)(C))
 # the rows of a sorted path in the order the inputs were given: one program, not a gather per field
 _rows_jit = jax.jit(lambda motion, take: jax.tree.map(lambda a: a[take], motion))
 
 
 def _path_rows(inputs: np.ndarray):
     """None where `inputs` already are a path from the initial configuration (the first
-    is 0 and they are monotone); else `(path, take)`: the path that starts at 0 and
-    visits the inputs sorted (the negative ones descending first, then the others
-    ascending; each value once), and the row of `path` for each given input."""
+    is 0 and they are monotone); else `(path, take, n_negative)`: the path that starts
+    at 0 and visits the inputs sorted (the negative ones descending first, then the
+    others ascending; each value once), the row of `path` for each given input, and
+    the number of negative inputs (rows 1 … n_negative of the path)."""
     d = np.diff(inputs)
     if inputs[0] == 0 and (np.all(d >= 0) or np.all(d <= 0)):
         return None
@@ -482,7 +670,7 @@ def _path_rows(inputs: np.ndarray):
     # each value's row in the path: 0 first, the negatives descending (rows 1…k), then the positives
     rank = np.arange(values.size)
     row = np.where(rank < k, k - rank, np.where(values == 0, 0, rank + 1 - np.any(values == 0)))
-    return path, row[which].reshape(-1)
+    return path, row[which].reshape(-1), k
 
 
 # --------------------------------------------------------------------------- checks
@@ -526,8 +714,8 @@ def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: floa
 
     **Returns:** a dict with `mobility` (`n + k − rank[∂Φ/∂x, ∂Φ/∂u]`, `k` inputs: `k`
     for a linkage its inputs drive; less if locked), `rank` and `n_unknowns`, `redundant` (the
-    equations beyond the rank: 0 unless the linkage is over-constrained, e.g. 5 for
-    the Bennett 4R as described here), `rank_x`
+    equations beyond the rank: 0 unless the linkage is over-constrained, e.g. 4 for
+    the Bennett 4R as described here, 10 equations of rank 6), `rank_x`
     (`rank ∂Φ/∂x`: below `n` at a singular configuration, where the input does not
     determine the rest) and the singular values `sv_x` of `∂Φ/∂x`.
     """

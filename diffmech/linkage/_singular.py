@@ -37,11 +37,11 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._validate import UnknownNameError
+from ._change import _RANK, _arm2, _at, _locate, _turn_rate
 from ._model import Linkage, _coords, _prepare, _residual
 from ._simulate import Motion, simulate, widths
 
 KINDS = ("input", "output", "change")
-_RANK = 1e-7  # σ_min/σ_max of [J_x J_u] below this at a located singular point: a change point
 
 
 class Singularities(eqx.Module):
@@ -118,21 +118,6 @@ def _output_pivots(lk: Linkage, outputs) -> list[tuple[str, int, int]]:
     return out
 
 
-def _turn_rate(lk, C, Cdot, g, o):
-    """The output's angular rate about its ground pivot, times |r|² (its sign and zeros)."""
-    if lk.geometry == "planar":
-        r, rd = C[o, :2] - C[g, :2], Cdot[o, :2]
-        return r[0] * rd[1] - r[1] * rd[0]
-    return jnp.dot(C[g], jnp.cross(C[o], Cdot[o]))
-
-
-def _arm2(lk, C, g, o):
-    """The squared distance of the output's point from its pivot's axis."""
-    if lk.geometry == "planar":
-        return jnp.sum((C[o, :2] - C[g, :2]) ** 2)
-    return jnp.sum(jnp.cross(C[g], C[o]) ** 2)
-
-
 @eqx.filter_jit
 def _scan(lk: Linkage, X, U, pivots):
     """Per sample: J_x, J_u and every output's rate (array code, no LAPACK)."""
@@ -159,63 +144,9 @@ def _rates(lk: Linkage, X, U, V, pivots):
     return jax.vmap(one)(X, U, V)
 
 
-def _systems(kind, pivot):
-    """The augmented system of one kind: z ↦ G(z) (traceable), z = (x, u, aux)."""
-
-    def G(z, prep, n, c):
-        x, u, w = z[:n], z[n], z[n + 1 :]
-        F = _residual(x, u, prep)
-        Jx = jax.jacfwd(_residual)(x, u, prep)
-        Ju = jax.jacfwd(_residual, argnums=1)(x, u, prep)
-        if kind == "input":
-            return jnp.concatenate([F, Jx @ w, jnp.dot(c, w)[None] - 1.0])
-        if kind == "output":
-            g, o = pivot
-            C, Cd = jax.jvp(lambda x_, u_: _coords(x_, u_, prep), (x, u), (w, jnp.ones_like(u)))
-            return jnp.concatenate([F, Jx @ w + Ju, _turn_rate(prep.lk, C, Cd, g, o)[None]])
-        M = jnp.concatenate([Jx, Ju[:, None]], axis=1)
-        return jnp.concatenate([F, M.T @ w, (jnp.dot(w, w) - 1.0)[None]])
-
-    return G
-
-
-@eqx.filter_jit
-def _at(lk: Linkage, x, u):
-    """At one configuration: the residual, `[J_x J_u]` and every joint's coordinates."""
-    prep = _prepare(lk)
-    Jx = jax.jacfwd(_residual)(x, u, prep)
-    Ju = jax.jacfwd(_residual, argnums=1)(x, u, prep)
-    return _residual(x, u, prep), jnp.concatenate([Jx, Ju[:, None]], axis=1), _coords(x, u, prep)
-
-
 @eqx.filter_jit
 def _states(lk: Linkage, coords):
     return jax.vmap(lk.state)(coords)
-
-
-@eqx.filter_jit
-def _newton_parts(kind, pivot, z, lk, c):
-    prep = _prepare(lk)
-    n = lk.x0().shape[0]
-    G = _systems(kind, pivot)
-    return G(z, prep, n, c), jax.jacfwd(G)(z, prep, n, c)
-
-
-def _locate(kind, pivot, lk, z, c, n, iterations=40):
-    """Newton (Gauss–Newton for a change point) on the host; (z, residual, last |Δu|, ok)."""
-    du = np.inf
-    z = np.asarray(z, dtype=float)
-    for _ in range(iterations):
-        G, J = (np.asarray(a) for a in _newton_parts(kind, pivot, jnp.asarray(z), lk, jnp.asarray(c)))
-        if not (np.all(np.isfinite(G)) and np.all(np.isfinite(J))):
-            return z, np.inf, np.inf, False
-        dz = np.linalg.lstsq(J, -G, rcond=None)[0]
-        z = z + dz
-        du = abs(dz[n])
-        if du <= 1e-15 * max(1.0, abs(z[n])) and np.max(np.abs(dz)) <= 1e-13 * max(1.0, np.max(np.abs(z))):
-            break
-    res = float(np.max(np.abs(np.asarray(_at(lk, jnp.asarray(z[:n]), jnp.asarray(z[n]))[0]))))
-    return z, res, du, bool(res <= 1e-10 and du <= 1e-12)
 
 
 def singularities(lk: Linkage, motion, *, outputs=None, near: float = 0.05) -> Singularities:

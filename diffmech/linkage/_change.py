@@ -1,0 +1,195 @@
+"""Change points along a motion: where `[J_x J_u]` loses rank, two assembly branches
+meet and the motion may go on along either. The augmented systems that locate a
+singular configuration (shared with `linkage.singularities`), the screen and the
+certificate that `linkage.simulate` applies to every motion, and the two branches'
+tangents at a change point (to pass it on the branch the caller names).
+
+With the closure `Φ(x, u) = 0`, a change point `z* = (x*, u*)` is located by
+Gauss–Newton on the consistent over-determined system `Φ = 0`, `[J_x J_u]ᵀ w = 0`,
+`wᵀw = 1`; the branches through it have tangents `t = N α` in the null space `N` of
+`[J_x J_u]` with `wᵀ Φ''(t, t) = 0` (the algebraic bifurcation equation: two real
+roots at a simple change point).
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ._model import Linkage, _coords, _prepare, _residual
+
+_RANK = 1e-7  # σ_min/σ_max of [J_x J_u] below this at a located singular point: a change point
+
+
+def _turn_rate(lk, C, Cdot, g, o):
+    """The output's angular rate about its ground pivot, times |r|² (its sign and zeros)."""
+    if lk.geometry == "planar":
+        r, rd = C[o, :2] - C[g, :2], Cdot[o, :2]
+        return r[0] * rd[1] - r[1] * rd[0]
+    return jnp.dot(C[g], jnp.cross(C[o], Cdot[o]))
+
+
+def _arm2(lk, C, g, o):
+    """The squared distance of the output's point from its pivot's axis."""
+    if lk.geometry == "planar":
+        return jnp.sum((C[o, :2] - C[g, :2]) ** 2)
+    return jnp.sum(jnp.cross(C[g], C[o]) ** 2)
+
+
+def _systems(kind, pivot):
+    """The augmented system of one kind: z ↦ G(z) (traceable), z = (x, u, aux)."""
+
+    def G(z, prep, n, c):
+        x, u, w = z[:n], z[n], z[n + 1 :]
+        F = _residual(x, u, prep)
+        Jx = jax.jacfwd(_residual)(x, u, prep)
+        Ju = jax.jacfwd(_residual, argnums=1)(x, u, prep)
+        if kind == "input":
+            return jnp.concatenate([F, Jx @ w, jnp.dot(c, w)[None] - 1.0])
+        if kind == "output":
+            g, o = pivot
+            C, Cd = jax.jvp(lambda x_, u_: _coords(x_, u_, prep), (x, u), (w, jnp.ones_like(u)))
+            return jnp.concatenate([F, Jx @ w + Ju, _turn_rate(prep.lk, C, Cd, g, o)[None]])
+        M = jnp.concatenate([Jx, Ju[:, None]], axis=1)
+        return jnp.concatenate([F, M.T @ w, (jnp.dot(w, w) - 1.0)[None]])
+
+    return G
+
+
+@eqx.filter_jit
+def _at(lk: Linkage, x, u):
+    """At one configuration: the residual, `[J_x J_u]` and every joint's coordinates."""
+    prep = _prepare(lk)
+    Jx = jax.jacfwd(_residual)(x, u, prep)
+    Ju = jax.jacfwd(_residual, argnums=1)(x, u, prep)
+    return _residual(x, u, prep), jnp.concatenate([Jx, Ju[:, None]], axis=1), _coords(x, u, prep)
+
+
+@eqx.filter_jit
+def _newton_parts(kind, pivot, z, lk, c):
+    prep = _prepare(lk)
+    n = lk.x0().shape[0]
+    G = _systems(kind, pivot)
+    return G(z, prep, n, c), jax.jacfwd(G)(z, prep, n, c)
+
+
+def _locate(kind, pivot, lk, z, c, n, iterations=40):
+    """Newton (Gauss–Newton for a change point) on the host; (z, residual, last |Δu|, ok)."""
+    du = np.inf
+    z = np.asarray(z, dtype=float)
+    for _ in range(iterations):
+        G, J = (np.asarray(a) for a in _newton_parts(kind, pivot, jnp.asarray(z), lk, jnp.asarray(c)))
+        if not (np.all(np.isfinite(G)) and np.all(np.isfinite(J))):
+            return z, np.inf, np.inf, False
+        dz = np.linalg.lstsq(J, -G, rcond=None)[0]
+        z = z + dz
+        du = abs(dz[n])
+        if du <= 1e-15 * max(1.0, abs(z[n])) and np.max(np.abs(dz)) <= 1e-13 * max(1.0, np.max(np.abs(z))):
+            break
+    res = float(np.max(np.abs(np.asarray(_at(lk, jnp.asarray(z[:n]), jnp.asarray(z[n]))[0]))))
+    return z, res, du, bool(res <= 1e-10 and du <= 1e-12)
+
+
+# the screen: an interval of a motion is searched for a change point when the relative
+# smallest singular value of J_x (the inverse of its condition number) falls linearly
+# into it from both sides and the two straight lines reach zero inside it at nearly
+# one input (a V to zero, as at a singular point), or at a sample where it is below
+# `_TINY` (a sample on the singular point itself)
+_INSIDE = 0.25  # the zeros may lie this fraction of the interval outside it
+_AGREE = 0.5  # and this fraction of it apart
+_TINY = 1e-7
+
+
+def screen(t: np.ndarray, r: np.ndarray, ok: np.ndarray) -> list[int]:
+    """The candidate intervals `(i, i + 1)` of one side of a motion, by `i`: `t` the
+    distance along the side's path (increasing), `r` each sample's relative margin
+    (1 / the closure Jacobian's condition number), `ok` its converged mask."""
+    if t.shape[0] < 2:
+        return []
+    r = np.where(ok, r, np.nan)
+    h = np.diff(t)
+    both = ok[:-1] & ok[1:] & (h > 0)
+    tiny = both & ((r[:-1] <= _TINY) | (r[1:] <= _TINY))
+    # slopes of the margin into each interval (from its left neighbour) and out of it (to its right one)
+    pad = lambda a: np.concatenate([[np.nan], a, [np.nan]])  # noqa: E731
+    with np.errstate(all="ignore"):
+        slope = np.diff(r) / h  # per interval
+        sl, sr = pad(slope)[:-2], pad(slope)[2:]
+        zl = r[:-1] / -sl / h
+        zr = 1 - r[1:] / sr / h
+        inside = lambda z: (z >= -_INSIDE) & (z <= 1 + _INSIDE)  # noqa: E731
+        v = both & (sl < 0) & (sr > 0) & inside(zl) & inside(zr) & (np.abs(zl - zr) <= _AGREE)
+    return [int(i) for i in np.flatnonzero(tiny | v)]
+
+
+def linear_approach(t: np.ndarray, r: np.ndarray) -> bool:
+    """Whether a motion that stopped (at the sample after the last of `t`) approached
+    its stop the way it approaches a change point, its relative margin `r` falling
+    linearly to zero, rather than as at a motion limit (a fold), where `r` falls as
+    the square root of the distance (`r²` linear): over the last three samples, `r`'s
+    second difference relative to its first is smaller than `r²`'s; and the straight
+    line through the last two reaches zero within a step and a half."""
+    if t.shape[0] < 3 or not np.all(np.isfinite(r[-3:])):
+        return False
+    (t0, t1, t2), (r0, r1, r2) = t[-3:], r[-3:]
+    if not (t0 < t1 < t2 and r0 > r1 > r2 > 0):
+        return False
+
+    def bend(v):  # the second difference over the first, on the (possibly uneven) samples
+        s1, s2 = (v[1] - v[0]) / (t1 - t0), (v[2] - v[1]) / (t2 - t1)
+        return abs(s2 - s1) / max(abs(s2), 1e-300)
+
+    zero = t2 + r2 * (t2 - t1) / (r1 - r2)
+    return bend((r0, r1, r2)) < bend((r0**2, r1**2, r2**2)) and zero <= t2 + 1.5 * (t2 - t1)
+
+
+def locate_change(lk: Linkage, x: np.ndarray, u: float):
+    """A change point near the configuration `(x, u)`: Gauss–Newton on its system from
+    the left singular vector of `[J_x J_u]`'s smallest singular value. Returns
+    `(x*, u*, w)` where it converges to a rank drop of `[J_x J_u]` (relative smallest
+    singular value below `_RANK`), else None."""
+    n = x.shape[0]
+    M = np.asarray(_at(lk, jnp.asarray(x), jnp.asarray(u))[1])
+    w = np.linalg.svd(M)[0][:, -1]
+    z, _, _, good = _locate("change", (), lk, np.concatenate([x, [u], w]), w, n)
+    if not good:
+        return None
+    sv = np.linalg.svd(np.asarray(_at(lk, jnp.asarray(z[:n]), jnp.asarray(z[n]))[1]), compute_uv=False)
+    if not sv[-1] <= _RANK * sv[0]:
+        return None
+    return z[:n], float(z[n]), z[n + 1 :]
+
+
+@eqx.filter_jit
+def _curvature(lk: Linkage, x, u, w, d):
+    """`wᵀ Φ''(d, d)` at `(x, u)`: the closure's second derivative along `d = (dx, du)`."""
+    prep = _prepare(lk)
+    n = x.shape[0]
+
+    def phi(s):
+        return jnp.dot(w, _residual(x + s * d[:n], u + s * d[n], prep))
+
+    zero = jnp.zeros((), x.dtype)
+    return jax.jvp(lambda s: jax.jvp(phi, (s,), (jnp.ones_like(s),))[1], (zero,), (jnp.ones_like(zero),))[1]
+
+
+def branch_tangents(lk: Linkage, x: np.ndarray, u: float, w: np.ndarray):
+    """The two branches' unit tangents `(n + 1,)` in `(x, u)` at a change point (the
+    roots of the algebraic bifurcation equation), or None where they are not two real
+    ones (a change point of higher order)."""
+    M = np.asarray(_at(lk, jnp.asarray(x), jnp.asarray(u))[1])
+    N = np.linalg.svd(M)[2][-2:].T  # the null space of [J_x J_u]: two columns at a change point
+    q = lambda d: float(_curvature(lk, jnp.asarray(x), jnp.asarray(u), jnp.asarray(w), jnp.asarray(d)))  # noqa: E731
+    a11, a22 = q(N[:, 0]), q(N[:, 1])
+    a12 = 0.5 * (q(N[:, 0] + N[:, 1]) - a11 - a22)
+    disc = a12 * a12 - a11 * a22
+    if not disc > 0:
+        return None
+    # roots of a11 α² + 2 a12 α β + a22 β² = 0, as directions (α, β)
+    if abs(a11) >= abs(a22):
+        roots = [np.array([-a12 + s * np.sqrt(disc), a11]) for s in (1, -1)]
+    else:
+        roots = [np.array([a22, -a12 + s * np.sqrt(disc)]) for s in (1, -1)]
+    return [N @ (r / np.linalg.norm(r)) for r in roots]

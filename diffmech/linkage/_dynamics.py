@@ -554,6 +554,22 @@ def _acceleration(t, x, u, udot, prep, body, drive):
 _NEWTON_STEPS = 2
 
 
+# the integration stops (`singular_configuration`) where the closure Jacobian's
+# Hadamard ratio |det J_x| / ∏ |rows| falls below this: near a singular configuration
+# the reduced coordinates fold (a free five-bar with its distal links in line), the
+# tangent grows as 1/distance and the step size collapses (max_steps after minutes)
+_SINGULAR_RATIO = 1e-6
+
+
+def _near_singular(t, y, args, **kwargs):
+    """Diffrax's event: the configuration is (numerically) singular."""
+    prep = args[0]
+    u, _, _, _, x = _split(y, prep.lk.n_inputs)
+    J = _closure.jacobian(_residual)(x, u, prep)
+    _, det = _linalg.solve_det(J, jnp.zeros((J.shape[0], 1), J.dtype))
+    return jnp.abs(det) < _SINGULAR_RATIO * jnp.prod(jnp.linalg.norm(J, axis=1))
+
+
 def _split(y, k):
     """The ODE state `(u, u̇, work, dissipated, x)`: scalars `u`, `u̇` for one input,
     `(k,)` for several."""
@@ -675,6 +691,8 @@ def simulate_dynamics(
     if not is_traced(t1) and not float(t1) > 0:
         raise ValueError(f"linkage.simulate_dynamics: `t1` must be > 0; got {t1}")
     k = lk.n_inputs
+    if k == 1:  # one value per input, as with k inputs: `(1,)` is a scalar here
+        u0, udot0 = (jnp.reshape(v, ()) if np.shape(v) == (1,) else v for v in (u0, udot0))
     for name, v in (("udot0", udot0), ("u0", u0)):
         if k == 1:
             check_scalar("linkage.simulate_dynamics", name, v)
@@ -739,6 +757,7 @@ def _simulate_dynamics(lk, u0, udot0, t1, ts, drive, solver, rtol, atol, max_ste
         stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
         max_steps=max_steps,
         adjoint=adjoint,
+        event=diffrax.Event(_near_singular),
         throw=False,
     )
     ys = sol.ys
@@ -760,7 +779,11 @@ def _simulate_dynamics(lk, u0, udot0, t1, ts, drive, solver, rtol, atol, max_ste
         kinetic = 0.5 * jnp.einsum("ti,tij,tj->t", udot, M, udot)
     energy = kinetic + V
     balance = energy - energy[0] - work + dissipated
-    ok, status = save_status(sol.result, ys, closed)
+    # the integration stopped at a singular configuration (`_near_singular`)
+    stopped = RESULTS.where(
+        sol.result == diffrax.RESULTS.event_occurred, RESULTS.singular_configuration, RESULTS.promote(sol.result)
+    )
+    ok, status = save_status(stopped, ys, closed)
     finite = jnp.where(ok, balance, 0.0)
     return Simulation(
         ts=ts,

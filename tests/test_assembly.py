@@ -5,7 +5,6 @@ positions in those poses), algebra (non-real assemblies of a real system come in
 conjugate pairs: a general 6-6 platform's real count is even) and the inverse
 kinematics (a round trip through the chains' own joint solution)."""
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -34,12 +33,7 @@ def _built(rng, k=4):
         M = np.array([2 * (q[j] - q[0]) for j in range(1, k)])
         a.append(np.linalg.solve(M, [q[j] @ q[j] - q[0] @ q[0] for j in range(1, k)]))
     a = np.array(a)
-    m = par.StewartPlatform()
-    chains = tuple(
-        eqx.tree_at(lambda ch: (ch.points, ch.attach), ch, (ch.points.at[0].set(a[i]), jnp.asarray(c[i])))
-        for i, ch in enumerate(m.chains)
-    )
-    m = eqx.tree_at(lambda m: m.chains, m, chains)
+    m = par.StewartPlatform.from_anchors(a, c)  # the public constructor of any 6-6 platform
     lengths = np.linalg.norm(c @ poses[0][0].T + poses[0][1] - a, axis=1)
     for R, d in poses:  # the construction: every chosen pose has these leg lengths
         np.testing.assert_allclose(np.linalg.norm(c @ R.T + d - a, axis=1), lengths, rtol=1e-12)
@@ -73,6 +67,31 @@ def test_every_chosen_assembly_is_found_certified_and_distinct(seed):
         np.testing.assert_allclose(np.linalg.norm(c @ R.T + d - a, axis=1), lengths, rtol=0, atol=1e-12)
     # more starts find nothing more (the assemblies found are all there are, as far as 8× the work sees)
     assert int(par.forward_kinematics(m, lengths, starts=8192, seed=7).count) == count
+
+
+def test_from_anchors_legs_are_the_anchor_distances_along_a_trajectory():
+    """A platform built from its joint centres: inverse kinematics along the seed's
+    spiral gives each leg's P label = |R c + d − a| − fixed_leg (the pose applied to the
+    anchors by hand, not by the chains), and bad anchors are named."""
+    rng = np.random.default_rng(5)
+    a = np.concatenate([rng.normal(size=(6, 2)) * 0.4, np.zeros((6, 1))], axis=1)
+    c = np.concatenate([rng.normal(size=(6, 2)) * 0.2, np.full((6, 1), 0.9)], axis=1)
+    m = par.StewartPlatform.from_anchors(a, c, fixed_leg=0.3)
+    traj = par.stewart_spiral(m, jnp.linspace(0.0, 2.0, 3))
+    k = par.inverse_kinematics(m, traj)
+    R, d = np.asarray(traj.R), np.asarray(traj.position)
+    ref = c.mean(axis=0)
+    for i in range(3):
+        X = (c - ref) @ R[i].T + d[i]  # the platform joints at this pose (reference at the centroid)
+        legs = np.linalg.norm(X - a, axis=1) - 0.3
+        P = np.asarray(k.labels[i]).reshape(6, 6)[:, 3]  # each leg's P joint
+        np.testing.assert_allclose(P, legs, rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="`platform` must be six"):
+        par.StewartPlatform.from_anchors(a, c[:5])
+    with pytest.raises(ValueError, match="zero length"):
+        par.StewartPlatform.from_anchors(a, a)
+    with pytest.raises(ValueError, match="`stroke`"):
+        par.StewartPlatform.from_anchors(a, c, stroke=(0.0, 0.01))
 
 
 def test_seed_platform_round_trip_with_inverse_kinematics_batched():

@@ -20,7 +20,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .. import _screw
-from .._validate import check_array, is_traced
+from .._validate import as_floats, check_array, is_traced
 
 _KINDS = ("R", "P")
 
@@ -342,6 +342,104 @@ class StewartPlatform(AbstractParallelMechanism):
 
     def task(self, R, d, R_target, d_target):
         return _pose_task(R, d, R_target, d_target, self.reference, self.length_scale)
+
+    @classmethod
+    def from_anchors(
+        cls,
+        base,
+        platform,
+        *,
+        reference=None,
+        fixed_leg=None,
+        moving_leg=None,
+        stroke=None,
+        fixed_mass=3.0,
+        moving_mass=1.0,
+        platform_mass=10.0,
+        com=None,
+        inertia=None,
+        leg_radius=0.005,
+        gravity=(0.0, 0.0, -9.81),
+    ) -> StewartPlatform:
+        """Any 6-6 Gough–Stewart platform from its joint centres: leg `i` joins the base
+        joint `base[i]` (a spherical joint, three R joints) to the platform joint
+        `platform[i]` (a universal joint) through a prismatic joint along the leg.
+
+        **Arguments** (SI): `base`, `platform` `(6, 3)`: the joint centres at home
+        (world frame; the home pose is the identity rotation, the platform's reference
+        point at `reference`, default the platform joints' centroid); `fixed_leg`,
+        `moving_leg`: the lengths of each leg's cylinder and piston (default: half
+        the shortest leg each); `stroke`: limits `(lower, upper)` on every P joint's
+        label, the leg length minus `fixed_leg` (default: 0 to twice its longest
+        home value); `fixed_mass`, `moving_mass`, `leg_radius`: the legs' solid
+        cylinders; `platform_mass`, `com` (default `reference`), `inertia` (default:
+        a uniform disc through the platform joints, `diag(¼, ¼, ½) m r²`, `r` their
+        root-mean-square distance from `com`); `gravity`.
+
+        **Returns:** a `StewartPlatform` (its inverse and forward kinematics,
+        dynamics and workspace as the seed's).
+        """
+        owner = "StewartPlatform.from_anchors"
+        A = np.asarray(as_floats(owner, "base", base), dtype=float)
+        C = np.asarray(as_floats(owner, "platform", platform), dtype=float)
+        for name, v in (("base", A), ("platform", C)):
+            if v.shape != (6, 3) or not np.all(np.isfinite(v)):
+                raise ValueError(f"{owner}: `{name}` must be six finite joint centres, shape (6, 3); got {v.shape}")
+        legs = np.linalg.norm(C - A, axis=1)
+        if not np.all(legs > 1e-9 * max(1.0, float(np.max(np.abs(C))))):
+            raise ValueError(f"{owner}: leg {int(np.argmin(legs)) + 1} has zero length (its two joints coincide)")
+        ref = C.mean(axis=0) if reference is None else np.asarray(as_floats(owner, "reference", reference))
+        fixed = 0.5 * legs.min() if fixed_leg is None else fixed_leg
+        moving = 0.5 * legs.min() if moving_leg is None else moving_leg
+        for name, v in (("fixed_leg", fixed), ("moving_leg", moving), ("fixed_mass", fixed_mass)):
+            check_array(owner, name, v, (), positive=True)
+        for name, v in (("moving_mass", moving_mass), ("platform_mass", platform_mass), ("leg_radius", leg_radius)):
+            check_array(owner, name, v, (), positive=True)
+        label = legs - float(fixed)
+        lo, hi = (0.0, 2.0 * float(label.max())) if stroke is None else tuple(float(v) for v in stroke)
+        if not lo < hi or not np.all((label >= lo) & (label <= hi)):
+            raise ValueError(
+                f"{owner}: `stroke` must be (lower, upper), lower < upper, holding every leg's home label "
+                f"(leg length − fixed_leg: {np.round(label, 6).tolist()}); got {(lo, hi)}"
+            )
+        c = ref if com is None else np.asarray(as_floats(owner, "com", com))
+        r2 = float(np.mean(np.sum((C - c) ** 2, axis=1)))
+        J = np.diag([0.25, 0.25, 0.5]) * float(platform_mass) * r2 if inertia is None else inertia
+        chains = []
+        for i in range(6):
+            u = (C[i] - A[i]) / legs[i]
+            # the joints' axes: two across the leg (the universal joints), the base's third along it
+            helper = np.array([0.0, 0.0, 1.0]) if abs(u[2]) < 0.9 else np.array([1.0, 0.0, 0.0])
+            e1 = np.cross(helper, u)
+            e1 /= np.linalg.norm(e1)
+            e2 = np.cross(u, e1)
+            J_leg = lambda m, ell: cylinder_inertia(m, ell, leg_radius, u)  # noqa: E731
+            chains.append(
+                chain(
+                    "RRRPRR",
+                    axes=[e1, e2, u, u, e2, e1],
+                    points=[A[i], A[i], A[i], A[i], C[i], C[i]],
+                    home=[0.0, 0.0, 0.0, label[i], 0.0, 0.0],
+                    bodies=[
+                        (2, fixed_mass, A[i] + 0.5 * float(fixed) * u, J_leg(fixed_mass, fixed)),
+                        (3, moving_mass, C[i] - 0.5 * float(moving) * u, J_leg(moving_mass, moving)),
+                    ],
+                    attach=C[i],
+                    name=f"leg{i + 1}",
+                    lower=jnp.array([-jnp.inf] * 3 + [lo] + [-jnp.inf] * 2),
+                    upper=jnp.array([jnp.inf] * 3 + [hi] + [jnp.inf] * 2),
+                )
+            )
+        fields = (
+            tuple(chains),
+            jnp.asarray(platform_mass, dtype=float),
+            jnp.asarray(c, dtype=float),
+            jnp.asarray(J, dtype=float),
+            jnp.asarray(ref, dtype=float),
+            jnp.asarray(gravity, dtype=float),
+        )
+        _check_platform(owner, *fields[1:])
+        return eqx.tree_at(lambda m: (m.chains, m.mass, m.com, m.inertia, m.reference, m.gravity), cls(), fields)
 
 
 class ThreeUPSUPUS(AbstractParallelMechanism):

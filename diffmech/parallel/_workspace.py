@@ -190,6 +190,10 @@ def _axis(owner, name, v):
         raise ValueError(f"{owner}: `{name}` must be a non-empty 1-D grid axis; got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{owner}: `{name}` must be finite; entry {int(np.argwhere(~np.isfinite(arr))[0][0])} is not")
+    d = np.diff(arr)
+    # the size counts cells: the axis is evenly spaced, ascending or descending
+    if d.size and (not (np.all(d > 0) or np.all(d < 0)) or np.ptp(d) > 1e-9 * np.max(np.abs(d))):
+        raise ValueError(f"{owner}: `{name}` must be an evenly spaced, strictly monotone grid axis (np.linspace)")
     return arr
 
 
@@ -245,7 +249,7 @@ def workspace(
     rho, reason, det = _grid(jnp.asarray(mesh.reshape(-1, len(axes))), R, a, b, lo, hi, home_u, float(ja), scale)
     reason = np.asarray(reason).reshape(shape)
     det = np.asarray(det).reshape(shape)
-    cell = float(np.prod([ax[1] - ax[0] if ax.size > 1 else 0.0 for ax in axes]))
+    cell = float(np.prod([abs(ax[1] - ax[0]) if ax.size > 1 else 0.0 for ax in axes]))
     if planar:
         plane, level = det, float("nan")
     else:

@@ -396,6 +396,10 @@ def _atlas_build(args) -> int:
     if out.is_dir() or out.suffix != ".npz":
         print(f"diffmech atlas build: --out must name an .npz file to write; got {str(out)!r}", file=sys.stderr)
         return 2
+    above = next((p for p in out.parents if p.exists()), None)
+    if above is not None and not above.is_dir():
+        print(f"diffmech atlas build: --out {str(out)!r}: {str(above)!r} is a file, not a folder", file=sys.stderr)
+        return 2
     try:
         out.parent.mkdir(parents=True, exist_ok=True)  # before the build: a bad path fails at once
         atlas = _atlas.build(args.size or _atlas.SIZE, args.seed, out)

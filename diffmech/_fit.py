@@ -17,7 +17,7 @@ import optax
 from jaxtyping import Array, Bool, Float, Int
 
 from ._progress import TextProgress
-from ._validate import check_count
+from ._validate import check_count, is_traced
 
 __all__ = ["FitResult", "History", "fit", "masked_mean"]
 
@@ -211,6 +211,26 @@ def _optimizer(name, learning_rate):
     raise ValueError(f"fit: `optimizer` must be 'lbfgs', 'adam' or an optax transformation; got {name!r}")
 
 
+def _check_data(args) -> None:
+    """The data of a fit (`args`): no empty array and no NaN or infinity in a
+    floating-point one (either makes the loss NaN, and the fit would return it as a
+    result that did not converge, with no word why)."""
+    for i, arg in enumerate(args):
+        for path, leaf in jax.tree_util.tree_leaves_with_path(arg):
+            if is_traced(leaf) or not eqx.is_array_like(leaf):
+                continue
+            a = np.asarray(leaf)
+            where = f"`args[{i}]`" + jax.tree_util.keystr(path)
+            if a.size == 0:
+                raise ValueError(f"fit: the data {where} is empty (shape {a.shape}): a loss over no samples is NaN")
+            if a.dtype.kind in "fc" and not np.all(np.isfinite(a)):
+                k = int(np.argmax(~np.isfinite(a.reshape(-1))))
+                raise ValueError(
+                    f"fit: the data {where} holds a non-finite value ({a.reshape(-1)[k]} at flat index {k}): "
+                    "remove it or mask it out (the loss would be NaN)"
+                )
+
+
 def fit(
     loss: Callable[..., Float[Array, ""]],
     model,
@@ -269,6 +289,7 @@ def fit(
         raise ValueError(f"fit: `loss` must be a function loss(model, *args) -> scalar; got {loss!r:.80}")
     check_count("fit", "steps", steps)
     check_count("fit", "chunk", chunk)
+    _check_data(args)
     spec = _selector_spec(model, trainable)
     if not any(jax.tree.leaves(spec)):
         raise ValueError("fit: `trainable` selects no floating-point array field of the model")

@@ -532,7 +532,7 @@ def fourbar_dynamics(
     drive=None,
     scale: float | None = None,
     fit_lengths: bool = True,
-    window: int = 5,
+    window: int | None = None,
     max_iter: int = 50,
     tol: float = 1e-8,
     rtol: float = 1e-10,
@@ -548,7 +548,8 @@ def fourbar_dynamics(
     `fit_lengths`: refine the crank, coupler and rocker lengths too (the ground length
     l4 is kept: a crank angle history is blind to a common scale of all lengths, which
     the base parameters absorb, so one length must be known); `window`: half-width (samples) of the
-    smoothing fits of the first estimate; `max_iter`, `tol`: the refinement's
+    smoothing fits of the first estimate (default 5, or the widest that fewer than 13
+    samples allow; at least 5 samples are needed); `max_iter`, `tol`: the refinement's
     Levenberg–Marquardt iterations and relative tolerance; `rtol`: the simulation's.
 
     **Method:** (1) equation error: θA, ωA, αA by local polynomial fits, then least
@@ -564,14 +565,21 @@ def fourbar_dynamics(
     """
     check_type("identify.fourbar_dynamics", "initial", initial, FourBar, "a FourBar (the starting design)")
     check_type("identify.fourbar_dynamics", "drive", drive, (fbd.Drive, type(None)), "a fourbar.Drive or None")
-    check_count("identify.fourbar_dynamics", "window", window)
     dt_ = initial.lengths.dtype
     t = np.asarray(times, dtype=float)
     th = np.asarray(theta_A, dtype=float)
+    if t.ndim == 1 and th.shape == t.shape and t.size < 5:
+        raise ValueError(
+            f"identify.fourbar_dynamics: `times` and `theta_A` have {t.size} samples; the identification needs "
+            "at least 5 (a smoothing window of one sample on either side of three)"
+        )
+    if window is None:  # the default: 5, or the widest the samples allow
+        window = min(5, (t.size - 3) // 2) if t.ndim == 1 else 5
+    check_count("identify.fourbar_dynamics", "window", window)
     if t.ndim == 1 and th.shape == t.shape and t.size < 2 * window + 3:
         raise ValueError(
             f"identify.fourbar_dynamics: `window` = {window} is too wide for {t.size} samples: the smoothing "
-            f"window needs N ≥ 2 window + 3 = {2 * window + 3} (at most window = {max((t.size - 3) // 2, 0)} here)"
+            f"window needs N ≥ 2 window + 3 = {2 * window + 3} (at most window = {(t.size - 3) // 2} here)"
         )
     if t.ndim != 1 or th.shape != t.shape or t.size < 2 * window + 3:
         raise ValueError(

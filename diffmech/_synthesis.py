@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import warnings
 
 import equinox as eqx
 import jax
@@ -1123,6 +1124,7 @@ def _clip_bounds(syn: Synthesis, world, who):
     """The returned design within its world-unit bounds exactly (the normalisation's
     round-off can put a value at its bound one ulp outside)."""
     d = syn.design
+    pinned = []
     for key, (lo, hi) in world.items():
         if key == "phase":
             continue
@@ -1130,6 +1132,18 @@ def _clip_bounds(syn: Synthesis, world, who):
         if np.any(v < lo - 1e-9 * (1 + np.abs(lo))) or np.any(v > hi + 1e-9 * (1 + np.abs(hi))):
             raise AssertionError(f"{who}: internal error: {key} {v} outside its bounds")
         d = eqx.tree_at(lambda m, k=key: getattr(m, k), d, jnp.asarray(np.clip(v, lo, hi)))
+        width = np.where(np.isfinite(hi - lo), hi - lo, 1.0)
+        if np.any((np.abs(v - lo) <= 1e-6 * width) | (np.abs(v - hi) <= 1e-6 * width)):
+            pinned.append(key)
+    if pinned and not syn.success_rate > 0:
+        # the best design leans on a bound and no start met the tolerance: the bounds,
+        # not the search, are what keeps it from the targets
+        warnings.warn(
+            f"{who}: no start reached the targets (relative error {syn.relative_error:.3g}); the best design is "
+            f"pinned at its bounds on {pinned}: they may not let the mechanism reach the targets (widen them)",
+            UserWarning,
+            stacklevel=3,
+        )
     return eqx.tree_at(lambda s: s.design, syn, d)
 
 

@@ -5,6 +5,7 @@ the functional core reports problems through statuses instead.
 """
 
 import collections
+from pathlib import Path
 
 import jax
 import jax.core
@@ -196,3 +197,21 @@ def check_callable(owner: str, name: str, value, what: str) -> None:
     function expected, e.g. "a residual fn(x, u, params)")."""
     if not callable(value):
         raise ValueError(f"{owner}: `{name}` must be {what}; got {value!r:.80}")
+
+
+def output_path(owner: str, path) -> Path:
+    """`path` as a `Path` to write, its folder checked first: a missing folder, or a
+    file where a folder is meant, is named here (`FileNotFoundError`,
+    `NotADirectoryError`) rather than by the writer deep inside a format library."""
+    p = Path(path)
+    folder = p.parent
+    for above in [folder, *folder.parents]:
+        if above.exists():
+            if not above.is_dir():
+                raise NotADirectoryError(f"{owner}: cannot write {str(p)!r}: {str(above)!r} is a file, not a folder")
+            break
+    if not folder.is_dir():
+        raise FileNotFoundError(f"{owner}: cannot write {str(p)!r}: the folder {str(folder)!r} does not exist")
+    if p.is_dir():
+        raise IsADirectoryError(f"{owner}: cannot write {str(p)!r}: it is a folder; name a file")
+    return p

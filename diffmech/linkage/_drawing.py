@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validate import output_path
 from ._schema import LinkageError
 
 LAYERS = {"LINKS": 7, "JOINTS": 1, "SLIDES": 3, "TRACERS": 5, "PATHS": 4}  # AutoCAD colour indices
@@ -92,7 +93,7 @@ def to_dxf(lk, path, motion=None) -> Path:
 
     **Returns:** the path written.
     """
-    path = Path(path)
+    path = output_path("linkage.to_dxf", path)
     dxf_document(lk, motion).saveas(path)
     return path
 
@@ -111,11 +112,11 @@ def to_svg(lk, path, motion=None) -> Path:
     from ezdxf.addons.drawing.frontend import Frontend
     from ezdxf.addons.drawing.properties import RenderContext
 
+    path = output_path("linkage.to_svg", path)
     doc = dxf_document(lk, motion)
     backend = svg.SVGBackend()
     config = Configuration(background_policy=BackgroundPolicy.WHITE, color_policy=ColorPolicy.BLACK)
     Frontend(RenderContext(doc), backend, config=config).draw_layout(doc.modelspace())
-    path = Path(path)
     path.write_text(backend.get_string(layout.Page(0, 0, layout.Units.mm)))
     return path
 
@@ -143,7 +144,7 @@ def to_csv(motion, path) -> Path:
         axes = "abc" if (w == 3 and planar) else "xyz"[:w]
         head += [f"{n}.{a}" for a in axes]
         cols += [(j, i) for i in range(w)]
-    path = Path(path)
+    path = output_path("linkage.to_csv", path)
     with path.open("w", newline="") as fh:
         out = csv.writer(fh)
         out.writerow(head)

@@ -35,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validate import output_path
 from . import _schema
 from ._schema import LinkageError
 
@@ -282,7 +283,7 @@ def to_mjcf(lk, path, *, softness: str = "stiff", timestep: float | None = None)
 
     **Returns:** the path written.
     """
-    path = Path(path)
+    path = output_path("linkage.to_mjcf", path)
     path.write_text(mjcf_string(lk, softness=softness, timestep=timestep))
     return path
 

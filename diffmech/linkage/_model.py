@@ -76,6 +76,7 @@ from jaxtyping import Array, Float
 
 from .. import _screw
 from .._geometry import dot, rotation, unit
+from .._validate import output_path
 from . import _schema
 from ._equations import EQUATIONS, TRACERS
 from ._schema import LinkageError
@@ -594,7 +595,7 @@ class Linkage(eqx.Module):
 
     def save(self, path) -> None:
         """Write the description as JSON (`.json`) or TOML (`.toml`)."""
-        path = Path(path)
+        path = output_path("Linkage.save", path)
         d = self.to_dict()
         path.write_text(_schema.to_toml(d) if path.suffix.lower() == ".toml" else json.dumps(d, indent=1))
 

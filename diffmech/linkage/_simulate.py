@@ -75,8 +75,9 @@ class Motion(AbstractResult):
       as unit vectors). Rows where `converged` is False repeat the last converged
       configuration (finite, so masked losses keep finite gradients): use `path` or
       `masked()` for plotting;
-    - `converged` `(N,)`: False from the first failure on (a motion limit: the curve
-      is open and stops there; or a branch switch);
+    - `converged` `(N,)`: False from the first failure on, along each side of the
+      path from the initial configuration (a motion limit: the curve is open and stops
+      there; a change point, unless passed; or a branch switch);
     - `status` (a `diffmech.closure.RESULTS` per row), `result` (the first failure,
       or `successful`), `condition` `(N,)` (the closure Jacobian's 1-norm condition
       number, which grows near a motion limit), `residual` `(N,)`;

@@ -1,7 +1,7 @@
 """What the change-point search costs `linkage.simulate`: each bundled one-input linkage
 simulated as the README writes it (its defaults), with the search and without it (the
-search replaced by the identity in the same process), the two interleaved call by
-call; and the Peaucellier–Lipkin inversor stopped at its change point and passed on
+program's screen and the host's search taken out, in the same process), the two
+interleaved call by call; and the Peaucellier–Lipkin inversor stopped at its change point and passed on
 each branch.
 
     python benchmarks/bench_change_points.py [--repeats 200]
@@ -22,33 +22,50 @@ import time
 import jax
 
 jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import diffmech as dm  # noqa: E402
 from diffmech import linkage  # noqa: E402
-from diffmech.linkage import _simulate  # noqa: E402
+from diffmech._xla import COMPILER_OPTIONS  # noqa: E402
+from diffmech.linkage import _change, _simulate  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests"))
 from test_edges import _peaucellier  # noqa: E402  (the inversor the tests build)
 
-SEARCH = _simulate._change_points
+SEARCH, SUSPECT, PROGRAM = _simulate._change_points, _change.suspect, _simulate._simulate_jit
+# the program without the in-program screen (its own jit, traced with the screen's flag a constant)
+PROGRAM_OFF = jax.jit(
+    _simulate._simulate_program,
+    static_argnames=("branch", "condition", "check", "deferred"),
+    compiler_options=COMPILER_OPTIONS,
+)
 
 
 def _off(lk, motion, *args):
     return motion
 
 
+def _search(on: bool):
+    """The search on (as shipped) or off: no screen in the program, no host search."""
+    _simulate._change_points = SEARCH if on else _off
+    _change.suspect = SUSPECT if on else (lambda *a: jnp.asarray(False))
+    _simulate._simulate_jit = PROGRAM if on else PROGRAM_OFF
+
+
 def interleaved(call, repeats):
-    """Warm medians of `call()` with the search on and off, alternating call by call."""
+    """Warm medians of `call()` with the search on and off, alternating call by call
+    (one warm-up call of each first: the program without the screen compiles then)."""
     on, off = [], []
-    for _ in range(repeats):
+    for k in range(repeats + 1):
         for flag, out in ((True, on), (False, off)):
-            _simulate._change_points = SEARCH if flag else _off
+            _search(flag)
             t = time.perf_counter()
             jax.block_until_ready(call().coords)
-            out.append(time.perf_counter() - t)
-    _simulate._change_points = SEARCH
+            if k:
+                out.append(time.perf_counter() - t)
+    _search(True)
     return statistics.median(on), statistics.median(off)
 
 

@@ -192,6 +192,50 @@ def test_random_change_point_linkages_stop_where_singularities_locates(seed):
     assert min(abs(math.sin(start + star)), 1.0) <= 1e-9
 
 
+@pytest.mark.parametrize("seed", [3, 4])
+def test_the_programs_screen_flags_every_motion_the_hosts_search_would_look_at(seed):
+    """The eager program's flag (`_change.suspect`, in jnp on the path's rows) is a
+    superset of the host's candidates (`_change.screen` per side, the first failure
+    a switch or a limit approached linearly): checked on two-sided paths of random
+    parallelograms and kites, and on the bundled linkages' motions, where it is off."""
+    from diffmech._result import code
+    from diffmech.linkage import _change, _simulate
+
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(0.5, 1.5)
+    d = a + rng.uniform(0.3, 1.5)
+    lk = _fourbar(*((a, d, a, d) if seed % 2 else (a, a, d, d)), rng.uniform(0.3, 2.5))
+    u = np.sort(rng.uniform(-2 * math.pi, 2 * math.pi, 90))
+    path, _, n_neg = _simulate._path_rows(np.asarray(u))
+    flagged = 0
+    for motion in (linkage.simulate_functional(lk, path), linkage.simulate_functional(examples.fourbar(), path)):
+        flag = bool(
+            _change.suspect(
+                motion.inputs,
+                motion.converged,
+                motion.condition,
+                code(motion.status),
+                code(RESULTS.branch_switch),
+                code(RESULTS.motion_limit),
+            )
+        )
+        ok = np.asarray(motion.converged)
+        r = 1.0 / np.asarray(motion.condition)
+        codes = np.asarray(code(motion.status))
+        host = False
+        for side in (np.arange(n_neg + 1), np.r_[0, n_neg + 1 : len(path)]):
+            t = np.abs(np.asarray(path)[side])
+            host |= bool(_change.screen(t, r[side], ok[side]))
+            bad = np.flatnonzero(~ok[side])
+            if bad.size and bad[0] > 0:
+                f = bad[0]
+                host |= codes[side][f] == code(RESULTS.branch_switch)
+                host |= codes[side][f] == code(RESULTS.motion_limit) and _change.linear_approach(t[:f], r[side][:f])
+        assert not host or flag
+        flagged += flag
+    assert flagged == 1  # the change-point linkage, not the crank-rocker
+
+
 def test_ordinary_motions_are_not_cut():
     """No change point on ordinary motions, near-singular ones included: a crank-rocker
     near its Grashof boundary (a slim margin, far from a change point), the Jansen leg
@@ -227,8 +271,11 @@ def test_workspace_area_does_not_depend_on_the_axes_direction():
     x = np.linspace(-0.6, 0.6, 31)
     y = np.linspace(-0.6, 0.6, 31)
     a = parallel.workspace(examples.three_rpr(), x, y)
-    b = parallel.workspace(examples.three_rpr(), x[::-1], y[::-1])
-    assert a.size > 0 and b.size == pytest.approx(a.size, rel=1e-12)
+    for b in (
+        parallel.workspace(examples.three_rpr(), x[::-1], y),
+        parallel.workspace(examples.three_rpr(), x, y[::-1]),
+    ):
+        assert a.size > 0 and b.size == pytest.approx(a.size, rel=1e-12)
     with pytest.raises(ValueError, match="evenly spaced"):
         parallel.workspace(examples.three_rpr(), np.r_[x[:5], x[6:]], y)
 

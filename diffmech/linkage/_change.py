@@ -124,6 +124,50 @@ def screen(t: np.ndarray, r: np.ndarray, ok: np.ndarray) -> list[int]:
     return [int(i) for i in np.flatnonzero(tiny | v)]
 
 
+def suspect(inputs, converged, condition, codes, switch, limit):
+    """Inside the eager program: whether the host should search the motion for a
+    change point (the same tests as `screen` and `_first_change`): some converged
+    sample's relative margin is below `_TINY`, an interval of either side of the path
+    passes `screen`'s V test, or a side's first failure is a branch switch (`codes ==
+    switch`) or a motion limit (`codes == limit`) approached linearly
+    (`linear_approach`). The path's rows are as `simulate` orders them: 0, the
+    negative inputs descending, then the others ascending (the first positive row
+    follows row 0 along its side); `inputs` `(N,)`."""
+    t = jnp.abs(inputs)
+    N = t.shape[0]
+    r = jnp.where(converged, 1.0 / condition, jnp.nan)
+    idx = jnp.arange(N)
+    n_neg = jnp.sum(inputs < 0)
+    first_pos = n_neg + 1
+    # along each side: a row's predecessor and successor (-1 / N where there is none)
+    prev = jnp.where((idx == first_pos) & (n_neg > 0), 0, idx - 1)
+    nxt = jnp.where((idx == n_neg) & (n_neg > 0), N, idx + 1)
+    take = lambda a, i: jnp.where((i >= 0) & (i < N), a[jnp.clip(i, 0, N - 1)], jnp.nan)  # noqa: E731
+    a = prev  # the interval (a, b) into each row b ≥ 1 (b the row itself)
+    aa, bb = jnp.where(a >= 0, prev[jnp.clip(a, 0, N - 1)], -1), nxt
+    ta, tb, taa, tbb = take(t, a), t, take(t, aa), take(t, bb)
+    ra, rb, raa, rbb = take(r, a), r, take(r, aa), take(r, bb)
+    h = tb - ta
+    sl, sr = (ra - raa) / (ta - taa), (rbb - rb) / (tbb - tb)
+    zl, zr = ra / -sl / h, 1 - rb / sr / h
+    inside = lambda z: (z >= -_INSIDE) & (z <= 1 + _INSIDE)  # noqa: E731
+    v = (idx >= 1) & (h > 0) & (sl < 0) & (sr > 0) & inside(zl) & inside(zr) & (jnp.abs(zl - zr) <= _AGREE)
+    # a side's first failure b (its predecessor a converged), and the approach to it
+    first = ~converged & (a >= 0) & take(converged.astype(t.dtype), a).astype(bool)
+    aaa = jnp.where(aa >= 0, prev[jnp.clip(aa, 0, N - 1)], -1)
+    t0, t1, t2 = take(t, aaa), taa, ta
+    r0, r1, r2 = take(r, aaa), raa, ra
+    s1, s2 = (r1 - r0) / (t1 - t0), (r2 - r1) / (t2 - t1)
+    q1, q2 = (r1**2 - r0**2) / (t1 - t0), (r2**2 - r1**2) / (t2 - t1)
+    bend = jnp.abs(s2 - s1) / jnp.maximum(jnp.abs(s2), 1e-300)
+    bend2 = jnp.abs(q2 - q1) / jnp.maximum(jnp.abs(q2), 1e-300)
+    zero = t2 + r2 * (t2 - t1) / (r1 - r2)
+    falling = (t0 < t1) & (t1 < t2) & (r0 > r1) & (r1 > r2) & (r2 > 0)
+    linear = falling & (bend < bend2) & (zero <= t2 + 1.5 * (t2 - t1))
+    stopped = first & ((codes == switch) | ((codes == limit) & linear))
+    return jnp.any(converged & (r <= _TINY)) | jnp.any(v) | jnp.any(stopped)
+
+
 def linear_approach(t: np.ndarray, r: np.ndarray) -> bool:
     """Whether a motion that stopped (at the sample after the last of `t`) approached
     its stop the way it approaches a change point, its relative margin `r` falling

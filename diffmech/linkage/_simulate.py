@@ -354,11 +354,28 @@ def _motion(lk, prep, sol: _closure.SweepSolution) -> "Motion":
 
 
 def _simulate_program(lk, inputs, branch, condition, check, deferred, origin=False):
+    """The eager program: the motion, the initial configuration's check (`probed`),
+    `flags` = (some input deferred, a change point suspected: `_change.suspect`) and
+    the core's solution. The eager program of a one-input linkage computes the
+    conditioning for the change-point screen (NaN in the motion unless `condition`)."""
     fallback = _closure.Deferred() if deferred else None
+    screen = not origin and lk.n_inputs == 1
     # the initial configuration's check in the same program (one call from the eager
     # API), its residual and Jacobian from the corrector's code (one more lane)
-    motion, probed, sol = _simulate(lk, inputs, branch, condition, fallback, probe=check, origin=origin)
-    return motion, probed, _closure.has_deferred(motion.status), sol
+    motion, probed, sol = _simulate(lk, inputs, branch, condition or screen, fallback, probe=check, origin=origin)
+    suspect = jnp.asarray(False)
+    if screen:
+        suspect = _change.suspect(
+            motion.inputs,
+            motion.converged,
+            motion.condition,
+            code(motion.status),
+            code(RESULTS.branch_switch),
+            code(RESULTS.motion_limit),
+        )
+        if not condition:
+            motion = eqx.tree_at(lambda m: m.condition, motion, jnp.full_like(motion.condition, jnp.nan))
+    return motion, probed, jnp.stack([_closure.has_deferred(motion.status), suspect]), sol
 
 
 def _resume_program(lk, sol, branch, condition):
@@ -475,20 +492,24 @@ def simulate(
         # compile); the one with it is compiled and run only if an input needs it
         # inside a transformation: the program itself (compiler options are a top-level jit's)
         program = _simulate_jit if eager else functools.partial(_simulate_program, origin=True)
-        screen = eager and lk.n_inputs == 1  # the change-point search needs the conditioning
-        motion, values, deferred, sol = program(lk, path, branch, condition or screen, check, eager)
+        motion, values, flags, sol = program(lk, path, branch, condition, check, eager)
         if check:
             assert values is not None  # computed in the program when `check`
             r, Jx = values
             _raise_if_bad_initial(lk, r, Jx)
             _CHECKED.add(lk)
-        if eager and np.asarray(deferred):  # through NumPy: `bool()` of a JAX scalar costs 5 µs more
+        if not eager:
+            return motion
+        deferred, suspect = np.asarray(flags)  # through NumPy: `bool()` of a JAX scalar costs 5 µs more
+        screen = lk.n_inputs == 1
+        if deferred:
             # some input needs the sequential fallback: run it alone, from the first
             # deferred input (its own small program, compiled only for such sweeps)
             motion = _resume_jit(lk, sol, branch, condition or screen)
-        if screen:
+            suspect = screen  # the screen runs on the host for this motion
+        if suspect:  # the host's search, certificate and answer (a candidate, or a failed input)
             motion = _change_points(lk, motion, n_neg if path is inputs else 0, at_change, branch)
-        if screen and not condition:
+        if deferred and screen and not condition:
             motion = eqx.tree_at(lambda m: m.condition, motion, jnp.full_like(motion.condition, jnp.nan))
         return motion
 

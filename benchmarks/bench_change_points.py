@@ -38,7 +38,7 @@ SEARCH, SUSPECT, PROGRAM = _simulate._change_points, _change.suspect, _simulate.
 # the program without the in-program screen (its own jit, traced with the screen's flag a constant)
 PROGRAM_OFF = jax.jit(
     _simulate._simulate_program,
-    static_argnames=("branch", "condition", "check", "deferred"),
+    static_argnames=("branch", "condition", "deferred"),
     compiler_options=COMPILER_OPTIONS,
 )
 

@@ -52,7 +52,7 @@ def _setup(case):
     if case == "stephenson2":
         lk = dm.examples.stephenson2()
         u = lks._default_inputs(lk, None, None)
-        return (lks._simulate_jit, (lk, u, True, True, True, True)), lambda: L.simulate(lk)
+        return (lks._simulate_jit, (lk, u, True, True, True)), lambda: L.simulate(lk)
     mech = par.StewartPlatform()
     traj = par.stewart_spiral(mech, jnp.arange(100) * 1e-3)
     return (pk._exact_jit, (mech, traj, 1)), lambda: par.inverse_kinematics(mech, traj)

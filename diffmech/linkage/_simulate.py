@@ -353,8 +353,10 @@ def _motion(lk, prep, sol: _closure.SweepSolution) -> "Motion":
     )
 
 
-def _simulate_program(lk, inputs, branch, condition, check, deferred, origin=False):
-    """The eager program: the motion, the initial configuration's check (`probed`),
+def _simulate_program(lk, inputs, branch, condition, deferred, origin=False):
+    """The eager program: the motion, the initial configuration's check (`probed`,
+    computed on every call: a flag that flipped after a linkage's first call would
+    compile the program twice),
     `flags` = (some input deferred, a change point suspected: `_change.suspect`) and
     the core's solution. The eager program of a one-input linkage computes the
     conditioning for the change-point screen (NaN in the motion unless `condition`)."""
@@ -362,7 +364,7 @@ def _simulate_program(lk, inputs, branch, condition, check, deferred, origin=Fal
     screen = not origin and lk.n_inputs == 1
     # the initial configuration's check in the same program (one call from the eager
     # API), its residual and Jacobian from the corrector's code (one more lane)
-    motion, probed, sol = _simulate(lk, inputs, branch, condition or screen, fallback, probe=check, origin=origin)
+    motion, probed, sol = _simulate(lk, inputs, branch, condition or screen, fallback, probe=not origin, origin=origin)
     suspect = jnp.asarray(False)
     if screen:
         suspect = _change.suspect(
@@ -390,7 +392,7 @@ def _resume_program(lk, sol, branch, condition):
 
 # plain jit: cheaper calls
 _simulate_jit = jax.jit(
-    _simulate_program, static_argnames=("branch", "condition", "check", "deferred"), compiler_options=COMPILER_OPTIONS
+    _simulate_program, static_argnames=("branch", "condition", "deferred"), compiler_options=COMPILER_OPTIONS
 )
 _resume_jit = jax.jit(_resume_program, static_argnames=("branch", "condition"), compiler_options=COMPILER_OPTIONS)
 
@@ -492,9 +494,9 @@ def simulate(
         # compile); the one with it is compiled and run only if an input needs it
         # inside a transformation: the program itself (compiler options are a top-level jit's)
         program = _simulate_jit if eager else functools.partial(_simulate_program, origin=True)
-        motion, values, flags, sol = program(lk, path, branch, condition, check, eager)
+        motion, values, flags, sol = program(lk, path, branch, condition, eager)
         if check:
-            assert values is not None  # computed in the program when `check`
+            assert values is not None  # computed in the eager program
             r, Jx = values
             _raise_if_bad_initial(lk, r, Jx)
             _CHECKED.add(lk)

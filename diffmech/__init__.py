@@ -13,6 +13,7 @@ from . import (
     screw as screw,
     synthesis as synthesis,
 )
+from ._cache import cache as cache
 from ._result import (
     RESULTS as RESULTS,
     AssemblyError as AssemblyError,

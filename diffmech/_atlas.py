@@ -29,6 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from . import _cache
 from ._geometry import attitude
 from ._progress import TextProgress
 from .fourbar import _kinematics as fbk
@@ -70,11 +71,7 @@ class Atlas:
 def path() -> pathlib.Path:
     """Where the atlas is cached: `$DIFFMECH_CACHE/atlas.npz` (default
     `~/.cache/diffmech/atlas.npz`, under `$XDG_CACHE_HOME` where set)."""
-    root = os.environ.get("DIFFMECH_CACHE")
-    if not root:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        root = os.path.join(base, "diffmech")
-    return pathlib.Path(root) / "atlas.npz"
+    return _cache.root() / "atlas.npz"
 
 
 def _settings(size: int, seed: int) -> dict:

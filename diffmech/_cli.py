@@ -453,6 +453,19 @@ def _convert(args) -> int:
     return 0
 
 
+def _no_cache_option(parser, default: bool | str = False) -> None:
+    """`--no-cache` on the command and on every subcommand (before or after its name)."""
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        default=default,
+        help="compile every program afresh (default: JAX's persistent compilation cache, diffmech.cache())",
+    )
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        for sub in action.choices.values():
+            _no_cache_option(sub, argparse.SUPPRESS)
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="diffmech", description="Differentiable closed-loop mechanisms.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -525,7 +538,12 @@ def main(argv=None) -> int:
     cnv.add_argument("--softness", choices=("stiff", "default"), default="stiff", help="MJCF out: the loops' softness")
     cnv.add_argument("--motion", action="store_true", help="DXF/SVG out: draw the default motion's coupler curves")
     cnv.set_defaults(func=_convert)
+    _no_cache_option(parser)
     args = parser.parse_args(argv)
+    from . import _cache
+
+    if not args.no_cache and _cache.enabled_for_cli():
+        _cache.cache()
     return args.func(args)
 
 

@@ -34,6 +34,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 # worker compiles its own programs. (It was turned off when clean-clone CI workers died in
 # XLA while serialising and deserialising programs for it; the cause was the code
 # mappings' limit, see the end of this file, and those crashes went on without it.)
+os.environ.setdefault("DIFFMECH_COMPILATION_CACHE", "0")  # nor does the CLI, run in these processes
 if os.environ.get("DIFFMECH_TEST_CACHE") == "1":
     _CACHE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".pytest_cache", "jax")
     os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", _CACHE)

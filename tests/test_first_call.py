@@ -45,3 +45,41 @@ def test_a_linkages_second_simulation_compiles_nothing(name):
         same = linkage.simulate(lk, steps=steps)  # the same object again (its check made)
     assert seen == [], len(seen)
     np.testing.assert_array_equal(np.asarray(first.coords), np.asarray(same.coords))
+
+
+_PROBE = """
+import sys
+import jax
+jax.config.update("jax_enable_x64", True)
+hits = []
+HIT = "/jax/compilation_cache/cache_hits"
+jax.monitoring.register_event_listener(lambda e, **k: hits.append(e) if e == HIT else None)
+import jax.numpy as jnp
+import diffmech as dm
+dm.cache(sys.argv[1])
+s = dm.fourbar.sweep(dm.FourBar(lengths=jnp.array([0.12, 0.25, 0.26, 0.30])), jnp.linspace(0.0, 6.0, 97))
+print(len(hits), int(s.converged.sum()))
+"""
+
+
+def test_the_persistent_cache_serves_a_second_process(tmp_path):
+    """`diffmech.cache(path)`: the first process writes its programs there, a second
+    one loads the sweep's program from it instead of compiling it."""
+    import subprocess
+    import sys
+
+    env = dict(__import__("os").environ)
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", _PROBE, str(tmp_path)], capture_output=True, text=True, env=env, timeout=300
+        )
+        for _ in range(2)
+    ]
+    for r in runs:
+        assert r.returncode == 0, r.stderr[-2000:]
+    (cold, n0), (warm, n1) = (map(int, r.stdout.split()) for r in runs)
+    assert n0 == n1 == 97
+    assert cold == 0 and warm >= 1
+    assert any(tmp_path.iterdir())
+    with pytest.raises(ValueError, match="min_compile_time"):
+        __import__("diffmech").cache(tmp_path, min_compile_time=-1)

@@ -83,3 +83,48 @@ def test_the_persistent_cache_serves_a_second_process(tmp_path):
     assert any(tmp_path.iterdir())
     with pytest.raises(ValueError, match="min_compile_time"):
         __import__("diffmech").cache(tmp_path, min_compile_time=-1)
+
+
+def test_drive_laws_are_data_other_numbers_compile_nothing():
+    """The drive laws give the torque their formulas say (against NumPy's
+    interpolation), and a law with other numbers runs the same compiled program, for
+    a linkage's dynamics and the four-bar's; a simulation under a law keeps its energy
+    balance (the drive's work by the same law)."""
+    import jax.numpy as jnp
+
+    from diffmech import fourbar
+
+    ts = np.array([0.0, 0.2, 0.5, 1.0])
+    ys = np.array([0.0, 1.0, -0.5, 2.0])
+    t = np.linspace(-0.1, 1.1, 13)
+    series = linkage.TorqueSeries(ts, ys)
+    np.testing.assert_allclose([float(series(s, 0.0, 0.0)) for s in t], np.interp(t, ts, ys), rtol=0, atol=1e-15)
+    servo = linkage.ServoTorque(ts, ys, 30.0, 2.0)
+    for s in (0.1, 0.3, 0.7):
+        k = np.searchsorted(ts, s) - 1
+        rate = (ys[k + 1] - ys[k]) / (ts[k + 1] - ts[k])
+        want = 30.0 * (np.interp(s, ts, ys) - 0.4) + 2.0 * (rate - 1.5)
+        assert float(servo(s, 0.4, 1.5)) == pytest.approx(want, rel=1e-14)
+    assert float(linkage.AffineTorque(50.0, 5.0)(0.0, 0.0, 3.0)) == 35.0
+    with pytest.raises(ValueError, match="strictly increasing"):
+        linkage.TorqueSeries([0.0, 0.0], [1.0, 2.0])
+
+    lk = linkage.rod_mass_properties(examples.fourbar())
+    kw = dict(saveat=np.linspace(0.0, 0.2, 5))
+    a = linkage.simulate_dynamics(lk, 0.0, 1.0, 0.2, drive=linkage.Drive(torque=linkage.AffineTorque(0.5, 0.05)), **kw)
+    fb = fourbar.FourBar(jnp.array([0.12, 0.25, 0.26, 0.30]))
+    q0 = fourbar.assemble(fb, 0.0)
+    f = fourbar.simulate(
+        fb, q0, 0.0, 0.2, saveat=np.linspace(0.0, 0.2, 5), drive=fourbar.Drive(fourbar.ConstantTorque(0.1))
+    )
+    with compilations() as seen:
+        b = linkage.simulate_dynamics(
+            lk, 0.0, 1.0, 0.2, drive=linkage.Drive(torque=linkage.AffineTorque(0.8, 0.02)), **kw
+        )
+        g = fourbar.simulate(
+            fb, q0, 0.0, 0.2, saveat=np.linspace(0.0, 0.2, 5), drive=fourbar.Drive(fourbar.ConstantTorque(0.2))
+        )
+    assert seen == [], len(seen)
+    assert bool(np.all(a.converged)) and bool(np.all(b.converged)) and bool(np.all(f.converged & g.converged))
+    assert float(b.u[-1]) > float(a.u[-1])  # more torque, further
+    assert float(a.energy_error) < 1e-8 and float(b.energy_error) < 1e-8

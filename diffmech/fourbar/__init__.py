@@ -1,5 +1,11 @@
 """The planar four-bar in the attitude-vector form of Bai et al. (2024)."""
 
+from .._drives import (
+    AffineTorque as AffineTorque,
+    ConstantTorque as ConstantTorque,
+    ServoTorque as ServoTorque,
+    TorqueSeries as TorqueSeries,
+)
 from .._result import AssemblyError as AssemblyError
 from ._dynamics import (
     Drive as Drive,

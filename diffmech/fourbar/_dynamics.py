@@ -168,11 +168,16 @@ class Drive(eqx.Module):
     """Applied crank torque and viscous joint damping.
 
     - `torque`: `torque(t, theta_A, omega_A) -> τ` (N m on the crank about A), or None;
+      a function, or a drive law whose numbers are data (`ConstantTorque`,
+      `AffineTorque`, `ServoTorque`, `TorqueSeries`: other numbers, the same compiled
+      program; each new function object compiles again);
     - `damping` `(4,)`: coefficients (cA, cB, cC, cD) (N m s) of the joints A
       (crank–ground), B (coupler–crank), C (rocker–coupler), D (rocker–ground).
     """
 
-    torque: Callable | None = eqx.field(static=True, default=None)
+    # not static: a drive law (`AffineTorque`, ...: an Equinox module) is traced, its
+    # numbers arrays; a plain function, not an array, stays static to `eqx.filter_jit`
+    torque: Callable | None = None
     damping: Float[Array, "4"] = eqx.field(default_factory=lambda: jnp.zeros(4))
 
     def __check_init__(self):

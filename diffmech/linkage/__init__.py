@@ -3,6 +3,12 @@ spherical and spatial n-bars with revolute, prismatic and spherical joints (in s
 also cylindrical and universal ones), one input or several (revolute, prismatic, a
 joint's own turn or slide, or a linear actuator), simulated on the closure core."""
 
+from .._drives import (
+    AffineTorque as AffineTorque,
+    ConstantTorque as ConstantTorque,
+    ServoTorque as ServoTorque,
+    TorqueSeries as TorqueSeries,
+)
 from ._analysis import (
     Sensitivity as Sensitivity,
     Tolerance as Tolerance,

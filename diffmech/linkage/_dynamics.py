@@ -317,10 +317,17 @@ class Drive(eqx.Module):
     revolute input, N on a prismatic input or an actuator), or None; `damping`, a
     viscous coefficient `c` on the input (a generalised force `−c u̇`).
 
+    `torque` is a function, or a drive law whose numbers are data (`ConstantTorque`,
+    `AffineTorque`, `ServoTorque`, `TorqueSeries`): a law with other numbers runs the
+    same compiled program, while each new function object (a `lambda` written again in
+    a loop) compiles again; define a function once and reuse it, or use a law.
+
     **Fields:** `torque`, `damping` as above.
     """
 
-    torque: Callable | None = eqx.field(static=True, default=None)
+    # not static: a drive law (`AffineTorque`, ...: an Equinox module) is traced, its
+    # numbers arrays; a plain function, not an array, stays static to `eqx.filter_jit`
+    torque: Callable | None = None
     damping: Float[Array, ""] | float = 0.0
 
     def __check_init__(self):

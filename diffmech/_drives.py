@@ -46,7 +46,10 @@ def _interp(t, times, values):
 
 
 class ConstantTorque(eqx.Module):
-    """A constant torque (force on a prismatic input): `τ = torque`."""
+    """A constant torque (force on a prismatic input): `τ = torque`.
+
+    **Arguments:** `torque`: N m (N), a scalar or one per input `(k,)`.
+    """
 
     torque: Float[Array, "*k"]
 
@@ -59,7 +62,11 @@ class ConstantTorque(eqx.Module):
 
 class AffineTorque(eqx.Module):
     """A torque affine in the input's speed: `τ = torque − slope · u̇` (a DC motor's
-    line: stall torque and its fall per unit speed)."""
+    line: stall torque and its fall per unit speed).
+
+    **Arguments:** `torque`: at rest (N m, or N); `slope`: its fall per unit speed (N m s);
+    each a scalar or one per input `(k,)`.
+    """
 
     torque: Float[Array, "*k"]
     slope: Float[Array, "*k"]
@@ -74,7 +81,12 @@ class AffineTorque(eqx.Module):
 class ServoTorque(eqx.Module):
     """A PD servo on a trajectory given by samples: `τ = kp (u_ref(t) − u) + kd
     (u̇_ref(t) − u̇)`, `u_ref` interpolated linearly between `(times, positions)` (held
-    at the ends) and `u̇_ref` its slope."""
+    at the ends) and `u̇_ref` its slope.
+
+    **Arguments:** `times` `(T,)`: increasing sample times (s); `positions` `(T,)` or
+    `(T, k)`: the input's reference there; `kp`, `kd`: the gains (N m per rad, N m s per
+    rad).
+    """
 
     times: Float[Array, " T"]
     positions: Float[Array, " T *k"]
@@ -92,7 +104,11 @@ class ServoTorque(eqx.Module):
 
 class TorqueSeries(eqx.Module):
     """A torque time series: `τ(t)` interpolated linearly between `(times, values)`
-    (held at the ends)."""
+    (held at the ends).
+
+    **Arguments:** `times` `(T,)`: increasing sample times (s); `values` `(T,)` or
+    `(T, k)`: the torque there (N m, or N).
+    """
 
     times: Float[Array, " T"]
     values: Float[Array, " T *k"]

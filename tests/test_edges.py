@@ -209,16 +209,7 @@ def test_the_programs_screen_flags_every_motion_the_hosts_search_would_look_at(s
     path, _, n_neg = _simulate._path_rows(np.asarray(u))
     flagged = 0
     for motion in (linkage.simulate_functional(lk, path), linkage.simulate_functional(examples.fourbar(), path)):
-        flag = bool(
-            _change.suspect(
-                motion.inputs,
-                motion.converged,
-                motion.condition,
-                code(motion.status),
-                code(RESULTS.branch_switch),
-                code(RESULTS.motion_limit),
-            )
-        )
+        flag = bool(_change.suspect_motion(motion))
         ok = np.asarray(motion.converged)
         r = 1.0 / np.asarray(motion.condition)
         codes = np.asarray(code(motion.status))

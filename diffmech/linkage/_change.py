@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .._result import RESULTS, code
 from ._model import Linkage, _coords, _prepare, _residual
 
 _RANK = 1e-7  # σ_min/σ_max of [J_x J_u] below this at a located singular point: a change point
@@ -166,6 +167,12 @@ def suspect(inputs, converged, condition, codes, switch, limit):
     linear = falling & (bend < bend2) & (zero <= t2 + 1.5 * (t2 - t1))
     stopped = first & ((codes == switch) | ((codes == limit) & linear))
     return jnp.any(converged & (r <= _TINY)) | jnp.any(v) | jnp.any(stopped)
+
+
+def suspect_motion(motion):
+    """`suspect` of a `Motion` (its rows in the path's order)."""
+    switch, limit = code(RESULTS.branch_switch), code(RESULTS.motion_limit)
+    return suspect(motion.inputs, motion.converged, motion.condition, code(motion.status), switch, limit)
 
 
 def linear_approach(t: np.ndarray, r: np.ndarray) -> bool:

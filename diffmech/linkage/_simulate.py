@@ -367,14 +367,7 @@ def _simulate_program(lk, inputs, branch, condition, deferred, origin=False):
     motion, probed, sol = _simulate(lk, inputs, branch, condition or screen, fallback, probe=not origin, origin=origin)
     suspect = jnp.asarray(False)
     if screen:
-        suspect = _change.suspect(
-            motion.inputs,
-            motion.converged,
-            motion.condition,
-            code(motion.status),
-            code(RESULTS.branch_switch),
-            code(RESULTS.motion_limit),
-        )
+        suspect = _change.suspect_motion(motion)
         if not condition:
             motion = eqx.tree_at(lambda m: m.condition, motion, jnp.full_like(motion.condition, jnp.nan))
     return motion, probed, jnp.stack([_closure.has_deferred(motion.status), suspect]), sol

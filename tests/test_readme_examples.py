@@ -8,9 +8,11 @@ of the family it shows (tests/conftest.py), after that family's tests: the progr
 compiles are mostly theirs. The getting-started page runs in one namespace, its blocks in
 order, as a reader runs them one after another."""
 
+import ast
 import pathlib
 import re
 
+import jax
 import matplotlib.pyplot as plt
 import pytest
 
@@ -68,12 +70,42 @@ _README_BLOCKS = python_blocks(README)
     ids=lambda k: f"block{k + 1}-{_group(_README_BLOCKS[k]) or 'ungrouped'}",
 )
 def test_each_readme_block_runs_on_its_own_after_the_set_up(k, monkeypatch, tmp_path):
+    """Each block runs; then each of its calls again, in the same namespace, compiles
+    nothing (counted by `jax.monitoring`): every statement that defines no function and
+    no `lambda` (a new function object is a new program, by design) runs a second time."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    namespace = {"__name__": "__main__"}
     try:
-        _run(README, [(0, _README_BLOCKS[0]), (k, _README_BLOCKS[k])], {"__name__": "__main__"})
+        _run(README, [(0, _README_BLOCKS[0]), (k, _README_BLOCKS[k])], namespace)
+        code = _README_BLOCKS[k]
+        again = [
+            node
+            for node in ast.parse(code).body
+            if not any(isinstance(n, (ast.FunctionDef, ast.Lambda)) for n in ast.walk(node))
+        ]
+        compiled = _compilations()
+        compiled.clear()
+        for node in again:
+            exec(compile(ast.Module([node], []), f"README.md, block {k + 1}, again", "exec"), namespace)
+        calls = [ast.get_source_segment(code, node).splitlines()[0] for node in again]
+        assert list(compiled) == [], (len(compiled), calls)
     finally:
         plt.close("all")
+        _compilations().clear()
+
+
+_SEEN: list = []
+
+
+def _compilations() -> list:
+    """The backend compilations seen since the last `clear()` (one listener per process)."""
+    if not _SEEN:
+        _SEEN.append([])
+        jax.monitoring.register_event_duration_secs_listener(
+            lambda event, d, **kw: _SEEN[0].append(d) if event == "/jax/core/compile/backend_compile_duration" else None
+        )
+    return _SEEN[0]
 
 
 @pytest.mark.xdist_group("fourbar_dynamics")  # the seed's simulation; its sweep and the Jansen leg's are small

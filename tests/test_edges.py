@@ -293,7 +293,7 @@ def test_a_released_five_bar_stops_at_its_singular_configuration():
     np.testing.assert_array_equal(np.asarray(a.u), np.asarray(b.u))
 
 
-def test_outputs_into_a_missing_folder_or_a_file_are_named(tmp_path):
+def test_outputs_into_a_missing_folder_or_a_file_are_named(tmp_path, capsys):
     lk = examples.fourbar()
     with pytest.raises(FileNotFoundError, match="does not exist"):
         linkage.to_dxf(lk, tmp_path / "missing" / "a.dxf")
@@ -304,6 +304,7 @@ def test_outputs_into_a_missing_folder_or_a_file_are_named(tmp_path):
     from diffmech._cli import main
 
     assert main(["atlas", "build", "--size", "8", "--out", str(plain / "atlas.npz")]) == 2
+    assert "is a file, not a folder" in capsys.readouterr().err
 
 
 def test_fit_refuses_empty_or_non_finite_data():

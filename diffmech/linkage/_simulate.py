@@ -586,15 +586,7 @@ def _past_change(lk, motion, side, k, x, u, w, at_change, branch):
     on = side[k:][np.abs(np.abs(U[side[k:]]) - abs(u)) <= 1e-9 * (1 + abs(u))]
     if on.size:
         C = lk.full(jnp.asarray(x, lk.coords.dtype), jnp.asarray(u, lk.coords.dtype))
-        motion = eqx.tree_at(
-            lambda m: (m.coords, m.converged, m.status),
-            motion,
-            (
-                motion.coords.at[on].set(C),
-                motion.converged.at[on].set(True),
-                as_results(code(motion.status).at[on].set(code(RESULTS.successful))),
-            ),
-        )
+        motion = _set_rows(motion, on, coords=C, converged=True, status=code(RESULTS.successful))
         k += on.size
         if k >= len(side):
             return motion
@@ -603,24 +595,25 @@ def _past_change(lk, motion, side, k, x, u, w, at_change, branch):
         C = _continued(lk, motion, side, k, x, u, w, at_change, branch)
         if C is not None:
             return C
-    last = side[k - 1]
-    status = np.asarray(code(motion.status)).copy()
-    status[rows] = code(RESULTS.not_reached)
-    status[rows[0]] = code(RESULTS.change_point)
-    conv = np.asarray(motion.converged).copy()
-    conv[rows] = False
-    keep = lambda a, fill: jnp.asarray(a).at[rows].set(fill)  # noqa: E731
-    return eqx.tree_at(
-        lambda m: (m.coords, m.converged, m.status, m.condition, m.residual),
-        motion,
-        (
-            keep(motion.coords, motion.coords[last]),
-            jnp.asarray(conv),
-            as_results(jnp.asarray(status)),
-            keep(motion.condition, jnp.nan),
-            keep(motion.residual, jnp.nan).at[rows[0]].set(motion.residual[rows[0]]),
-        ),
-    )
+    status = np.full(rows.shape, code(RESULTS.not_reached))
+    status[0] = code(RESULTS.change_point)
+    residual = np.full(rows.shape, np.nan)
+    residual[0] = motion.residual[rows[0]]  # the first input beyond keeps its own, as at a motion limit
+    last = motion.coords[side[k - 1]]
+    return _set_rows(motion, rows, coords=last, converged=False, status=status, condition=np.nan, residual=residual)
+
+
+def _set_rows(motion, rows, **values):
+    """`motion` with the given fields (`coords`, `converged`, `status` as codes,
+    `condition`, `residual`) replaced in its `rows` (values broadcast to them)."""
+    names = tuple(values)
+
+    def new(name):
+        field = code(motion.status) if name == "status" else getattr(motion, name)
+        out = jnp.asarray(field).at[rows].set(jnp.asarray(values[name]).astype(field.dtype))
+        return as_results(out) if name == "status" else out
+
+    return eqx.tree_at(lambda m: tuple(getattr(m, n) for n in names), motion, tuple(new(n) for n in names))
 
 
 def _continued(lk, motion, side, k, x, u, w, at_change, branch):
@@ -657,14 +650,8 @@ def _continued(lk, motion, side, k, x, u, w, at_change, branch):
         return None
     restart = eqx.tree_at(lambda m: m.coords, lk, lk.full(sol.value, jnp.asarray(u_r, lk.coords.dtype)))
     rest = simulate(restart, inputs=U[rows] - u_r, branch=branch, at_change=at_change)
-    fields = ("coords", "converged", "status", "condition", "residual")
-    new = [jnp.asarray(getattr(motion, f)).at[rows].set(getattr(rest, f)) for f in fields[:2]]
-    status = as_results(jnp.asarray(code(motion.status)).at[rows].set(code(rest.status)))
-    cond = jnp.asarray(motion.condition).at[rows].set(rest.condition)
-    res = jnp.asarray(motion.residual).at[rows].set(rest.residual)
-    return eqx.tree_at(
-        lambda m: (m.coords, m.converged, m.status, m.condition, m.residual), motion, (*new, status, cond, res)
-    )
+    fields = ("coords", "converged", "condition", "residual")
+    return _set_rows(motion, rows, status=code(rest.status), **{f: getattr(rest, f) for f in fields})
 
 
 _states_jit = jax.jit(lambda lk, C: jax.vmap(lk.state)(C))

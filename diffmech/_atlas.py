@@ -32,6 +32,7 @@ import numpy as np
 from . import _cache
 from ._geometry import attitude
 from ._progress import TextProgress
+from ._xla import jit
 from .fourbar import _kinematics as fbk
 from .fourbar._model import FourBar
 
@@ -103,7 +104,7 @@ def _designs(size: int, seed: int):
     return lengths, point, sign
 
 
-@jax.jit
+@jit
 def _curves_jit(lengths, point, sign, theta):
     def one(le, p, s):
         fb = FourBar(lengths=le)

@@ -41,6 +41,7 @@ from jaxtyping import Array, Bool, Float, Int, PyTree
 from . import _linalg, _result
 from ._result import RESULTS, AbstractResult, SingularError, as_results as _as_results, code as _code, finish
 from ._validate import ArgumentTypeError, check_callable, check_count, check_scalar, check_type, is_traced
+from ._xla import eager_program
 
 Residual = Callable[[Float[Array, " n"], Any, PyTree], Float[Array, " n"]]
 
@@ -73,31 +74,6 @@ def _warn_if_float32(x: Array) -> None:
             "with `jax.config.update('jax_enable_x64', True)` before creating arrays.",
             stacklevel=3,
         )
-
-
-def _float_leaf_as_array(v):
-    return jnp.asarray(v) if isinstance(v, float | complex) else v
-
-
-def _one_program(f):
-    """`f` compiled as one program when an entry point is called eagerly (no argument
-    traced); under a transformation, `f` itself, inlined into the caller's program.
-
-    Eagerly, JAX would otherwise run the core op by op and compile each primitive on
-    its own: one eager `closure.sweep` of a one-unknown residual lowered 162 programs
-    (`benchmarks/bench_eager_closure.py`: one program is 3.9x faster on the first call,
-    3,700x on a warm one). The compiled program is cached per `fn` (by identity), shapes
-    and options, as `optimistix.root_find`'s; Python floats among the arrays (`x0`, the
-    inputs, `params`) are passed as arrays, so a new value does not compile a new
-    program. Python ints and bools in `params` stay static."""
-    jitted = eqx.filter_jit(f)
-
-    def call(fn, *arrays, **options):
-        if is_traced(arrays):
-            return f(fn, *arrays, **options)
-        return jitted(fn, *jax.tree.map(_float_leaf_as_array, arrays), **options)
-
-    return call
 
 
 class Solution(eqx.Module):
@@ -467,7 +443,7 @@ _SUCCESS, _LIMIT, _SWITCH, _NOT_REACHED, _DEFERRED, _NONFINITE = (
 )
 
 
-_root_program = _one_program(_root)
+_root_program = eager_program(_root)
 
 
 def _flat_inputs(inputs, n_in, dtype):
@@ -797,7 +773,7 @@ def _continuation(fn, x0, inputs, params, branch_sign, *, branch, atol, xtol, ma
     return _finish(opts, inputs, params, rows)
 
 
-_continuation_program = _one_program(_continuation)
+_continuation_program = eager_program(_continuation)
 
 
 def _continuation_rows(opts, x0, inputs, params, branch_sign, robust=True, tangents=False):
@@ -1438,7 +1414,7 @@ def _sweep(
     return _finish(opts, inputs, params, rows), probed
 
 
-_sweep_program = _one_program(_sweep)
+_sweep_program = eager_program(_sweep)
 
 
 def _resume(
@@ -1546,13 +1522,19 @@ def rates(
         _check_like_input("closure.rates", "uddot", uddot, u)
     if uddot is None:
         uddot = jax.tree.map(jnp.zeros_like, udot)
+    J, xdot, xddot = _rates_program(fn, jnp.asarray(x), u, params, udot, uddot, jac)
+    _raise_if_singular("closure.rates", J, x, u, params)
+    return xdot, xddot
+
+
+def _rates(fn, x, u, params, udot, uddot, jac):
+    """`rates`' arithmetic: `(J, xdot, xddot)` (one program when called eagerly)."""
     zero_x = jnp.zeros_like(x)
 
     def phi(x_, u_):
         return fn(x_, u_, params)
 
     J = jacobian(fn)(x, u, params) if jac is None else jac
-    _raise_if_singular("closure.rates", J, x, u, params)
     _, phi_u_udot = jax.jvp(phi, (x, u), (zero_x, udot))
     xdot = _linalg.solve(J, -phi_u_udot)
 
@@ -1562,7 +1544,10 @@ def rates(
     _, second = jax.jvp(dphi, (x, u), (xdot, udot))
     _, phi_u_uddot = jax.jvp(phi, (x, u), (zero_x, uddot))
     xddot = _linalg.solve(J, -(second + phi_u_uddot))
-    return xdot, xddot
+    return J, xdot, xddot
+
+
+_rates_program = eager_program(_rates)
 
 
 def _raise_if_singular(owner, J, x, u, params) -> None:

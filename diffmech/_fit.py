@@ -18,6 +18,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from ._progress import TextProgress
 from ._validate import check_count, is_traced
+from ._xla import filter_jit
 
 __all__ = ["FitResult", "History", "fit", "masked_mean"]
 
@@ -165,7 +166,7 @@ def _per_start(fn, batched, own_static):
     return mapped
 
 
-@eqx.filter_jit
+@filter_jit
 def _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched, own_static=False):
     def run(c, pr):
         return jax.lax.scan(lambda c_, _: _step(c_, pr, opt, needs_value, gtol, ftol), c, None, length=chunk)
@@ -173,7 +174,7 @@ def _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched, own
     return _per_start(run, batched, own_static)(carry, problem)
 
 
-@eqx.filter_jit
+@filter_jit
 def _init(u, opt, batched):
     def init(u_):
         with jax.numpy_dtype_promotion("standard"):
@@ -182,7 +183,7 @@ def _init(u, opt, batched):
     return jax.vmap(init)(u) if batched else init(u)
 
 
-@eqx.filter_jit
+@filter_jit
 def _final_loss(u, problem, batched, own_static=False):
     return _per_start(_objective, batched, own_static)(u, problem)
 
@@ -350,7 +351,8 @@ def fit(
         u0 = jax.device_put(jax.tree.map(jnp.asarray, u0), sharding)
     # strong-typed leaves throughout (a weak-typed scalar in the model or the optimizer
     # state would come back strong from the first chunk and cost a second compilation)
-    strong = lambda t: jax.tree.map(lambda a: jnp.array(a, dtype=a.dtype) if eqx.is_array(a) else a, t)  # noqa: E731
+    # (only weak leaves are copied: one eager copy per leaf is one small program each)
+    strong = lambda t: jax.tree.map(lambda a: jnp.array(a, dtype=a.dtype) if _weak(a) else a, t)  # noqa: E731
     u0 = strong(u0)
     state = strong(_init(u0, opt, batched))
     shape = () if not batched else (n_starts,)
@@ -408,3 +410,8 @@ def fit(
         history=hist,
         best=best,
     )
+
+
+def _weak(a) -> bool:
+    """A weak-typed JAX array (a Python scalar's type), which `fit` makes strong."""
+    return isinstance(a, jax.Array) and a.weak_type

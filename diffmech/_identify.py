@@ -11,6 +11,7 @@ from jaxtyping import Array, Float
 
 from . import _fit
 from ._validate import check_count, check_finite, check_scalar, check_shape, check_type, is_traced
+from ._xla import filter_jit
 from .fourbar import _dynamics as fbd, _kinematics as fbk
 from .fourbar._model import FourBar
 from .linkage import _simulate as lks
@@ -37,6 +38,9 @@ __all__ = [
     "payload_regressor",
     "with_payload",
 ]
+
+# a design's closed form at many crank angles: one program (the eager check below)
+_closed_forms = filter_jit(jax.vmap(fbk.closed_form, in_axes=(None, 0)))
 
 
 class _Kinematic(eqx.Module):
@@ -87,7 +91,7 @@ def fourbar_tracer(theta_A, points, initial: FourBar, point0, *, steps: int = 20
         raise ValueError(f"fourbar_tracer: `initial` must be one design; got batch shape {initial.batch_shape}")
     # a start that cannot be assembled at the measured angles has no tracer to compare:
     # its penalty would be "fitted" and reported converged
-    _, gap = jax.vmap(lambda th: fbk.closed_form(initial, th))(theta)
+    _, gap = _closed_forms(initial, jnp.asarray(theta))
     if not is_traced(gap) and np.any(np.asarray(gap) > 0):
         k = int(np.argmax(np.asarray(gap) > 0))
         raise ValueError(
@@ -159,7 +163,7 @@ def linkage_from_params(lk: Linkage, p) -> Linkage:
     return eqx.tree_at(lambda m: m.coords, lk, jnp.stack(rows))
 
 
-@eqx.filter_jit
+@filter_jit
 def _lk_linearise(p, lk, inputs, k, points):
     """Tracer positions minus the measured ones (flattened), whether every input
     assembled on the initial branch, and the Jacobian in `p` (forward mode through the
@@ -432,7 +436,7 @@ def _ee_terms(fb, drive, times, theta, omega, alpha):
     return fourbar_regressor(fb, theta, omega, alpha), tau, jnp.all(ok)
 
 
-@eqx.filter_jit
+@filter_jit
 def _ee_linearise(p, template, drive, fixed, nscale, times, theta, omega, alpha, fit_lengths):
     """Equation error `regressor @ base − applied torque` at the smoothed (θA, ωA, αA),
     whether every sample closed, and its Jacobian in `p` (one forward-mode pass)."""
@@ -472,7 +476,7 @@ def _oe_residual(p, template, drive, fixed, nscale, times, theta, rtol, fit_leng
     return jnp.where(ok, r, 0.0), ok
 
 
-@eqx.filter_jit
+@filter_jit
 def _oe_linearise(p, template, drive, fixed, nscale, times, theta, rtol, fit_lengths):
     """Output-error residual, whether the simulation succeeded, and the residual's
     Jacobian in `p`, in one forward-mode pass through the solve."""
@@ -699,7 +703,7 @@ def with_payload(mechanism, params):
     return eqx.tree_at(lambda M: (M.mass, M.com, M.inertia), mechanism, (m, h / m, I))
 
 
-@eqx.filter_jit
+@filter_jit
 def _payload_regressor(mechanism, kin, f_ext, method):
     p0 = payload_parameters(mechanism)
 

@@ -29,6 +29,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
 from ._validate import is_traced
+from ._xla import eager_program
 
 
 class RESULTS(diffrax.RESULTS):  # pyright: ignore
@@ -337,8 +338,13 @@ def first_failure(converged: Bool[Array, "*batch N"], status: RESULTS) -> RESULT
     where every input converged): the status of the first unconverged input that
     failed for a cause of its own (`not_reached` only follows an earlier failure along
     the path, which need not be an earlier row); leading batch axes are kept."""
-    first = _first_cause(converged, code(status))
+    return as_results(_first_failure_code(converged, code(status)))
+
+
+@eager_program  # eagerly one program (op by op: 13 small ones)
+def _first_failure_code(converged, codes):
+    first = _first_cause(converged, codes)
     failed = ~jnp.all(converged, axis=-1)
-    at_first = jnp.take_along_axis(code(status), first[..., None], axis=-1)[..., 0]
+    at_first = jnp.take_along_axis(codes, first[..., None], axis=-1)[..., 0]
     # element-wise on the codes: `RESULTS.where` takes a scalar predicate only
-    return as_results(jnp.where(failed, at_first, code(RESULTS.successful)))
+    return jnp.where(failed, at_first, code(RESULTS.successful))

@@ -34,6 +34,7 @@ from . import _fit
 from ._geometry import attitude, rotation
 from ._progress import TextProgress
 from ._validate import as_floats, check_array, check_count, check_scalar
+from ._xla import eager_program, filter_jit
 from .fourbar import _kinematics as fbk
 from .fourbar._model import FourBar
 from .linkage import _simulate as lks
@@ -52,6 +53,13 @@ __all__ = [
 def _to_world(design, local):
     # a PlacedFourBar or a search candidate: local four-bar frame → world frame
     return design.origin + local @ rotation(design.angle).T
+
+
+@eager_program  # eagerly one program (op by op: a dozen small ones)
+def _world_joints(design, q):
+    loc = fbk.joint_positions(design.fourbar, q)
+    loc["P"] = fbk.coupler_point(design.fourbar, q, design.point)
+    return {k: design.to_world(v) for k, v in loc.items()}
 
 
 class PlacedFourBar(eqx.Module):
@@ -102,10 +110,7 @@ class PlacedFourBar(eqx.Module):
 
     def joints(self, theta_A) -> dict[str, Float[Array, 2]]:
         """World positions of A, B, C, D and the coupler point P at one crank angle."""
-        q = fbk.assemble(self.fourbar, theta_A)
-        loc = fbk.joint_positions(self.fourbar, q)
-        loc["P"] = fbk.coupler_point(self.fourbar, q, self.point)
-        return {k: self.to_world(v) for k, v in loc.items()}
+        return _world_joints(self, fbk.assemble(self.fourbar, theta_A))
 
     def to_linkage_dict(self, theta_A=0.0, name: str = "fourbar_synthesis") -> dict:
         """The design as a linkage description (`diffmech.linkage.Linkage.from_dict`, the
@@ -418,7 +423,7 @@ def _verdict(c, prob, substeps):
     return c, theta, q, ok, mu_lo, mu_hi, _features(c, prob, q)
 
 
-_verdict_batch = eqx.filter_jit(lambda c, prob, sub: jax.vmap(lambda c_: _verdict(c_, prob, sub))(c))
+_verdict_batch = filter_jit(lambda c, prob, sub: jax.vmap(lambda c_: _verdict(c_, prob, sub))(c))
 
 
 # --------------------------------------------------------------------------- starts
@@ -480,7 +485,7 @@ def _seed(c, prob, fixed, scales, angles):
     return jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:])[k], cands)
 
 
-_seed_batch = eqx.filter_jit(
+_seed_batch = filter_jit(
     lambda c, prob, fixed, scales, angles: jax.vmap(lambda c_: _seed(c_, prob, fixed, scales, angles))(c)
 )
 
@@ -512,14 +517,14 @@ def _init_gamma(c, prob):
     return eqx.tree_at(lambda m: m.gamma, c, jnp.arctan2(jnp.mean(jnp.sin(d)), jnp.mean(jnp.cos(d))))
 
 
-_init_batch = eqx.filter_jit(
+_init_batch = filter_jit(
     lambda c, prob, cyclic, gamma: jax.vmap(lambda c_: _init_timing(c_, prob) if cyclic else c_)(
         jax.vmap(lambda c_: _init_gamma(c_, prob) if gamma else c_)(c)
     )
 )
 
 
-_loss_batch = eqx.filter_jit(lambda c, prob: jax.vmap(lambda c_: _loss(c_, prob))(c))
+_loss_batch = filter_jit(lambda c, prob: jax.vmap(lambda c_: _loss(c_, prob))(c))
 
 
 def _plain_starts(n_starts, n_targets, rng, dtype):
@@ -996,7 +1001,7 @@ def _newton_polish(c, prob, names, log_lengths, iterations=30):
     return out
 
 
-_newton_batch = eqx.filter_jit(
+_newton_batch = filter_jit(
     lambda c, prob, names, log_lengths: jax.vmap(lambda c_: _newton_polish(c_, prob, names, log_lengths))(c)
 )
 
@@ -1557,7 +1562,7 @@ def _linkage_generation(
     )
 
 
-_simulate_batch = eqx.filter_jit(
+_simulate_batch = filter_jit(
     lambda lk, u: jax.vmap(
         lambda c: lks.simulate_functional(eqx.tree_at(lambda m: m.coords, lk, c), u, branch=True, condition=False)
     )(lk.coords)

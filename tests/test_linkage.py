@@ -690,16 +690,16 @@ def test_joint_force_gradients_match_central_differences():
         assert float(gm[i]) == pytest.approx(fd, rel=1e-6)
 
 
-def _loaded_fourbar(damper=False):
+def _loaded_fourbar(damper=False, stiffness=40.0, force=(3.0, -5.0), damping=0.3):
     spec = dm.examples.fourbar().to_dict()
     spec["loads"] = [
-        {"type": "force", "joint": "C", "link": "rocker", "force": [3.0, -5.0]},
+        {"type": "force", "joint": "C", "link": "rocker", "force": list(force)},
         {"type": "torque", "link": "coupler", "torque": 0.7},
-        {"type": "spring", "joints": ["B", "D"], "links": ["coupler", "rocker"], "stiffness": 40.0, "length": 0.2},
+        {"type": "spring", "joints": ["B", "D"], "links": ["coupler", "rocker"], "stiffness": stiffness, "length": 0.2},
         {"type": "force", "joint": "P", "link": "coupler", "force": [-1.0, 2.0]},  # at the tracer
     ]
     if damper:
-        spec["loads"].append({"type": "damper", "joints": ["A", "C"], "links": ["crank", "rocker"], "damping": 0.3})
+        spec["loads"].append({"type": "damper", "joints": ["A", "C"], "links": ["crank", "rocker"], "damping": damping})
     return L.Linkage.from_dict(spec)
 
 
@@ -739,11 +739,21 @@ def test_static_loads_on_a_massless_linkage_equal_virtual_work():
 
 
 def test_springs_dampers_and_forces_keep_the_work_balance():
+    from test_first_call import compilations
+
     lk = _loaded_fourbar(damper=True)
-    sim = L.simulate_dynamics(lk, 1.0, 3.0, saveat=jnp.linspace(0.0, 3.0, 31), rtol=1e-12, atol=1e-14)
-    assert bool(jnp.all(sim.converged))
-    assert float(sim.dissipated[-1]) > 0.1 and float(jnp.max(jnp.abs(sim.work))) > 0.1
-    assert float(sim.energy_error) <= 1e-9  # E(t) − E(0) = work − dissipated
+    kw = dict(saveat=jnp.linspace(0.0, 3.0, 31), rtol=1e-12, atol=1e-14)
+    sim = L.simulate_dynamics(lk, 1.0, 3.0, **kw)
+    # the loads are data: other numbers (a new linkage from its description) run the same program
+    other = _loaded_fourbar(damper=True, stiffness=60.0, force=(1.0, -2.0), damping=0.5)
+    with compilations() as seen:
+        again = L.simulate_dynamics(other, 1.0, 3.0, **kw)
+    assert seen == [], len(seen)
+    for s in (sim, again):
+        assert bool(jnp.all(s.converged))
+        assert float(s.dissipated[-1]) > 0.1 and float(jnp.max(jnp.abs(s.work))) > 0.1
+        assert float(s.energy_error) <= 1e-9  # E(t) − E(0) = work − dissipated
+    assert abs(float(again.u[-1] - sim.u[-1])) > 1e-3  # the new numbers act
     back = L.Linkage.from_dict(lk.to_dict())  # the loads survive the description
     assert back.load_kinds == lk.load_kinds and bool(jnp.all(back.load_params == lk.load_params))
     bad = lk.to_dict()

@@ -222,6 +222,10 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert c["peak_after"] < c["peak_before"]  # the design step lowered the peak load
         assert c["ss5_energy_error"] <= 1e-9  # the spatial 5-SS of rods
         assert c["ss5_leg_off_axis"] <= 1e-10  # massless legs are two-force members
+        # drive laws as data: new numbers compile nothing, the motion follows the torque
+        assert c["drive_compiled_again"] == [0, 0] and c["own_law_compiled_again"] == 0
+        assert c["drive_energy_error"] <= 1e-8 and c["drive_order"] is True
+        assert c["own_law_vs_bundled"] <= 1e-12  # a user's module of the same law: the same motion
     if path.name.startswith("08_"):
         assert c["same_mask_sweep"] is True and c["same_mask_shard"] is True
         assert c["q_vs_ref"] <= 1e-13 and c["shard_dq"] <= 1e-13

@@ -9,6 +9,8 @@ compiles are mostly theirs. The getting-started page runs in one namespace, its 
 order, as a reader runs them one after another."""
 
 import ast
+import collections
+import contextlib
 import pathlib
 import re
 
@@ -70,15 +72,31 @@ _README_BLOCKS = python_blocks(README)
     ids=lambda k: f"block{k + 1}-{_group(_README_BLOCKS[k]) or 'ungrouped'}",
 )
 def test_each_readme_block_runs_on_its_own_after_the_set_up(k, monkeypatch, tmp_path):
-    """Each block runs; then each of its calls again, in the same namespace, compiles
+    """Each block runs, no statement of it running more than `_EAGER_OPERATIONS`
+    operations op by op; then each of its calls again, in the same namespace, compiles
     nothing (counted by `jax.monitoring`): every statement that defines no function and
     no `lambda` (a new function object is a new program, by design) runs a second time."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MPLBACKEND", "Agg")
     namespace = {"__name__": "__main__"}
     try:
-        _run(README, [(0, _README_BLOCKS[0]), (k, _README_BLOCKS[k])], namespace)
+        _run(README, [(0, _README_BLOCKS[0])], namespace)
         code = _README_BLOCKS[k]
+        # the first run, statement by statement: none runs more than a few operations op
+        # by op (eagerly, each a small program of its own to compile: the library's
+        # eager entry points run as one program each)
+        eager = {}
+        with _counting_eager_operations() as ops:
+            for node in ast.parse(code).body:
+                before = len(ops)
+                where = f"README.md, block {k + 1} ({ast.get_source_segment(code, node).splitlines()[0]!r})"
+                try:
+                    exec(compile(ast.Module([node], []), where, "exec"), namespace)
+                except Exception as e:
+                    raise AssertionError(f"{where}: {type(e).__name__}: {e}") from e
+                eager[where] = ops[before:]
+        many = {w: collections.Counter(o).most_common(4) for w, o in eager.items() if len(o) > _EAGER_OPERATIONS}
+        assert not many, many
         again = [
             node
             for node in ast.parse(code).body
@@ -93,6 +111,34 @@ def test_each_readme_block_runs_on_its_own_after_the_set_up(k, monkeypatch, tmp_
     finally:
         plt.close("all")
         _compilations().clear()
+
+
+# operations a README statement may run op by op: indexing a result, converting a
+# user's list; an entry point that computes op by op runs dozens (the four-bar's
+# `rates` ran 413 before it became one program, the Stewart platform's constructor 58)
+_EAGER_OPERATIONS = 12
+
+
+@contextlib.contextmanager
+def _counting_eager_operations():
+    """The primitives JAX runs eagerly (op by op) inside the block, by name; the
+    transfer of a host array to the device (`stage`) is not counted. JAX's own
+    dispatch function is wrapped: private, so the test names what it relies on."""
+    from jax._src import dispatch
+
+    ops: list[str] = []
+    original = dispatch.xla_primitive_callable
+
+    def counting(prim, **params):
+        if str(prim) != "stage":
+            ops.append(str(prim))
+        return original(prim, **params)
+
+    dispatch.xla_primitive_callable = counting
+    try:
+        yield ops
+    finally:
+        dispatch.xla_primitive_callable = original
 
 
 _SEEN: list = []

@@ -31,6 +31,7 @@ from .. import _closure
 from .._geometry import attitude, perp
 from .._result import RESULTS, AbstractResult, finish, save_status
 from .._validate import check_array, check_finite, check_integration, check_trailing, check_type, is_traced
+from .._xla import filter_jit
 from . import _kinematics as _k
 from ._model import FourBar
 
@@ -447,13 +448,13 @@ def simulate(
     return finish(out, throw, "fourbar.simulate")
 
 
-@eqx.filter_jit
+@filter_jit
 def _simulate(fb, q0, Pi0, t0, t1, ts, rtol, atol, drive, adjoint, mode, solver, linearised, max_steps):
     # a non-finite initial state (possible only under a transformation: the eager entry
     # refuses one) is reported `nonfinite` at once: the integration runs on a finite
     # stand-in with a zero vector field (a few steps, not max_steps), every save masked
     nonfinite = ~(jnp.all(jnp.isfinite(q0)) & jnp.isfinite(Pi0))
-    q0 = jnp.where(nonfinite, jnp.asarray([1.0, 0.0, 1.0, 0.0, 1.0, 0.0], q0.dtype), q0)
+    q0 = jnp.where(nonfinite, np.array([1.0, 0.0, 1.0, 0.0, 1.0, 0.0]).astype(q0.dtype), q0)
     Pi0 = jnp.where(nonfinite, jnp.zeros_like(Pi0), Pi0)
     q_init = project(fb, q0)
     theta0 = jnp.arctan2(q_init[1], q_init[0])

@@ -18,7 +18,7 @@ from .. import _closure, _linalg
 from .._geometry import attitude, cross, perp
 from .._result import RESULTS, AbstractResult, BranchSwitchError, MotionLimitError, code as _result_code, finish
 from .._validate import as_floats, check_finite, check_scalar, check_shape, check_trailing, is_traced, is_traced_module
-from .._xla import COMPILER_OPTIONS
+from .._xla import COMPILER_OPTIONS, eager_program, filter_jit, jit
 from ._model import FourBar
 
 # --------------------------------------------------------------------------- closure
@@ -270,7 +270,7 @@ def _over_angles(one, fb, theta):
     return jax.tree.map(lambda v: v.reshape(fb.batch_shape + theta.shape + v.shape[len(fb.batch_shape) + 1 :]), out)
 
 
-@eqx.filter_jit
+@filter_jit
 def _assemble_jit(fb, theta_A):
     def one(fb_, th):
         sol = solve(fb_, th, condition=False, throw=False)
@@ -684,7 +684,13 @@ def rates(
                 f"assemble(fb, theta_A)); its crank attitude or closure is off by {gap:.3e}"
             )
     theta_A, omega_A, alpha_A = (jnp.asarray(v, dtype=dt) for v in (theta_A, omega_A, alpha_A))
-    xdot, xddot = _closure.rates(residual, q[2:], theta_A, fb, omega_A, alpha_A)
+    xdot, xddot = _closure.rates(residual, jnp.asarray(q)[2:], theta_A, fb, omega_A, alpha_A)
+    return _with_crank(theta_A, omega_A, alpha_A, xdot, xddot)
+
+
+@jit
+def _with_crank(theta_A, omega_A, alpha_A, xdot, xddot):
+    """`rates`' q̇, q̈ with the crank's own attitude rates first (one small program)."""
     qA = attitude(theta_A)
     qA_dot = omega_A * perp(qA)
     qA_ddot = alpha_A * perp(qA) - omega_A**2 * qA
@@ -702,6 +708,7 @@ def angular_velocities(q: Float[Array, "6"], qdot: Float[Array, "6"]) -> Float[A
     return jnp.stack([cross(q[i : i + 2], qdot[i : i + 2]) for i in (0, 2, 4)])
 
 
+@eager_program  # eagerly one program (op by op: a dozen small ones)
 def joint_positions(fb: FourBar, q: Float[Array, "*n 6"]) -> dict[str, Float[Array, "*n 2"]]:
     """Positions of the joints A, B, C, D (metres, A at the origin, D on +x) of the
     design `fb` for configurations `q` `(..., 6)`: a dict of `(..., 2)` arrays."""
@@ -714,6 +721,7 @@ def joint_positions(fb: FourBar, q: Float[Array, "*n 6"]) -> dict[str, Float[Arr
     return {"A": jnp.zeros_like(B), "B": B, "C": C, "D": D}
 
 
+@eager_program  # eagerly one program (op by op: a dozen small ones)
 def coupler_point(fb: FourBar, q: Float[Array, "*n 6"], point: Float[Array, "2"]) -> Float[Array, "*n 2"]:
     """A point carried by the coupler: `B + p_x qB + p_y S1 qB`, with `point = (p_x, p_y)`
     in the coupler frame (origin B, x along B→C; metres), for the design `fb` at
@@ -832,7 +840,13 @@ def crank_limits(fb: FourBar) -> CrankRange:
     `cos θ_max = (l1² + l4² − (l2 + l3)²) / (2 l1 l4)` and
     `cos θ_min = (l1² + l4² − (l2 − l3)²) / (2 l1 l4)` (clipped to [−1, 1]).
     """
-    c_min, c_max = crank_limit_cosines(fb.lengths)
+    return _crank_limits(fb.lengths)
+
+
+@jit
+def _crank_limits(lengths) -> CrankRange:
+    """`crank_limits`' arithmetic, one small program when called eagerly."""
+    c_min, c_max = crank_limit_cosines(lengths)
     theta_max = jnp.where(c_max > 1, -1.0, jnp.arccos(jnp.clip(c_max, -1.0, 1.0)))  # -1: empty
     theta_min = jnp.where(c_min < -1, 4.0, jnp.arccos(jnp.clip(c_min, -1.0, 1.0)))  # 4 > π: empty
     return CrankRange(theta_min=theta_min, theta_max=theta_max)

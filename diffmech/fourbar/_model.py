@@ -3,6 +3,7 @@
 from typing import Any
 
 import equinox as eqx
+import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
@@ -12,6 +13,11 @@ from .._validate import check_array, is_traced
 
 def _as_float(x) -> Array:
     return jnp.asarray(x, dtype=float)
+
+
+def _host_float(x) -> np.ndarray:
+    """A concrete value as a NumPy array of JAX's default float (float64 with x64)."""
+    return np.asarray(x, dtype=jax.dtypes.canonicalize_dtype(float))
 
 
 class FourBar(eqx.Module):
@@ -55,28 +61,31 @@ class FourBar(eqx.Module):
         if branch not in (1, -1):
             raise ValueError(f"{owner}: `branch` must be +1 or -1; got {branch!r}")
         check_array(owner, "lengths", lengths, (4,), positive=True)
-        lengths = _as_float(lengths)
+        # concrete numbers: the defaults in NumPy (an eager constructor compiles nothing)
+        xp = jnp if is_traced(lengths, masses, inertias, com, gravity) else np
+        as_float = _as_float if xp is jnp else _host_float
+        lengths = as_float(lengths)
         batch = lengths.shape[:-1]
         links = lengths[..., :3]
         if masses is None:
             masses = links  # 1 kg/m slender rods
         check_array(owner, "masses", masses, (3,), positive=True, batch_shape=batch)
-        masses = _as_float(masses)
+        masses = as_float(masses)
         if inertias is None:
             inertias = masses * links**2 / 12
         check_array(owner, "inertias", inertias, (3,), positive=True, batch_shape=batch)
         if com is None:
-            com = jnp.stack([links / 2, jnp.zeros_like(links)], axis=-1)
+            com = xp.stack([links / 2, xp.zeros_like(links)], axis=-1)
         check_array(owner, "com", com, (3, 2), batch_shape=batch)
-        gravity = _as_float(gravity)
+        gravity = as_float(gravity)
         if gravity.ndim == 1 and batch:  # traced or not: inside `jit` the default is traced
-            gravity = jnp.broadcast_to(gravity, batch + (2,))
+            gravity = xp.broadcast_to(gravity, batch + (2,))
         check_array(owner, "gravity", gravity, (2,), batch_shape=batch)
-        self.lengths = lengths
-        self.masses = masses
+        self.lengths = _as_float(lengths)
+        self.masses = _as_float(masses)
         self.inertias = _as_float(inertias)
         self.com = _as_float(com)
-        self.gravity = gravity
+        self.gravity = _as_float(gravity)
         self.branch = int(branch)
 
     @property

@@ -39,6 +39,7 @@ from jaxtyping import Array, Float, Int
 
 from .. import _closure
 from .._validate import UnknownNameError, as_floats, check_count, is_traced
+from .._xla import filter_jit, jit
 from . import _simulate, _structure
 from ._model import Linkage, _assemble, _carry_tracers, _prepare, _rigidity
 from ._simulate import Motion, _path_rows, simulate_functional, widths
@@ -384,7 +385,7 @@ def _output_names(owner, outputs, available, default) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- programs
 
 
-@eqx.filter_jit
+@filter_jit
 def _sensitivity_program(prob: _Problem):
     D = len(prob.dimensions)
     zero = jnp.zeros((D,), prob.inputs.dtype)
@@ -393,7 +394,7 @@ def _sensitivity_program(prob: _Problem):
     return values, jnp.where(ok[:, None, None], J, jnp.nan), ok
 
 
-@eqx.filter_jit
+@filter_jit
 def _monte_carlo_sums(prob: _Problem, sigma, key, start, stop):
     """Sums over the chunks `start ≤ i < stop` of `_CHUNK` samples (antithetic pairs;
     chunk `i` draws from `fold_in(key, i)`): per input the number of assembling
@@ -430,7 +431,7 @@ def _monte_carlo_sums(prob: _Problem, sigma, key, start, stop):
     return jax.lax.fori_loop(start, stop, one_chunk, init)
 
 
-@jax.jit
+@jit
 def _monte_carlo_statistics(count, total, outer):
     """The mean shift and the (unbiased) covariance from the sums."""
     n = jnp.maximum(count, 1).astype(total.dtype)[:, None]

@@ -13,12 +13,12 @@ roots at a simple change point).
 
 from __future__ import annotations
 
-import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from .._result import RESULTS, code
+from .._xla import filter_jit
 from ._model import Linkage, _coords, _prepare, _residual
 
 _RANK = 1e-7  # σ_min/σ_max of [J_x J_u] below this at a located singular point: a change point
@@ -59,7 +59,7 @@ def _systems(kind, pivot):
     return G
 
 
-@eqx.filter_jit
+@filter_jit
 def _at(lk: Linkage, x, u):
     """At one configuration: the residual, `[J_x J_u]` and every joint's coordinates."""
     prep = _prepare(lk)
@@ -68,7 +68,7 @@ def _at(lk: Linkage, x, u):
     return _residual(x, u, prep), jnp.concatenate([Jx, Ju[:, None]], axis=1), _coords(x, u, prep)
 
 
-@eqx.filter_jit
+@filter_jit
 def _newton_parts(kind, pivot, z, lk, c):
     prep = _prepare(lk)
     n = lk.x0().shape[0]
@@ -213,7 +213,7 @@ def locate_change(lk: Linkage, x: np.ndarray, u: float):
     return z[:n], float(z[n]), z[n + 1 :]
 
 
-@eqx.filter_jit
+@filter_jit
 def _curvature(lk: Linkage, x, u, w, d):
     """`wᵀ Φ''(d, d)` at `(x, u)`: the closure's second derivative along `d = (dx, du)`."""
     prep = _prepare(lk)

@@ -57,6 +57,7 @@ from .._validate import (
     check_shape,
     is_traced,
 )
+from .._xla import eager_program, filter_jit
 from . import _schema
 from ._equations import normals, orthonormal
 from ._model import Linkage, _coords, _prepare, _residual
@@ -210,6 +211,7 @@ class _Inertial(eqx.Module):
         return self.geometry != "planar"
 
 
+@eager_program  # eagerly one program (op by op: 24 small ones for the Jansen leg)
 def _inertial(lk: Linkage) -> _Inertial:
     rows, frames = _bodies(lk)
     assert lk.masses is not None and lk.inertias is not None and lk.coms is not None  # checked by _bodies
@@ -515,7 +517,7 @@ def _finite_at_state(owner, out, x, u):
 
 # compiled: run op by op, the nested jvps through the closure compile hundreds of
 # small programs (8 s for the 5-SS against 1.4 s as one)
-@eqx.filter_jit
+@filter_jit
 def _generalised_inertia(lk, x, u):
     prep, body = _prepare(lk), _inertial(lk)
     if lk.n_inputs > 1:
@@ -525,7 +527,7 @@ def _generalised_inertia(lk, x, u):
     return M, _inertia_slope(x, u, tan, prep, body)
 
 
-@eqx.filter_jit
+@filter_jit
 def _potential(lk, x, u):
     prep, body = _prepare(lk), _inertial(lk)
     _, V, dV, _, _, _ = (_terms_k if lk.n_inputs > 1 else _terms)(x, u, prep, body)
@@ -741,7 +743,7 @@ def simulate_dynamics(
     return finish(out, throw, f"linkage {lk.name!r}: simulate_dynamics")
 
 
-@eqx.filter_jit
+@filter_jit
 def _simulate_dynamics(lk, u0, udot0, t1, ts, drive, solver, rtol, atol, max_steps, adjoint, released=True):
     prep, body = _prepare(lk), _inertial(lk)
     if released:
@@ -1327,7 +1329,7 @@ def _drop_idle_spins(e, body: _Inertial):
     return jax.scipy.linalg.block_diag(*blocks)
 
 
-@eqx.filter_jit
+@filter_jit
 def _joint_forces(lk, u, udot, uddot, body, plan):
     prep = _prepare(lk)
     # the configurations by a sweep from the initial one (input 0: simulate_functional starts there)

@@ -77,6 +77,7 @@ from jaxtyping import Array, Float
 from .. import _screw
 from .._geometry import dot, rotation, unit
 from .._validate import output_path
+from .._xla import jit
 from . import _schema
 from ._equations import EQUATIONS, TRACERS
 from ._schema import LinkageError
@@ -836,7 +837,7 @@ def _carry_tracers(prep: _Prepared, X):
 # differentiates the residual in a dozen places (Newton, rates, the branch invariant,
 # the conditioning), and each would otherwise trace it anew (Stephenson-II sweep:
 # tracing 1.35 s → 0.78 s; XLA inlines the call, run time unchanged).
-@jax.jit
+@jit
 def _residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " n"]:
     """The rigidity equations of a prepared linkage (the closure core's residual,
     square). An over-constrained linkage's `m > n` equations Φ enter as their
@@ -853,7 +854,7 @@ def _residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " n"]:
     return J.T @ r
 
 
-@jax.jit
+@jit
 def _full_residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " m"]:
     """Every rigidity equation of a prepared linkage (more than the unknowns for an
     over-constrained one)."""

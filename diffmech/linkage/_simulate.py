@@ -24,7 +24,7 @@ from .._validate import (
     check_shape,
     is_traced,
 )
-from .._xla import COMPILER_OPTIONS
+from .._xla import COMPILER_OPTIONS, filter_jit, jit
 from . import _change, _structure
 from ._equations import orthonormal
 from ._model import Linkage, LinkageError, _coords, _full_residual, _prepare, _residual, residual
@@ -654,9 +654,9 @@ def _continued(lk, motion, side, k, x, u, w, at_change, branch):
     return _set_rows(motion, rows, status=code(rest.status), **{f: getattr(rest, f) for f in fields})
 
 
-_states_jit = jax.jit(lambda lk, C: jax.vmap(lk.state)(C))
+_states_jit = jit(lambda lk, C: jax.vmap(lk.state)(C))
 # the rows of a sorted path in the order the inputs were given: one program, not a gather per field
-_rows_jit = jax.jit(lambda motion, take: jax.tree.map(lambda a: a[take], motion))
+_rows_jit = jit(lambda motion, take: jax.tree.map(lambda a: a[take], motion))
 
 
 def _path_rows(inputs: np.ndarray):
@@ -686,7 +686,7 @@ def _initial_values(lk):
     return residual(x, u, lk), jax.jacfwd(residual)(x, u, lk), jax.jacfwd(residual, argnums=1)(x, u, lk)
 
 
-@eqx.filter_jit
+@filter_jit
 def _jacobians(x, u, lk):
     # every equation, the redundant ones of an over-constrained linkage too
     prep = _prepare(lk)
@@ -729,7 +729,8 @@ def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: floa
     x = lk.x0() if x is None else x
     check_finite("linkage.mobility", {"coords": lk.coords, "x": x, "u": u})
     u = jnp.broadcast_to(jnp.asarray(u, dtype=lk.coords.dtype), lk.zero_input().shape)
-    return _rank_info(*_jacobians(x, u, lk), rtol)
+    Jx, Ju = _jacobians(x, u, lk)
+    return _rank_info(Jx, Ju, rtol)
 
 
 def _raise_if_bad_initial(lk, r, Jx, Ju=None, tol: float = 1e-10) -> None:
@@ -760,7 +761,7 @@ def _raise_if_bad_initial(lk, r, Jx, Ju=None, tol: float = 1e-10) -> None:
         )
 
 
-_initial_jit = eqx.filter_jit(_initial_values)
+_initial_jit = filter_jit(_initial_values)
 
 
 def check_initial(lk: Linkage, tol: float = 1e-10) -> None:
@@ -816,7 +817,7 @@ def rates(
     return vel, acc
 
 
-@eqx.filter_jit
+@filter_jit
 def motion_rates(lk: Linkage, motion: Motion, udot=1.0, uddot=0.0):
     """`rates` at every step of a `Motion` (rows of unconverged steps are NaN):
     velocities and accelerations `(N, J, 3)` for an input rate `udot` (and `uddot`):

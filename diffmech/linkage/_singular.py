@@ -37,6 +37,7 @@ import numpy as np
 from jaxtyping import Array, Float
 
 from .._validate import UnknownNameError
+from .._xla import filter_jit
 from ._change import _RANK, _arm2, _at, _locate, _turn_rate
 from ._model import Linkage, _coords, _prepare, _residual
 from ._simulate import Motion, simulate, widths
@@ -118,7 +119,7 @@ def _output_pivots(lk: Linkage, outputs) -> list[tuple[str, int, int]]:
     return out
 
 
-@eqx.filter_jit
+@filter_jit
 def _scan(lk: Linkage, X, U, pivots):
     """Per sample: J_x, J_u and every output's rate (array code, no LAPACK)."""
     prep = _prepare(lk)
@@ -132,7 +133,7 @@ def _scan(lk: Linkage, X, U, pivots):
     return Jx, Ju
 
 
-@eqx.filter_jit
+@filter_jit
 def _rates(lk: Linkage, X, U, V, pivots):
     prep = _prepare(lk)
 
@@ -144,7 +145,7 @@ def _rates(lk: Linkage, X, U, V, pivots):
     return jax.vmap(one)(X, U, V)
 
 
-@eqx.filter_jit
+@filter_jit
 def _states(lk: Linkage, coords):
     return jax.vmap(lk.state)(coords)
 

@@ -33,6 +33,7 @@ from jaxtyping import Array, Bool, Float, Int
 from .. import _linalg, _screw
 from .._result import RESULTS, as_results, code
 from .._validate import as_floats, is_traced
+from .._xla import filter_jit
 from ._model import AbstractParallelMechanism, StewartPlatform
 
 MAX_ASSEMBLIES = 40  # a general 6-6 platform's complex solutions (Raghavan; Wampler)
@@ -223,7 +224,7 @@ def _one(lengths, a, c, reference, starts):
     )
 
 
-@eqx.filter_jit
+@filter_jit
 def _solve(lengths, a, c, reference, starts):
     flat = lengths.reshape(-1, 6)
     out = jax.vmap(lambda l_: _one(l_, a, c, reference, starts))(flat)

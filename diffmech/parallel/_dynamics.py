@@ -38,6 +38,7 @@ from jaxtyping import Array, Bool, Float
 from .. import _linalg, _screw
 from .._result import RESULTS, AbstractResult, SingularError
 from .._validate import check_array, check_shape, is_traced
+from .._xla import filter_jit
 from . import _kinematics as _kin
 from ._kinematics import Kinematics
 from ._model import AbstractParallelMechanism, Chain
@@ -256,7 +257,7 @@ def _dynamics(mech: AbstractParallelMechanism, kin: Kinematics, f_ext, method: s
     )
 
 
-_dynamics_jit = eqx.filter_jit(_dynamics)
+_dynamics_jit = filter_jit(_dynamics)
 
 
 def inverse_dynamics(

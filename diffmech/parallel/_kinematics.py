@@ -32,7 +32,7 @@ from jaxtyping import Array, Bool, Float
 from .. import _closure, _linalg, _screw
 from .._result import RESULTS, AbstractResult, MotionLimitError, SingularError, code
 from .._validate import check_scalar, check_shape, check_type, is_traced
-from .._xla import COMPILER_OPTIONS
+from .._xla import COMPILER_OPTIONS, filter_jit, jit
 from . import _trajectory
 from ._model import AbstractParallelMechanism, Chain, StewartPlatform, ThreeUPSUPUS
 
@@ -108,7 +108,7 @@ def _closure_rows(ch: Chain, th, R, d, scale):
     return jnp.concatenate([_screw.vee(_screw.matmul(Rc, R.T)), (_screw.matvec(Rc - R, ch.attach) + pc - d) / scale])
 
 
-@jax.jit  # traced once per signature, not at every use in a program (Stewart exact IK: tracing 2.3 s → 1.1 s)
+@jit  # traced once per signature, not at every use in a program (Stewart exact IK: tracing 2.3 s → 1.1 s)
 def residual(x, u, mech: AbstractParallelMechanism):
     """Closure of every chain on the platform, then the prescribed coordinates.
 
@@ -165,7 +165,7 @@ def _chain_block(ch: Chain, th, R, Ws, scale):
     return d_theta, jnp.concatenate([d_phi, d_d], axis=1)
 
 
-@jax.jit
+@jit
 def jacobian(x, u, mech: AbstractParallelMechanism):
     """`∂residual/∂x` in closed form from the chains' screw matrices (`_chain_block`),
     assembled in `residual`'s row order; the task rows by forward mode in `(φ, d)`.
@@ -809,7 +809,7 @@ def _null(M, rtol):
     return vt[r:], r
 
 
-@eqx.filter_jit
+@filter_jit
 def _pose_screws(mechanism, R, pos):
     """Close the chains at the pose (R, pos) from home by Newton, one compiled program;
     returns (converged, residual, screw matrix of every chain, the platform's pose

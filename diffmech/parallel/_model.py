@@ -21,6 +21,7 @@ from jaxtyping import Array, Float
 
 from .. import _screw
 from .._validate import as_floats, check_array, is_traced
+from .._xla import eager_program
 
 _KINDS = ("R", "P")
 
@@ -230,6 +231,95 @@ def _check_platform(owner, mass, com, inertia, reference, gravity):
     check_array(owner, "gravity", gravity, (3,))
 
 
+@eager_program
+def _seed_legs(Rb, rp, L, tilt, fixed_leg, moving_leg, fixed_mass, moving_mass, platform_mass, leg_radius, stroke):
+    """The seed platform's six chains and its platform's mass, centre of mass and
+    inertia (one program when built eagerly: op by op, 58 small ones)."""
+    Rb, rp, L, tilt = (jnp.asarray(v, dtype=float) for v in (Rb, rp, L, tilt))
+    run = L * jnp.sin(tilt)  # horizontal run of a leg
+    cos_delta = (Rb**2 + rp**2 - run**2) / (2 * Rb * rp)
+    delta = jnp.arccos(jnp.clip(cos_delta, -1.0, 1.0))
+    h0 = L * jnp.cos(tilt)
+    z = jnp.array([0.0, 0.0, 1.0])
+    chains = []
+    for p in range(6):
+        phi = p * jnp.pi / 3
+        s = 1.0 if p % 2 == 0 else -1.0
+        A = Rb * jnp.array([jnp.cos(phi), jnp.sin(phi), 0.0])
+        C = jnp.array([rp * jnp.cos(phi + s * delta), rp * jnp.sin(phi + s * delta), h0])
+        u = (C - A) / jnp.linalg.norm(C - A)
+        h = _unit((C - A).at[2].set(0.0))
+        x_l = -h
+        y_l = jnp.cross(z, x_l)
+        x_t = jnp.cos(tilt) * x_l + jnp.sin(tilt) * z
+        J_leg = lambda m, ell: cylinder_inertia(m, ell, leg_radius, u)  # noqa: E731
+        chains.append(
+            chain(
+                "RRRPRR",
+                axes=[y_l, x_t, u, u, x_t, y_l],
+                points=[A, A, A, A, C, C],
+                home=[-tilt, 0.0, 0.0, L - fixed_leg, 0.0, tilt],
+                bodies=[
+                    (2, fixed_mass, A + 0.5 * fixed_leg * u, J_leg(fixed_mass, fixed_leg)),
+                    (3, moving_mass, C - 0.5 * moving_leg * u, J_leg(moving_mass, moving_leg)),
+                ],
+                attach=C,
+                name=f"leg{p + 1}",
+                lower=jnp.array([-jnp.inf] * 3 + [stroke[0]] + [-jnp.inf] * 2),
+                upper=jnp.array([jnp.inf] * 3 + [stroke[1]] + [jnp.inf] * 2),
+            )
+        )
+    com = jnp.array([0.0, 0.0, 1.0]) * h0
+    inertia = jnp.diag(jnp.array([0.25, 0.25, 0.5]) * platform_mass * rp**2)
+    return tuple(chains), jnp.asarray(platform_mass, dtype=float), com, inertia
+
+
+@eager_program
+def _three_ups_upu_s_chains(height, base_radius, platform_radius, limb_mass, limb_inertia):
+    """The 3UPS–UPU–S's five chains and its height (one program when built eagerly)."""
+    H, Rb, rp = (jnp.asarray(v, dtype=float) for v in (height, base_radius, platform_radius))
+    z = jnp.array([0.0, 0.0, 1.0])
+    O = jnp.zeros(3)
+    chains = []
+    for i, deg in enumerate((180.0, 270.0, 0.0, 90.0)):
+        phi = math.radians(deg)
+        rho = jnp.array([math.cos(phi), math.sin(phi), 0.0])
+        t = jnp.array([-math.sin(phi), math.cos(phi), 0.0])
+        A, C = Rb * rho, rp * rho + H * z
+        L = jnp.linalg.norm(C - A)
+        u = (C - A) / L
+        w = jnp.cross(t, u)
+        tilt = jnp.arctan2(Rb - rp, H)
+        J = frame_inertia(limb_inertia, jnp.stack([u, t, jnp.cross(u, t)], axis=1))
+        bodies = [(1, limb_mass, A + 0.25 * L * u, J), (2, limb_mass, C - 0.25 * L * u, J)]
+        if i == 0:
+            chains.append(
+                chain(
+                    "RRPRR",
+                    axes=[rho, t, u, w, t],
+                    points=[A, A, A, C, C],
+                    home=[0.0, -tilt, 0.5 * L, 0.0, tilt],
+                    bodies=bodies,
+                    attach=C,
+                    name="UPU1",
+                )
+            )
+        else:
+            chains.append(
+                chain(
+                    "RRPRRR",
+                    axes=[rho, t, u, w, t, u],
+                    points=[A, A, A, C, C, C],
+                    home=[0.0, -tilt, 0.5 * L, 0.0, tilt, 0.0],
+                    bodies=bodies,
+                    attach=C,
+                    name=f"UPS{i + 1}",
+                )
+            )
+    chains.append(chain("RRR", axes=jnp.eye(3), points=[O, O, O], home=[0.0, 0.0, 0.0], attach=O, name="S5"))
+    return tuple(chains), H
+
+
 def _pose_task(R, d, R_target, d_target, reference, scale):
     """Full-pose residual: orientation error and the reference point's position error."""
     rot = _screw.vee(_screw.matmul(R, R_target.T))
@@ -292,50 +382,27 @@ class StewartPlatform(AbstractParallelMechanism):
         check_array(owner, "stroke", stroke, (2,))
         if not is_traced(stroke) and not float(stroke[0]) < float(stroke[1]):
             raise ValueError(f"{owner}: `stroke` must be (lower, upper) with lower < upper; got {tuple(stroke)}")
-        Rb, rp, L = (jnp.asarray(v, dtype=float) for v in (base_radius, platform_radius, leg_length))
-        tilt = jnp.asarray(tilt, dtype=float)
-        run = L * jnp.sin(tilt)  # horizontal run of a leg
-        cos_delta = (Rb**2 + rp**2 - run**2) / (2 * Rb * rp)
-        if not is_traced(cos_delta) and not abs(float(cos_delta)) <= 1 + 1e-12:
-            raise ValueError(
-                f"{owner}: a leg of length {float(L)} at tilt {float(tilt)} rad runs {float(run)} horizontally, "
-                f"which cannot join base radius {float(Rb)} to platform radius {float(rp)}"
-            )
-        delta = jnp.arccos(jnp.clip(cos_delta, -1.0, 1.0))
-        h0 = L * jnp.cos(tilt)
-        z = jnp.array([0.0, 0.0, 1.0])
-        chains = []
-        for p in range(6):
-            phi = p * jnp.pi / 3
-            s = 1.0 if p % 2 == 0 else -1.0
-            A = Rb * jnp.array([jnp.cos(phi), jnp.sin(phi), 0.0])
-            C = jnp.array([rp * jnp.cos(phi + s * delta), rp * jnp.sin(phi + s * delta), h0])
-            u = (C - A) / jnp.linalg.norm(C - A)
-            h = _unit((C - A).at[2].set(0.0))
-            x_l = -h
-            y_l = jnp.cross(z, x_l)
-            x_t = jnp.cos(tilt) * x_l + jnp.sin(tilt) * z
-            J_leg = lambda m, ell: cylinder_inertia(m, ell, leg_radius, u)  # noqa: E731
-            chains.append(
-                chain(
-                    "RRRPRR",
-                    axes=[y_l, x_t, u, u, x_t, y_l],
-                    points=[A, A, A, A, C, C],
-                    home=[-tilt, 0.0, 0.0, L - fixed_leg, 0.0, tilt],
-                    bodies=[
-                        (2, fixed_mass, A + 0.5 * fixed_leg * u, J_leg(fixed_mass, fixed_leg)),
-                        (3, moving_mass, C - 0.5 * moving_leg * u, J_leg(moving_mass, moving_leg)),
-                    ],
-                    attach=C,
-                    name=f"leg{p + 1}",
-                    lower=jnp.array([-jnp.inf] * 3 + [stroke[0]] + [-jnp.inf] * 2),
-                    upper=jnp.array([jnp.inf] * 3 + [stroke[1]] + [jnp.inf] * 2),
+        if not is_traced(base_radius, platform_radius, leg_length, tilt):
+            Rb, rp, L, t = (float(v) for v in (base_radius, platform_radius, leg_length, tilt))
+            run = L * math.sin(t)  # horizontal run of a leg
+            if not abs((Rb**2 + rp**2 - run**2) / (2 * Rb * rp)) <= 1 + 1e-12:
+                raise ValueError(
+                    f"{owner}: a leg of length {L} at tilt {t} rad runs {run} horizontally, "
+                    f"which cannot join base radius {Rb} to platform radius {rp}"
                 )
-            )
-        self.chains = tuple(chains)
-        self.mass = jnp.asarray(platform_mass, dtype=float)
-        self.com = jnp.array([0.0, 0.0, 1.0]) * h0
-        self.inertia = jnp.diag(jnp.array([0.25, 0.25, 0.5]) * platform_mass * rp**2)
+        self.chains, self.mass, self.com, self.inertia = _seed_legs(
+            base_radius,
+            platform_radius,
+            leg_length,
+            tilt,
+            fixed_leg,
+            moving_leg,
+            fixed_mass,
+            moving_mass,
+            platform_mass,
+            leg_radius,
+            stroke,
+        )
         self.reference = self.com
         self.gravity = jnp.asarray(gravity, dtype=float)
         _check_platform(owner, self.mass, self.com, self.inertia, self.reference, self.gravity)
@@ -488,47 +555,8 @@ class ThreeUPSUPUS(AbstractParallelMechanism):
             check_array(owner, name, v, (), positive=True)
         check_array(owner, "limb_inertia", limb_inertia, (3,))
         check_array(owner, "platform_inertia", platform_inertia, (3,))
-        H, Rb, rp = (jnp.asarray(v, dtype=float) for v in (height, base_radius, platform_radius))
-        z = jnp.array([0.0, 0.0, 1.0])
-        O = jnp.zeros(3)
-        chains = []
-        for i, deg in enumerate((180.0, 270.0, 0.0, 90.0)):
-            phi = math.radians(deg)
-            rho = jnp.array([math.cos(phi), math.sin(phi), 0.0])
-            t = jnp.array([-math.sin(phi), math.cos(phi), 0.0])
-            A, C = Rb * rho, rp * rho + H * z
-            L = jnp.linalg.norm(C - A)
-            u = (C - A) / L
-            w = jnp.cross(t, u)
-            tilt = jnp.arctan2(Rb - rp, H)
-            J = frame_inertia(limb_inertia, jnp.stack([u, t, jnp.cross(u, t)], axis=1))
-            bodies = [(1, limb_mass, A + 0.25 * L * u, J), (2, limb_mass, C - 0.25 * L * u, J)]
-            if i == 0:
-                chains.append(
-                    chain(
-                        "RRPRR",
-                        axes=[rho, t, u, w, t],
-                        points=[A, A, A, C, C],
-                        home=[0.0, -tilt, 0.5 * L, 0.0, tilt],
-                        bodies=bodies,
-                        attach=C,
-                        name="UPU1",
-                    )
-                )
-            else:
-                chains.append(
-                    chain(
-                        "RRPRRR",
-                        axes=[rho, t, u, w, t, u],
-                        points=[A, A, A, C, C, C],
-                        home=[0.0, -tilt, 0.5 * L, 0.0, tilt, 0.0],
-                        bodies=bodies,
-                        attach=C,
-                        name=f"UPS{i + 1}",
-                    )
-                )
-        chains.append(chain("RRR", axes=jnp.eye(3), points=[O, O, O], home=[0.0, 0.0, 0.0], attach=O, name="S5"))
-        self.chains = tuple(chains)
+        self.chains, H = _three_ups_upu_s_chains(height, base_radius, platform_radius, limb_mass, limb_inertia)
+        z = jnp.asarray(np.array([0.0, 0.0, 1.0]))
         self.mass = jnp.asarray(platform_mass, dtype=float)
         self.com = H * z
         self.inertia = jnp.diag(jnp.asarray(platform_inertia, dtype=float))

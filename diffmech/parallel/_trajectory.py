@@ -13,6 +13,7 @@ from jaxtyping import Array, Float
 
 from .. import _screw
 from .._validate import as_floats, check_scalar, is_traced
+from .._xla import eager_program
 
 
 class Trajectory(eqx.Module):
@@ -65,7 +66,18 @@ def trajectory(rotation: Callable, position: Callable, times) -> Trajectory:
         t = as_floats("parallel.trajectory", "times", times)
         if t.ndim != 1 or t.size < 2:
             raise ValueError(f"parallel.trajectory: `times` must be 1-D with at least 2 samples; got shape {t.shape}")
-    times = jnp.asarray(times, dtype=float)
+    traj = _sampled(rotation, position, jnp.asarray(times, dtype=float))
+    if not is_traced(traj):
+        check(traj)  # shapes, finite samples, increasing times, rotations
+    return traj
+
+
+@eager_program
+def _sampled(rotation, position, times) -> Trajectory:
+    """`trajectory`'s samples: one program per pair of functions when called eagerly
+    (op by op, the seed's spiral compiled 42 small programs). A function object is part
+    of the program's key: the bundled trajectories are `eqx.Module`s whose numbers are
+    data (`_Spiral`, `_Tilt`), so other numbers compile nothing."""
 
     def derivs(f, t):
         one = jnp.ones_like(t)
@@ -75,10 +87,7 @@ def trajectory(rotation: Callable, position: Callable, times) -> Trajectory:
 
     R, Rd, Rdd = jax.vmap(lambda t: derivs(rotation, t))(times)
     p, v, a = jax.vmap(lambda t: derivs(position, t))(times)
-    traj = Trajectory(times, R, Rd, Rdd, p, v, a)
-    if not is_traced(traj):
-        check(traj)  # shapes, finite samples, increasing times, rotations
-    return traj
+    return Trajectory(times, R, Rd, Rdd, p, v, a)
 
 
 def _rx(a):
@@ -116,15 +125,27 @@ def stewart_spiral(mechanism, times=None, *, radius=0.005, rise=0.0005, roll=0.1
     `yaw` (rad): the amplitudes of `α`, `β`, `γ`.
     """
     times = uniform_times() if times is None else times
-    P0 = jnp.asarray(mechanism.reference)
+    spiral = _Spiral(
+        jnp.asarray(mechanism.reference), *(jnp.asarray(v, float) for v in (radius, rise, roll, pitch, yaw))
+    )
+    return trajectory(spiral.rotation, spiral.position, times)
 
-    def rot(t):
-        return _rz(-yaw * (1 - jnp.cos(t))) @ _ry(pitch * jnp.sin(t)) @ _rx(roll * (1 - jnp.cos(t)))
 
-    def pos(t):
-        return P0 + jnp.stack([-radius * jnp.sin(t), radius * (1 - jnp.cos(t)), rise * t])
+class _Spiral(eqx.Module):
+    """`stewart_spiral`'s pose as a function of time; its numbers are data."""
 
-    return trajectory(rot, pos, times)
+    P0: Array
+    radius: Array
+    rise: Array
+    roll: Array
+    pitch: Array
+    yaw: Array
+
+    def rotation(self, t):
+        return _rz(-self.yaw * (1 - jnp.cos(t))) @ _ry(self.pitch * jnp.sin(t)) @ _rx(self.roll * (1 - jnp.cos(t)))
+
+    def position(self, t):
+        return self.P0 + jnp.stack([-self.radius * jnp.sin(t), self.radius * (1 - jnp.cos(t)), self.rise * t])
 
 
 def tilt_circle(mechanism, times=None, *, amplitude=0.1, offset=-0.1) -> Trajectory:
@@ -137,12 +158,22 @@ def tilt_circle(mechanism, times=None, *, amplitude=0.1, offset=-0.1) -> Traject
     `uniform_times()`); `amplitude`, `offset` (rad): the tilt's amplitude and offset.
     """
     times = uniform_times() if times is None else times
-    E0 = jnp.asarray(mechanism.reference)
+    tilt = _Tilt(jnp.asarray(mechanism.reference), *(jnp.asarray(v, float) for v in (amplitude, offset)))
+    return trajectory(tilt.rotation, tilt.position, times)
 
-    def rot(t):
-        return _rx(amplitude * jnp.cos(t) + offset) @ _ry(amplitude * jnp.sin(t))
 
-    return trajectory(rot, lambda t: rot(t) @ E0, times)
+class _Tilt(eqx.Module):
+    """`tilt_circle`'s pose as a function of time; its numbers are data."""
+
+    E0: Array
+    amplitude: Array
+    offset: Array
+
+    def rotation(self, t):
+        return _rx(self.amplitude * jnp.cos(t) + self.offset) @ _ry(self.amplitude * jnp.sin(t))
+
+    def position(self, t):
+        return self.rotation(t) @ self.E0
 
 
 def check(traj: Trajectory, *, uniform: bool = False) -> None:

@@ -31,6 +31,7 @@ from jaxtyping import Array, Bool, Float
 
 from .. import _linalg
 from .._validate import as_floats, check_array
+from .._xla import filter_jit
 from ._model import AbstractParallelMechanism
 
 
@@ -143,7 +144,7 @@ def _jacobian_det(p, R, a, b, scale):
     return _linalg.det(jnp.concatenate([_moment((B - p[..., None, :]) / scale, v), v], axis=-1))
 
 
-@eqx.filter_jit
+@filter_jit
 def _grid(points, R, a, b, lo, hi, home_u, joint_angle, scale):
     # at home the platform frame is the base frame: the legs' home directions serve both ends
     home_w = home_u
@@ -167,7 +168,7 @@ def _grid(points, R, a, b, lo, hi, home_u, joint_angle, scale):
     return jax.vmap(one)(points)
 
 
-@eqx.filter_jit
+@filter_jit
 def _refine(points, normal_plane, R, a, b, scale):
     """Newton along the in-plane gradient of det J onto its zero set."""
 

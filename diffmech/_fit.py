@@ -18,7 +18,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from ._progress import TextProgress
 from ._validate import check_count, is_traced
-from ._xla import filter_jit
+from ._xla import filter_jit, row
 
 __all__ = ["FitResult", "History", "fit", "masked_mean"]
 
@@ -357,13 +357,14 @@ def fit(
     state = strong(_init(u0, opt, batched))
     shape = () if not batched else (n_starts,)
     dtype = jax.tree.leaves(u0)[0].dtype
+    # (host arrays put on the device: `jnp.ones` and the like are eager operations)
     carry = (
         u0,
         state,
-        jnp.ones(shape, bool),
-        jnp.full(shape, jnp.inf, dtype),
-        jnp.zeros(shape, jnp.int32),
-        jnp.zeros(shape, bool),
+        jax.device_put(np.ones(shape, bool)),
+        jax.device_put(np.full(shape, np.inf, dtype)),
+        jax.device_put(np.zeros(shape, np.int32)),
+        jax.device_put(np.zeros(shape, bool)),
     )
     losses, gnorms, actives, times = [], [], [], []
     t0 = time.perf_counter()
@@ -383,12 +384,13 @@ def fit(
             break
     if meter is not None:
         meter.close()
-    loss_h = jnp.concatenate(losses, -1)[..., :steps]
+    joined = lambda parts: np.concatenate([np.asarray(p) for p in parts], -1)[..., :steps]  # noqa: E731
+    loss_h = joined(losses)
     hist = History(
-        loss=loss_h,
-        grad_norm=jnp.concatenate(gnorms, -1)[..., :steps],
-        active=jnp.concatenate(actives, -1)[..., :steps],
-        time=jnp.broadcast_to(jnp.asarray(np.concatenate(times))[:steps], loss_h.shape),
+        loss=jax.device_put(loss_h),
+        grad_norm=jax.device_put(joined(gnorms)),
+        active=jax.device_put(joined(actives)),
+        time=jax.device_put(np.broadcast_to(np.concatenate(times)[:steps], loss_h.shape).copy()),
     )
     u, _, active, _, k, stalled = carry
     final_loss = _final_loss(u, problem, batched, own_static)
@@ -399,8 +401,12 @@ def fit(
         static = cut(static) if own_static else static
     best = 0 if not batched else int(jnp.argmin(jnp.where(jnp.isfinite(final_loss), final_loss, jnp.inf)))
     fitted = _from_u(u, pos_tree)
-    best_params = fitted if not batched else jax.tree.map(lambda a: a[best], fitted)
-    best_static = jax.tree.map(lambda a: a[best], static) if own_static else static
+    best_params = (
+        fitted if not batched else (jax.tree.map(lambda a: a[best], fitted) if is_traced(fitted) else row(fitted, best))
+    )
+    best_static = (
+        (jax.tree.map(lambda a: a[best], static) if is_traced(static) else row(static, best)) if own_static else static
+    )
     return FitResult(
         model=eqx.combine(best_params, best_static),
         params=fitted,

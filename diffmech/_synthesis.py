@@ -34,7 +34,7 @@ from . import _fit
 from ._geometry import attitude, rotation
 from ._progress import TextProgress
 from ._validate import as_floats, check_array, check_count, check_scalar
-from ._xla import eager_program, filter_jit
+from ._xla import eager_program, filter_jit, row
 from .fourbar import _kinematics as fbk
 from .fourbar._model import FourBar
 from .linkage import _simulate as lks
@@ -357,9 +357,9 @@ def _transmission_angle(q):
     return jnp.arccos(jnp.clip(jnp.sum(q[..., 2:4] * q[..., 4:6], axis=-1), -1.0, 1.0))
 
 
-def _grashof_excess(lengths):
+def _grashof_excess(lengths, xp=jnp):
     """`s + ℓ − p − q` (≤ 0: Grashof)."""
-    l = jnp.sort(lengths, axis=-1)
+    l = xp.sort(lengths, axis=-1)
     return l[..., 0] + l[..., 3] - l[..., 1] - l[..., 2]
 
 
@@ -1030,11 +1030,11 @@ def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
     for i in range(lengths.shape[0]):
         if not ok[i]:
             violations[i].append("assembles at every target on one branch (closure core)")
-    g_excess = np.asarray(_grashof_excess(jnp.asarray(lengths)))
+    g_excess = _grashof_excess(np.asarray(lengths), np)
     if prob.grashof:
         for i in np.flatnonzero(g_excess > 0):
             violations[i].append(f"Grashof (s + ℓ − p − q = {g_excess[i]:.3g} > 0)")
-    c_min, c_max = (np.asarray(v) for v in fbk.crank_limit_cosines(jnp.asarray(lengths)))
+    c_min, c_max = fbk.crank_limit_cosines(np.asarray(lengths))
     full = (c_min >= 1) & (c_max <= -1)  # `crank_limits(...).full_rotation`, also for non-finite lengths
     if prob.full_rotation:
         for i in np.flatnonzero(~full):
@@ -1062,7 +1062,7 @@ def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
             violations=violations[b],
         )
     b = int(np.argmin(errors))
-    best = jax.tree.map(lambda a: a[b], dec)
+    best = row(dec, b)
     design = _placed(best, fixed, world, centre, scale, task)
     if task == "function":
         points = np.c_[thetas[b], psi[b]]
@@ -1084,7 +1084,7 @@ def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
         points=jnp.asarray(points),
         error=float(errors[b]),
         relative_error=float(rel[b]),
-        history=jax.tree.map(lambda a: a[b], res.history),
+        history=row(res.history, b),
         errors=jnp.asarray(errors),
         valid=jnp.asarray(feasible),
         success_rate=float(np.mean(rel <= tol)),
@@ -1553,7 +1553,7 @@ def _linkage_generation(
         points=pts[b],
         error=float(errors[b]),
         relative_error=float(errors[b]) / scale,
-        history=jax.tree.map(lambda a: a[b], res.history),
+        history=row(res.history, b),
         errors=errors,
         valid=ok,
         success_rate=float(jnp.mean(errors / scale <= tol)),

@@ -17,6 +17,15 @@ def is_traced(*xs) -> bool:
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(xs))
 
 
+def array_module(*xs):
+    """`numpy` when every leaf of `xs` is concrete, else `jax.numpy`: an eager entry
+    point builds its program's arguments on the host (eagerly, each `jnp` operation is
+    a small program of its own to compile on a first call)."""
+    import jax.numpy as jnp
+
+    return jnp if is_traced(*xs) else np
+
+
 class Recent:
     """The last `size` objects seen, by identity; a reference kept keeps an id from
     being reused while it is remembered. For facts about immutable modules that an

@@ -95,3 +95,10 @@ def eager_program(f):
         return jitted(*jax.tree.map(_float_as_array, args), **options)
 
     return call
+
+
+def row(tree, k: int):
+    """Row `k` of every array leaf of a concrete pytree, taken on the host and put back
+    on the device (eagerly, `a[k]` on a JAX array is an operation: a small program to
+    compile per shape)."""
+    return jax.tree.map(lambda a: jax.device_put(np.asarray(a)[k]) if eqx.is_array(a) else a, tree)

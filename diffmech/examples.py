@@ -123,11 +123,19 @@ def three_rpr():
     `φ = 0`; legs from 0.1 to 0.9 m; home at the base's centroid. Its workspace and
     singularities: `diffmech.parallel.workspace`."""
     import jax.numpy as jnp
+    import numpy as np
 
     from .parallel import ThreeRPR
 
-    corners = jnp.deg2rad(jnp.array([210.0, 330.0, 90.0]))
-    centroid = jnp.array([0.5, 3**0.5 / 6])
-    base = centroid + (1 / 3**0.5) * jnp.stack([jnp.cos(corners), jnp.sin(corners)], axis=-1)
-    platform = 0.2 * jnp.stack([jnp.cos(corners), jnp.sin(corners)], axis=-1)
-    return ThreeRPR(base=base, platform=platform, home=centroid, lower=jnp.asarray(0.1), upper=jnp.asarray(0.9))
+    # NumPy: numbers known here, no JAX operation to compile
+    corners = np.deg2rad(np.array([210.0, 330.0, 90.0]))
+    centroid = np.array([0.5, 3**0.5 / 6])
+    base = centroid + (1 / 3**0.5) * np.stack([np.cos(corners), np.sin(corners)], axis=-1)
+    platform = 0.2 * np.stack([np.cos(corners), np.sin(corners)], axis=-1)
+    return ThreeRPR(
+        base=jnp.asarray(base),
+        platform=jnp.asarray(platform),
+        home=jnp.asarray(centroid),
+        lower=jnp.asarray(0.1),
+        upper=jnp.asarray(0.9),
+    )

@@ -130,3 +130,31 @@ def test_drive_laws_are_data_other_numbers_compile_nothing():
     assert bool(np.all(a.converged)) and bool(np.all(b.converged)) and bool(np.all(f.converged & g.converged))
     assert float(b.u[-1]) > float(a.u[-1])  # more torque, further
     assert float(a.energy_error) < 1e-8 and float(b.energy_error) < 1e-8
+
+
+def test_eager_programs_take_new_numbers_without_compiling_and_inline_in_a_program():
+    """An entry point that runs as one program eagerly (`_xla.eager_program`) takes
+    other numbers without compiling (Python floats are passed as arrays): a Stewart
+    platform of other dimensions and the seed's spiral of another radius, whose poses
+    follow their closed forms; inside another program, with every argument a constant
+    (JAX refuses compiler options there), the same entry point is inlined."""
+    import jax.numpy as jnp
+
+    from diffmech import FourBar, fourbar, parallel
+
+    times = np.linspace(0.0, 0.5, 11)
+    parallel.stewart_spiral(parallel.StewartPlatform(), times)
+    with compilations() as seen:
+        mech = parallel.StewartPlatform(base_radius=0.06, tilt=0.5)
+        traj = parallel.stewart_spiral(mech, times, radius=0.004, rise=0.001)
+    assert seen == [], len(seen)
+    anchors = np.array([np.asarray(c.points[0]) for c in mech.chains])
+    np.testing.assert_allclose(np.hypot(anchors[:, 0], anchors[:, 1]), 0.06, rtol=0, atol=1e-15)
+    helix = np.c_[-0.004 * np.sin(times), 0.004 * (1 - np.cos(times)), 0.001 * times]
+    np.testing.assert_allclose(np.asarray(traj.position - mech.reference), helix, rtol=0, atol=1e-15)
+
+    fb = FourBar(lengths=(0.3, 0.3, 0.3, 0.5))  # non-Grashof: the crank stops short of π
+    inside = jax.jit(lambda: fourbar.crank_limits(fb).theta_max)()  # every argument a constant
+    c_max = (0.3**2 + 0.5**2 - (0.3 + 0.3) ** 2) / (2 * 0.3 * 0.5)
+    assert float(inside) == pytest.approx(np.arccos(c_max), abs=1e-15)
+    assert float(jnp.asarray(inside)) == float(fourbar.crank_limits(fb).theta_max)

@@ -30,7 +30,15 @@ from jaxtyping import Array, Bool, Float
 from .. import _closure
 from .._geometry import attitude, perp
 from .._result import RESULTS, AbstractResult, finish, save_status
-from .._validate import check_array, check_finite, check_integration, check_trailing, check_type, is_traced
+from .._validate import (
+    array_module,
+    check_array,
+    check_finite,
+    check_integration,
+    check_trailing,
+    check_type,
+    is_traced,
+)
 from .._xla import filter_jit
 from . import _kinematics as _k
 from ._model import FourBar
@@ -179,7 +187,7 @@ class Drive(eqx.Module):
     # not static: a drive law (`AffineTorque`, ...: an Equinox module) is traced, its
     # numbers arrays; a plain function, not an array, stays static to `eqx.filter_jit`
     torque: Callable | None = None
-    damping: Float[Array, "4"] = eqx.field(default_factory=lambda: jnp.zeros(4))
+    damping: Float[Array, "4"] = eqx.field(default_factory=lambda: jnp.asarray(np.zeros(4)))
 
     def __check_init__(self):
         if self.torque is not None and not callable(self.torque):
@@ -426,18 +434,19 @@ def simulate(
     if not is_traced(rtol, atol) and not (rtol > 0 and atol > 0):
         raise ValueError(f"simulate: `rtol` and `atol` must be positive; got {rtol}, {atol}")
     dt = fb.lengths.dtype
-    ts = jnp.linspace(t0, t1, 501, dtype=dt) if saveat is None else jnp.asarray(saveat, dtype=dt)
+    xp = array_module(q0, Pi0, t0, t1, saveat, rtol, atol)
+    ts = xp.linspace(t0, t1, 501, dtype=dt) if saveat is None else xp.asarray(saveat, dtype=dt)
     drive = drive if drive is not None else Drive()
     adjoint = adjoint if adjoint is not None else diffrax.RecursiveCheckpointAdjoint()
     out = _simulate(
         fb,
-        jnp.asarray(q0, dtype=dt),
-        jnp.asarray(Pi0, dtype=dt),
-        jnp.asarray(t0, dtype=dt),
-        jnp.asarray(t1, dtype=dt),
+        xp.asarray(q0, dtype=dt),
+        xp.asarray(Pi0, dtype=dt),
+        xp.asarray(t0, dtype=dt),
+        xp.asarray(t1, dtype=dt),
         ts,
-        jnp.asarray(rtol, dtype=dt),
-        jnp.asarray(atol, dtype=dt),
+        xp.asarray(rtol, dtype=dt),
+        xp.asarray(atol, dtype=dt),
         drive,
         adjoint,
         mode,

@@ -721,7 +721,6 @@ def joint_positions(fb: FourBar, q: Float[Array, "*n 6"]) -> dict[str, Float[Arr
     return {"A": jnp.zeros_like(B), "B": B, "C": C, "D": D}
 
 
-@eager_program  # eagerly one program (op by op: a dozen small ones)
 def coupler_point(fb: FourBar, q: Float[Array, "*n 6"], point: Float[Array, "2"]) -> Float[Array, "*n 2"]:
     """A point carried by the coupler: `B + p_x qB + p_y S1 qB`, with `point = (p_x, p_y)`
     in the coupler frame (origin B, x along B→C; metres), for the design `fb` at
@@ -732,6 +731,11 @@ def coupler_point(fb: FourBar, q: Float[Array, "*n 6"], point: Float[Array, "2"]
     """
     check_trailing("fourbar.coupler_point", "q", q, (6,))
     check_trailing("fourbar.coupler_point", "point", point, (2,))
+    return _coupler_point(fb, q, point if is_traced(point) else np.asarray(point, dtype=float))
+
+
+@eager_program  # eagerly one program (op by op: a dozen small ones)
+def _coupler_point(fb, q, point):
     point = jnp.asarray(point, dtype=q.dtype)
     l = _lengths_like(fb, q)
     qA, qB = q[..., 0:2], q[..., 2:4]

@@ -50,6 +50,7 @@ from .._result import RESULTS, AbstractResult, as_results, code, finish, save_st
 from .._screw import vee
 from .._validate import (
     UnknownNameError,
+    array_module,
     as_floats,
     check_finite,
     check_integration,
@@ -724,18 +725,19 @@ def simulate_dynamics(
             "description, or use rod_mass_properties): the motion would have no inertia"
         )
     dt = lk.coords.dtype
-    ts = jnp.linspace(0.0, t1, 201, dtype=dt) if saveat is None else jnp.asarray(saveat, dtype=dt)
+    xp = array_module(u0, udot0, t1, saveat, rtol, atol)
+    ts = xp.linspace(0.0, t1, 201, dtype=dt) if saveat is None else xp.asarray(saveat, dtype=dt)
     shape = () if k == 1 else (k,)
     out = _simulate_dynamics(
         lk,
-        jnp.broadcast_to(jnp.asarray(u0, dt), shape),
-        jnp.broadcast_to(jnp.asarray(udot0, dt), shape),
-        jnp.asarray(t1, dt),
+        xp.broadcast_to(xp.asarray(u0, dt), shape),
+        xp.broadcast_to(xp.asarray(udot0, dt), shape),
+        xp.asarray(t1, dt),
         ts,
         drive,
         solver,
-        jnp.asarray(rtol, dt),
-        jnp.asarray(atol, dt),
+        xp.asarray(rtol, dt),
+        xp.asarray(atol, dt),
         max_steps,
         adjoint,
         released=is_traced(u0) or bool(np.any(np.asarray(u0) != 0.0)),

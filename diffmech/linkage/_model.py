@@ -77,7 +77,7 @@ from jaxtyping import Array, Float
 from .. import _screw
 from .._geometry import dot, rotation, unit
 from .._validate import output_path
-from .._xla import jit
+from .._xla import eager_program, jit
 from . import _schema
 from ._equations import EQUATIONS, TRACERS
 from ._schema import LinkageError
@@ -335,6 +335,24 @@ def _compile(topo: _Topology, names: tuple, link_names: tuple) -> _Plan:
 
 
 # --------------------------------------------------------------------------- the module
+
+
+@eager_program  # eagerly one program (op by op: a dozen small ones for a drawing or a file)
+def _initial(lk) -> Float[Array, "J 3"]:
+    """`Linkage.initial`."""
+    C = lk.coords
+    if lk.geometry == "planar":
+        lines = np.array([j for j, t in enumerate(lk.types) if t == "P"], dtype=int)
+        if lines.size:
+            n = jnp.sqrt(dot(C[lines, :2], C[lines, :2]))
+            C = C.at[lines].set(C[lines] / n[:, None])
+        return C
+    if lk.geometry == "spherical":
+        return unit(C)
+    src, dst = _side_copies(lk.names, lk.types, lk.links, lk.link_names)
+    if dst:  # a P or C joint's side B copies follow its point and axis point (the design)
+        C = C.at[np.array(dst)].set(C[np.array(src)])
+    return C
 
 
 class Linkage(eqx.Module):
@@ -661,19 +679,7 @@ class Linkage(eqx.Module):
         """The initial coordinates with every gauge fixed (planar lines with unit
         normal, spherical vectors of unit length): the constants of every rigidity
         equation are read from these, differentiably."""
-        C = self.coords
-        if self.geometry == "planar":
-            lines = np.array([j for j, t in enumerate(self.types) if t == "P"], dtype=int)
-            if lines.size:
-                n = jnp.sqrt(dot(C[lines, :2], C[lines, :2]))
-                C = C.at[lines].set(C[lines] / n[:, None])
-            return C
-        if self.geometry == "spherical":
-            return unit(C)
-        src, dst = _side_copies(self.names, self.types, self.links, self.link_names)
-        if dst:  # a P or C joint's side B copies follow its point and axis point (the design)
-            C = C.at[np.array(dst)].set(C[np.array(src)])
-        return C
+        return _initial(self)
 
     def driven(self, u) -> Float[Array, "J 3"]:
         """All coordinates with the input applied to the input link (Eqs. (10)–(22));

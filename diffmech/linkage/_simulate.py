@@ -820,9 +820,9 @@ def rates(
 @filter_jit
 def motion_rates(lk: Linkage, motion: Motion, udot=1.0, uddot=0.0):
     """`rates` at every step of a `Motion` (rows of unconverged steps are NaN):
-    velocities and accelerations `(N, J, 3)` for an input rate `udot` (and `uddot`):
-    a number, one per input `(k,)`, or one per step (the inputs' shape, `(N,)` or
-    `(N, k)`)."""
+    velocities and accelerations `(N, J, 3)` of the linkage `lk` along its `motion`
+    (from `simulate`) for an input rate `udot` (and `uddot`): a number, one per input
+    `(k,)`, or one per step (the inputs' shape, `(N,)` or `(N, k)`)."""
     if not isinstance(motion, Motion):
         raise ValueError(f"linkage.motion_rates: `motion` must be a Motion (from linkage.simulate); got {motion!r}")
     rows = jax.eval_shape(lambda: lk.full(lk.x0(), lk.zero_input())).shape

@@ -33,7 +33,7 @@ from jaxtyping import Array, Bool, Float, Int
 from .. import _linalg, _screw
 from .._result import RESULTS, as_results, code
 from .._validate import as_floats, is_traced
-from .._xla import filter_jit
+from .._xla import eager_program, filter_jit
 from ._model import AbstractParallelMechanism, StewartPlatform
 
 MAX_ASSEMBLIES = 40  # a general 6-6 platform's complex solutions (Raghavan; Wampler)
@@ -85,6 +85,7 @@ class Assemblies(eqx.Module):
     status: RESULTS
 
 
+@eager_program  # eagerly one program, not op by op
 def anchors(mech: AbstractParallelMechanism) -> tuple[Array, Array]:
     """The six base joint centres `a_i` and platform joint centres `c_i` (at home) of
     a Gough–Stewart platform: each leg's first joint point and its attachment."""
@@ -94,6 +95,7 @@ def anchors(mech: AbstractParallelMechanism) -> tuple[Array, Array]:
     )
 
 
+@eager_program  # eagerly one program, not op by op
 def leg_lengths(mech: AbstractParallelMechanism, R, d) -> Array:
     """The six joint-centre distances `|R c_i + d − a_i|` of a Gough–Stewart platform.
 
@@ -147,6 +149,7 @@ def _quaternion_rotation(q):
     return jnp.stack([jnp.stack(r, axis=-1) for r in rows], axis=-2)
 
 
+@eager_program  # eagerly one program, not op by op
 def _starts(key, n):
     """`n` orientations uniform on SO(3) (normalised Gaussian quaternions) and `n`
     standard normal offsets for the positions."""

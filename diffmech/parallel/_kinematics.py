@@ -114,7 +114,9 @@ def residual(x, u, mech: AbstractParallelMechanism):
 
     Chain rows: the orientation error `vee(R_c R_Pᵀ)` and the position error of the
     chain's platform-side joint centre (divided by `length_scale`), chains grouped as
-    in `groups`. `u = (R_t, d_t)` is the trajectory's displacement at this time.
+    in `groups`. `x` holds the unknowns (every chain's joint labels, then the platform's
+    rotation vector and position: `split`), `u = (R_t, d_t)` is the trajectory's
+    displacement at this time (`u` the pair), `mech` the mechanism.
     """
     thetas, phi, d = split(mech, x)
     R = _screw.rotation_vector(phi)

@@ -31,7 +31,7 @@ from jaxtyping import Array, Bool, Float
 
 from .. import _linalg
 from .._validate import as_floats, check_array
-from .._xla import filter_jit
+from .._xla import eager_program, filter_jit
 from ._model import AbstractParallelMechanism
 
 
@@ -242,9 +242,7 @@ def workspace(
         Rn = np.asarray(R)
         if Rn.shape != (3, 3) or not np.allclose(Rn @ Rn.T, np.eye(3), atol=1e-9) or np.linalg.det(Rn) < 0:
             raise ValueError(f"{owner}: `orientation` must be a (3, 3) rotation matrix; got {Rn.tolist()!r:.120}")
-    a, b, lo, hi, scale = _legs(mech)
-    home = _joints_at(b, jnp.asarray(0.0) if planar else jnp.eye(3), jnp.zeros(b.shape[-1]) + _home_point(mech))
-    home_u = (home - a) / jnp.linalg.norm(home - a, axis=-1, keepdims=True)
+    a, b, lo, hi, scale, home_u = _setup(mech, planar)
     mesh = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
     shape = mesh.shape[:-1]
     rho, reason, det = _grid(jnp.asarray(mesh.reshape(-1, len(axes))), R, a, b, lo, hi, home_u, float(ja), scale)
@@ -272,6 +270,14 @@ def workspace(
         locus=locus,
         locus_det=locus_det,
     )
+
+
+@eager_program  # eagerly one program, not op by op
+def _setup(mech, planar):
+    """The legs (`_legs`) and their unit directions at home."""
+    a, b, lo, hi, scale = _legs(mech)
+    home = _joints_at(b, jnp.asarray(0.0) if planar else jnp.eye(3), jnp.zeros(b.shape[-1]) + _home_point(mech))
+    return a, b, lo, hi, scale, (home - a) / jnp.linalg.norm(home - a, axis=-1, keepdims=True)
 
 
 def _home_point(mech):

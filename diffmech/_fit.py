@@ -355,7 +355,7 @@ def fit(
     strong = lambda t: jax.tree.map(lambda a: jnp.array(a, dtype=a.dtype) if _weak(a) else a, t)  # noqa: E731
     u0 = strong(u0)
     state = strong(_init(u0, opt, batched))
-    shape = () if not batched else (n_starts,)
+    shape: tuple[int, ...] = () if not batched else (n_starts,)  # pyright: ignore[reportAssignmentType]
     dtype = jax.tree.leaves(u0)[0].dtype
     # (host arrays put on the device: `jnp.ones` and the like are eager operations)
     carry = (

@@ -6,7 +6,7 @@ Newton (`diffmech._closure`), differentiated by the implicit function theorem.
 """
 
 import math
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import equinox as eqx
 import jax
@@ -826,7 +826,7 @@ class CrankRange(eqx.Module):
         return (t >= self.theta_min) & (t <= self.theta_max)
 
 
-def crank_limit_cosines(lengths: Float[Array, "*batch 4"]) -> tuple[Array, Array]:
+def crank_limit_cosines(lengths: Float[Array, "*batch 4"] | Any) -> tuple[Array, Array]:
     """`(cos θ_min, cos θ_max)` of `crank_limits`, unclipped (smooth in the lengths):
     the crank turns fully iff `cos θ_min ≥ 1` and `cos θ_max ≤ −1`."""
     l1, l2, l3, l4 = (lengths[..., i] for i in range(4))

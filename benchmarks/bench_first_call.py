@@ -1,9 +1,9 @@
 """Time to the first answer: each of the README's tour blocks run in a fresh process,
 cold (an empty persistent compilation cache) and then warm (a second process with the
 cache the first one wrote), each block run twice in its process (the second run: the
-same calls again). Per run: wall time and where JAX's time went (tracing, lowering to
-MLIR, XLA's backend compile, each summed over the programs; counted by
-`jax.monitoring`), and the number of backend compilations.
+same calls again). Per run and per statement of the block: wall time and where JAX's
+time went (tracing, lowering to MLIR, XLA's backend compile, each summed over the
+programs; counted by `jax.monitoring`), and the number of backend compilations.
 
     python benchmarks/bench_first_call.py [--blocks 1 2 ...]
 
@@ -50,16 +50,23 @@ ns = {}
 exec(blocks[0], ns)
 import diffmech
 diffmech.cache(sys.argv[4])
-code = compile(blocks[int(sys.argv[2])], "<readme>", "exec")
-runs = []
-for _ in range(2):
+import ast
+source = blocks[int(sys.argv[2])]
+statements = [(ast.get_source_segment(source, n).splitlines()[0][:90], compile(ast.Module([n], []), "<readme>", "exec"))
+              for n in ast.parse(source).body]
+def measure(run):
     for k in spent:
         spent[k] = 0.0
     count[0] = 0
     t = time.perf_counter()
-    exec(code, ns)
+    run()
     jax.effects_barrier()
-    runs.append(dict(wall=time.perf_counter() - t, compiles=count[0], **spent))
+    return dict(wall=time.perf_counter() - t, compiles=count[0], **spent)
+runs = []
+for again in (False, True):
+    per = [dict(line=line, **measure(lambda c=c: exec(c, ns))) for line, c in statements]
+    total = {k: sum(p[k] for p in per) for k in ("wall", "compiles", *spent)}
+    runs.append(dict(total, statements=per))
 print(json.dumps(runs))
 """
 
@@ -91,6 +98,14 @@ def main():
                 row[state] = json.loads(r.stdout.strip().splitlines()[-1])
             rows.append(row)
             c, w = row["cold"], row["warm"]
+            for st, wst in zip(c[0]["statements"], w[0]["statements"]):
+                if st["wall"] >= 0.05:
+                    print(
+                        f"    {st['wall']:6.2f} s (trace {st['trace']:.2f}, lower {st['lower']:.2f}, "
+                        f"xla {st['xla']:.2f}; {st['compiles']:3d} compiles; cache warm {wst['wall']:.2f} s)  "
+                        + st["line"],
+                        flush=True,
+                    )
             print(
                 f"block {k}: cold {c[0]['wall']:.2f} s (trace {c[0]['trace']:.2f}, lower {c[0]['lower']:.2f}, "
                 f"xla {c[0]['xla']:.2f}; {c[0]['compiles']} compiles), again {c[1]['wall']:.2f} s "

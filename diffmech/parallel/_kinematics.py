@@ -843,8 +843,9 @@ def mobility(mechanism: AbstractParallelMechanism, pose=None, *, rtol: float = 1
     N6 = np.asarray(_screw.N_MATRIX)
     check_kinematics_arguments("parallel.mobility", mechanism)
     check_scalar("parallel.mobility", "rtol", rtol, positive=True)
+    # the pose on the host (NumPy): an eager `jnp` operation is a small program to compile
     if pose is None:
-        R, pos = jnp.eye(3), mechanism.reference
+        R, pos = np.eye(3), np.asarray(mechanism.reference, dtype=float)
     else:
         if not isinstance(pose, (tuple, list)) or len(pose) != 2:
             raise ValueError(
@@ -852,7 +853,7 @@ def mobility(mechanism: AbstractParallelMechanism, pose=None, *, rtol: float = 1
             )
         check_shape("parallel.mobility", "pose[0] (R)", pose[0], (3, 3))
         check_shape("parallel.mobility", "pose[1] (position)", pose[1], (3,))
-        R, pos = (jnp.asarray(v, dtype=float) for v in pose)
+        R, pos = (np.asarray(v, dtype=float) for v in pose)
     converged, res, screws, (R_at, pos_at) = _pose_screws(mechanism, R, pos)
     if not bool(converged):
         raise ValueError(
@@ -861,9 +862,9 @@ def mobility(mechanism: AbstractParallelMechanism, pose=None, *, rtol: float = 1
         )
     # the task may prescribe only part of the pose (the 3UPS–UPU–S: the platform normal);
     # the rest is what the closure gives, and must be the pose asked for
-    dR = float(jnp.max(jnp.abs(R_at - R)))
-    dp = float(jnp.max(jnp.abs(pos_at - pos)))
-    if dR > 1e-9 or dp > 1e-9 * (1.0 + float(jnp.max(jnp.abs(pos)))):
+    dR = float(np.max(np.abs(np.asarray(R_at) - R)))
+    dp = float(np.max(np.abs(np.asarray(pos_at) - pos)))
+    if dR > 1e-9 or dp > 1e-9 * (1.0 + float(np.max(np.abs(pos)))):
         raise ValueError(
             f"mobility: {type(mechanism).__name__} cannot take this pose: with the coordinates its "
             f"trajectory prescribes it closes at position {np.round(np.asarray(pos_at), 9).tolist()} "

@@ -1520,8 +1520,6 @@ def rates(
     _check_like_input("closure.rates", "udot", udot, u)
     if uddot is not None:
         _check_like_input("closure.rates", "uddot", uddot, u)
-    if uddot is None:
-        uddot = jax.tree.map(jnp.zeros_like, udot)
     J, xdot, xddot = _rates_program(fn, jnp.asarray(x), u, params, udot, uddot, jac)
     _raise_if_singular("closure.rates", J, x, u, params)
     return xdot, xddot
@@ -1529,6 +1527,8 @@ def rates(
 
 def _rates(fn, x, u, params, udot, uddot, jac):
     """`rates`' arithmetic: `(J, xdot, xddot)` (one program when called eagerly)."""
+    if uddot is None:
+        uddot = jax.tree.map(jnp.zeros_like, udot)
     zero_x = jnp.zeros_like(x)
 
     def phi(x_, u_):

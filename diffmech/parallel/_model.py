@@ -276,7 +276,8 @@ def _seed_legs(Rb, rp, L, tilt, fixed_leg, moving_leg, fixed_mass, moving_mass, 
 
 @eager_program
 def _three_ups_upu_s_chains(height, base_radius, platform_radius, limb_mass, limb_inertia):
-    """The 3UPS–UPU–S's five chains and its height (one program when built eagerly)."""
+    """The 3UPS–UPU–S's five chains and its platform's centre `(0, 0, height)` (one
+    program when built eagerly)."""
     H, Rb, rp = (jnp.asarray(v, dtype=float) for v in (height, base_radius, platform_radius))
     z = jnp.array([0.0, 0.0, 1.0])
     O = jnp.zeros(3)
@@ -317,7 +318,7 @@ def _three_ups_upu_s_chains(height, base_radius, platform_radius, limb_mass, lim
                 )
             )
     chains.append(chain("RRR", axes=jnp.eye(3), points=[O, O, O], home=[0.0, 0.0, 0.0], attach=O, name="S5"))
-    return tuple(chains), H
+    return tuple(chains), H * z
 
 
 def _pose_task(R, d, R_target, d_target, reference, scale):
@@ -555,12 +556,10 @@ class ThreeUPSUPUS(AbstractParallelMechanism):
             check_array(owner, name, v, (), positive=True)
         check_array(owner, "limb_inertia", limb_inertia, (3,))
         check_array(owner, "platform_inertia", platform_inertia, (3,))
-        self.chains, H = _three_ups_upu_s_chains(height, base_radius, platform_radius, limb_mass, limb_inertia)
-        z = jnp.asarray(np.array([0.0, 0.0, 1.0]))
+        self.chains, self.com = _three_ups_upu_s_chains(height, base_radius, platform_radius, limb_mass, limb_inertia)
         self.mass = jnp.asarray(platform_mass, dtype=float)
-        self.com = H * z
         self.inertia = jnp.diag(jnp.asarray(platform_inertia, dtype=float))
-        self.reference = H * z
+        self.reference = self.com
         self.gravity = jnp.asarray(gravity, dtype=float)
         _check_platform(owner, self.mass, self.com, self.inertia, self.reference, self.gravity)
 

@@ -474,6 +474,9 @@ class _Options(eqx.Module):
     # the longest input step (arc length of the flattened inputs) the continuation takes
     # at once, a scalar array (longer steps are subdivided), or None (no limit)
     max_step: Any = None
+    # the state's own components (a boolean array), or None (all): a padded system's
+    # conditioning is its own block's (`linkage._plan`: the padding is an identity block)
+    active: Any = None
 
     @property
     def needs_jacobian(self) -> bool:
@@ -486,7 +489,7 @@ class _Options(eqx.Module):
         not asked for): one elimination of `[J | I]` for both."""
         inv, det = _linalg.solve_det(J, jnp.eye(J.shape[-1], dtype=J.dtype))
         nan = jnp.asarray(jnp.nan, J.dtype)
-        cond = _linalg.condition_from_inverse(J, inv) if self.condition else nan
+        cond = _linalg.condition_from_inverse(J, inv, self.active) if self.condition else nan
         return (det if self.branch == "det" else nan), cond
 
 
@@ -536,12 +539,12 @@ def _check_inputs(owner, inputs) -> None:
         )
 
 
-def _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype) -> _Options:
+def _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype, active=None) -> _Options:
     check_callable("closure", "fn", fn, "a residual function fn(x, u, params)")
     check_scalar("closure", "atol", atol, positive=True)
     check_scalar("closure", "xtol", xtol, nonnegative=True)
     check_count("closure", "max_steps", max_steps, 0)
-    if max_step is not None and not float(max_step) > 0:
+    if max_step is not None and not is_traced(max_step) and not float(max_step) > 0:
         raise ValueError(f"closure: max_step must be a positive number or None; got {max_step!r}")
     return _Options(
         fn=fn,
@@ -551,6 +554,7 @@ def _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype) -> _
         max_steps=max_steps,
         condition=condition,
         max_step=None if max_step is None else jnp.asarray(max_step, dtype),
+        active=active,
     )
 
 
@@ -1325,6 +1329,7 @@ def _sweep(
     condition=True,
     max_step=None,
     probe=None,
+    active=None,
 ):
     """`sweep` (without `throw`), and with `probe=(x, u)` the residual's max-norm and
     the Jacobian at that point too, `(|r|∞, J)`, from the corrector's code (an extra lane that takes no
@@ -1341,7 +1346,7 @@ def _sweep(
     check_type("closure.sweep", "corrector", corrector, Newton, "a Newton(...) or None")
     check_type("closure.sweep", "fallback", fallback, (Continuation, Deferred), "Continuation(), Deferred() or None")
     _check_square("closure.sweep", fn, x0, jax.tree.map(lambda v: v[0], inputs), params)
-    opts = _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype)
+    opts = _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype, active)
     p_in, p_par = jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params)
     n_in = jax.tree.leaves(inputs)[0].shape[0]
 
@@ -1429,6 +1434,7 @@ def _resume(
     max_steps=24,
     condition=True,
     max_step=None,
+    active=None,
 ) -> SweepSolution:
     """Finish one sweep that `Deferred()` left `deferred`: the sequential fallback's
     work alone (continuation from the first deferred input, the rows before it kept),
@@ -1436,7 +1442,7 @@ def _resume(
     corrector. The result equals `sweep` with `Continuation()` (same arguments)."""
     inputs = sol.inputs
     dtype = sol.value.dtype
-    opts = _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype)
+    opts = _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype, active)
     p_in, p_par = jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params)
     n_in = sol.value.shape[0]
     code = _code(sol.status).astype(jnp.int32)

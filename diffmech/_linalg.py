@@ -163,9 +163,14 @@ def condition_1(A: Float[Array, "n n"]) -> Float[Array, ""]:
     return condition_from_inverse(A, solve(A, jnp.eye(A.shape[-1], dtype=A.dtype)))
 
 
-def condition_from_inverse(A: Float[Array, "n n"], inv: Float[Array, "n n"]) -> Float[Array, ""]:
-    """`condition_1(A)` given `A⁻¹` (inf where it is not finite)."""
-    c = jnp.max(jnp.sum(jnp.abs(A), axis=0)) * jnp.max(jnp.sum(jnp.abs(inv), axis=0))
+def condition_from_inverse(A: Float[Array, "n n"], inv: Float[Array, "n n"], columns=None) -> Float[Array, ""]:
+    """`condition_1(A)` given `A⁻¹` (inf where it is not finite); with a boolean mask
+    `columns`, of the block of those columns of a block-diagonal `A` (its other block
+    bordering it)."""
+    a, b = jnp.sum(jnp.abs(A), axis=0), jnp.sum(jnp.abs(inv), axis=0)
+    if columns is not None:
+        a, b = jnp.where(columns, a, 0), jnp.where(columns, b, 0)
+    c = jnp.max(a) * jnp.max(b)
     return jnp.where(jnp.isfinite(c), c, jnp.inf)
 
 

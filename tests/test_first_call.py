@@ -49,6 +49,58 @@ def test_a_linkages_second_simulation_compiles_nothing(name):
     np.testing.assert_array_equal(np.asarray(first.coords), np.asarray(same.coords))
 
 
+def _other_topologies():
+    """Two linkages of the four-bar's size class but not its topology: its tracer carried
+    by the rocker, and an inverted slider-crank driven along a ground line."""
+    spec = examples.fourbar().to_dict()
+    for name, link in spec["links"].items():
+        joints = link["joints"] if isinstance(link, dict) else link
+        joints[:] = [j for j in joints if j != "P"] + (["P"] if name == "rocker" else [])
+    slider = {
+        "name": "slider",
+        "geometry": "planar",
+        "joints": {
+            "G": {"type": "P", "coords": [0.0, 1.0, -0.05]},
+            "B": {"type": "R", "coords": [0.0, 0.05]},
+            "C": {"type": "R", "coords": [0.2, 0.25]},
+            "D": {"type": "R", "coords": [0.1, 0.3]},
+        },
+        "links": {"slider": ["G", "B"], "coupler": ["B", "C"], "rocker": ["C", "D"], "ground": ["G", "D"]},
+        "ground": "ground",
+        "input": {"type": "prismatic", "link": "slider", "joint": "G"},
+    }
+    return linkage.Linkage.from_dict(spec), linkage.Linkage.from_dict(slider)
+
+
+def test_a_further_topology_of_the_class_compiles_nothing():
+    """Topology as data: the four-bar's simulation program serves another topology of
+    its size class (a tracer on another link; a prismatic input and its line) without
+    compiling; each answer is the linkage's own (the tracer on the rocker: its
+    distances to C and D kept; the slider: B on its line)."""
+    from diffmech.linkage import _plan, _simulate
+
+    steps = 37  # a length no other test compiles (see above)
+    four = examples.fourbar()
+    linkage.simulate(four, steps=steps)
+    rocker_tracer, slider = _other_topologies()
+    assert _plan.class_of(rocker_tracer) == _plan.class_of(four) == _plan.class_of(slider)
+    assert rocker_tracer.topology != four.topology
+    programs = _simulate._plan_jit._cache_size()
+    with compilations() as seen:
+        a = linkage.simulate(rocker_tracer, steps=steps)
+        b = linkage.simulate(slider, steps=steps, step=0.004)
+    assert seen == [], len(seen)
+    assert _simulate._plan_jit._cache_size() == programs
+    assert bool(a.converged.all()) and bool(b.converged.all())
+    P, C, D = (np.asarray(a[n]) for n in ("P", "C", "D"))
+    for Q in (C, D):
+        d = np.linalg.norm(P - Q, axis=1)
+        assert np.max(np.abs(d - d[0])) <= 1e-12
+    B = np.asarray(b["B"])
+    np.testing.assert_allclose(B[:, 1], 0.05, rtol=0, atol=1e-15)
+    np.testing.assert_allclose(B[:, 0], np.asarray(b.inputs), rtol=0, atol=1e-15)
+
+
 _PROBE = """
 import sys
 import jax

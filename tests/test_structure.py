@@ -154,6 +154,76 @@ def test_the_structure_predictor_is_chosen_only_where_every_group_is_solved():
     assert _structure.predictor(L.Linkage.from_dict(spec)) is None
 
 
+def _five_bar_path():
+    t = np.linspace(0.0, 1.0, 40)
+    return np.stack([t, -0.5 * t], axis=1)
+
+
+@pytest.mark.parametrize("name", ["theo_jansen", "slider_crank", "slotted", "yoke", "five_bar"])
+def test_a_plans_simulation_equals_the_topologys_own_program(name, monkeypatch):
+    """Topology as data (`linkage._plan`): the eager simulation of a planar linkage in
+    dyads runs on its plan (padded index arrays, the dyads' closed forms by `lax.switch`
+    over a schedule); it gives the per-topology program's motion (every dyad kind:
+    Jansen's RRR and RPR, the slider-crank's RRP, the slotted crank's PRP, the Scotch
+    yoke's RPP; the five-bar's two inputs) to round-off, status for status."""
+    from diffmech.linkage import _plan
+
+    lk = linkage(name)
+    assert _plan.eligible(lk)
+    path = _five_bar_path() if lk.n_inputs > 1 else None
+    got = L.simulate(lk, inputs=path)
+    monkeypatch.setattr(_plan, "eligible", lambda lk: False)  # the topology's own programs
+    own = L.simulate(lk, inputs=path)
+    assert got.names == own.names and got.coords.shape == own.coords.shape
+    np.testing.assert_array_equal(np.asarray(got.converged), np.asarray(own.converged))
+    np.testing.assert_array_equal(np.asarray(_simulate.code(got.status)), np.asarray(_simulate.code(own.status)))
+    ok = np.asarray(own.converged)
+    assert ok.sum() >= 10
+    np.testing.assert_allclose(np.asarray(got.coords)[ok], np.asarray(own.coords)[ok], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(got.condition)[ok], np.asarray(own.condition)[ok], rtol=1e-9)
+    assert np.max(np.asarray(got.residual)[ok]) <= 1e-10
+
+
+def test_a_padded_state_keeps_the_linkages_own_equations_and_conditioning(monkeypatch):
+    """Classes padded beyond a linkage's own sizes (the state to 12, every form and the
+    schedule to a power of two): the padding slots are an identity block that keeps
+    its unknowns at 0, and the condition number is the linkage's own block's."""
+    from diffmech import _linalg
+    from diffmech.linkage import _plan
+
+    # the padding's identity block changes the 1-norm condition number of a block of its
+    # own below 1 (4 I: 1 · 1; padded: 4 · 1); the linkage's columns alone keep it
+    A = jax.scipy.linalg.block_diag(4 * jnp.eye(2), jnp.eye(3))
+    own = jnp.arange(5) < 2
+    assert float(_linalg.condition_from_inverse(A, jnp.linalg.inv(A), own)) == 1.0
+    assert float(_linalg.condition_from_inverse(A, jnp.linalg.inv(A))) == 4.0
+    lk = dm.examples.theo_jansen()
+    exact = L.simulate(lk, steps=30)
+    monkeypatch.setattr(_plan, "_N", (2, 4, 8, 12, 16))
+    monkeypatch.setattr(_plan, "_EXACT", False)
+    monkeypatch.setattr(_plan, "_ARGUMENTS", [])
+    _plan._plan.cache_clear()
+    try:
+        p = _plan.plan(lk)
+        assert p.shape("slot") == (12,) and p.shape("g_dist") == (8, 2) and p.shape("steps") == (4, 8)
+        padded = L.simulate(lk, steps=30)
+        # every form's rows in the linkage's own order (each dyad kind's forms: lines
+        # carried, offsets, angles, units), the padding slots x itself
+        for other in (lk, linkage("slider_crank"), linkage("slotted"), linkage("yoke")):
+            prep = _plan.prepare(_plan.plan(other), jnp.asarray(_plan.coords(other)))
+            n, n_pad = other.n_unknowns, _plan.plan(other).shape("slot")[0]
+            x = jnp.concatenate([other.x0() + 0.01, jnp.full((n_pad - n,), 0.25)])
+            r = _plan.residual(x, 0.3, prep)
+            want = _model.residual(other.x0() + 0.01, 0.3, other)
+            np.testing.assert_allclose(np.asarray(r[:n]), np.asarray(want), rtol=0, atol=1e-14)
+            np.testing.assert_array_equal(np.asarray(r[n:]), 0.25)
+    finally:
+        _plan._plan.cache_clear()
+    np.testing.assert_array_equal(np.asarray(padded.converged), np.asarray(exact.converged))
+    np.testing.assert_allclose(np.asarray(padded.coords), np.asarray(exact.coords), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.asarray(padded.condition), np.asarray(exact.condition), rtol=1e-9)
+
+
 def _sequential(lk, inputs):
     """The reference: sequential continuation (Newton from the last solutions), its
     branch checked by the closure Jacobian's determinant, no closed form."""

@@ -759,19 +759,7 @@ def _moved_one(prep: _Prepared, kind, link, joints, u):
     M = C[moving]
     line = np.array([lk.types[j] == "P" for j in moving])
     if lk.geometry == "planar":
-        if kind == "revolute":  # Eqs. (10)–(12)
-            P = C[s, :2]
-            R = rotation(u)
-            pts = P + (M[:, :2] - P) @ R.T
-            n = M[:, :2] @ R.T
-            c = M[:, 2] + dot(M[:, :2] - n, P)
-            rows = jnp.where(
-                line[:, None], jnp.concatenate([n, c[:, None]], axis=1), jnp.concatenate([pts, M[:, 2:]], axis=1)
-            )
-        else:  # slide along the ground line, direction (b, −a): Eqs. (13)–(14)
-            t = u * jnp.stack([C[s, 1], -C[s, 0]])
-            rows = jnp.where(line[:, None], M.at[:, 2].add(-(M[:, :2] @ t)), M.at[:, :2].add(t))
-        return moving, rows
+        return moving, moved_planar(C, s, M, line, u, kind)
     if lk.geometry == "spatial":  # a turn about the R joint's axis (its point and axis point), a slide along the P's
         a = lk.names.index(lk.names[s] + _schema.AXIS_SUFFIX)
         P = C[s]
@@ -780,6 +768,23 @@ def _moved_one(prep: _Prepared, kind, link, joints, u):
         return moving, P + (M - P) @ _screw.rotation(unit(C[a] - P), u).T
     # spherical: a rotation about the pivot's axis or the slider plane's pole, Eqs. (15)–(22)
     return moving, M @ _screw.rotation(C[s], u).T
+
+
+def moved_planar(C, s, M, line, u, kind: str):
+    """Planar rows `M` (points, or lines where `line`) moved with an input link by its
+    input `u`: turned about the pivot `C[s]` (`kind` "revolute", Eqs. (10)–(12)) or slid
+    along the ground line `C[s]`, direction `(b, −a)` ("prismatic", Eqs. (13)–(14))."""
+    if kind == "revolute":
+        P = C[s, :2]
+        R = rotation(u)
+        pts = P + (M[:, :2] - P) @ R.T
+        n = M[:, :2] @ R.T
+        c = M[:, 2] + dot(M[:, :2] - n, P)
+        return jnp.where(
+            line[:, None], jnp.concatenate([n, c[:, None]], axis=1), jnp.concatenate([pts, M[:, 2:]], axis=1)
+        )
+    t = u * jnp.stack([C[s, 1], -C[s, 0]])
+    return jnp.where(line[:, None], M.at[:, 2].add(-(M[:, :2] @ t)), M.at[:, :2].add(t))
 
 
 def _assemble(x, u, prep: _Prepared) -> Float[Array, "J 3"]:

@@ -2,6 +2,7 @@
 the input as one jitted scan, mobility from the Jacobian's rank, and exact rates by
 the implicit function theorem."""
 
+import dataclasses
 import functools
 import math
 from typing import ClassVar
@@ -25,7 +26,7 @@ from .._validate import (
     is_traced,
 )
 from .._xla import COMPILER_OPTIONS, filter_jit, jit
-from . import _change, _structure
+from . import _change, _plan, _structure
 from ._equations import orthonormal
 from ._model import Linkage, LinkageError, _coords, _full_residual, _prepare, _residual, residual
 
@@ -383,11 +384,96 @@ def _resume_program(lk, sol, branch, condition):
     )
 
 
+def _plan_program(plan, C, inputs, max_step, branch, condition, deferred):
+    """`_simulate_program` on a planar linkage's plan (`_plan`): one program per size
+    class, not per topology. Its motion's coordinates have the plan's joint rows and no
+    names (`_unpad`)."""
+    prep = _plan.prepare(plan, C)
+    x0 = _plan.state(prep, prep.C0)
+    screen = plan.n_inputs == 1
+    zero = jnp.zeros(() if plan.n_inputs == 1 else (plan.n_inputs,), inputs.dtype)
+    sol, probed = _closure._sweep(
+        _plan.residual,
+        x0,
+        inputs,
+        prep,
+        branch=_plan.branch_jit if branch else None,
+        condition=condition or screen,
+        fallback=_closure.Deferred() if deferred else None,
+        predictor=_plan.CLOSED_FORM,
+        corrector=_closure.Newton(_CERTIFY_STEPS),
+        probe=(x0, zero),
+        max_steps=10,
+        max_step=max_step,
+        active=plan.active,
+    )
+    motion = _plan_motion(prep, sol)
+    suspect = jnp.asarray(False)
+    if screen:
+        suspect = _change.suspect_motion(motion)
+        if not condition:
+            motion = eqx.tree_at(lambda m: m.condition, motion, jnp.full_like(motion.condition, jnp.nan))
+    return motion, probed, jnp.stack([_closure.has_deferred(motion.status), suspect]), sol
+
+
+def _plan_motion(prep, sol):
+    coords = jax.vmap(lambda x, u: _plan.joints(x, u, prep))(sol.value, sol.inputs)
+    return Motion(
+        inputs=sol.inputs,
+        coords=coords,
+        converged=sol.converged,
+        status=sol.status,
+        condition=sol.condition,
+        residual=sol.residual,
+        names=(),
+        widths=(),
+    )
+
+
+def _plan_resume(plan, C, sol, max_step, branch, condition):
+    """`_resume_program` on a plan."""
+    prep = _plan.prepare(plan, C)
+    return _plan_motion(
+        prep,
+        _closure._resume(
+            _plan.residual,
+            sol,
+            prep,
+            branch=_plan.branch_jit if branch else None,
+            condition=condition,
+            max_steps=10,
+            max_step=max_step,
+            active=plan.active,
+        ),
+    )
+
+
+def _unpad(lk, motion):
+    """A plan's motion as `lk`'s: its own joints' rows, names and widths. (The rows are
+    taken on the host, 60 µs: a program per row count would compile for 30 ms on a new
+    topology's first call. The motion is rebuilt from its leaves: `dataclasses.replace`
+    runs its checks, 0.2 ms.)"""
+    coords = jax.device_put(np.asarray(motion.coords)[:, : len(lk.names)])
+    motion = eqx.tree_at(lambda m: m.coords, motion, coords)
+    key = (lk.names, widths(lk))
+    treedef = _MOTIONS.get(key)
+    if treedef is None:
+        treedef = _MOTIONS[key] = jax.tree.structure(dataclasses.replace(motion, names=key[0], widths=key[1]))
+    return jax.tree.unflatten(treedef, jax.tree.leaves(motion))
+
+
+_MOTIONS: dict = {}
+
+
 # plain jit: cheaper calls
 _simulate_jit = jax.jit(
     _simulate_program, static_argnames=("branch", "condition", "deferred"), compiler_options=COMPILER_OPTIONS
 )
 _resume_jit = jax.jit(_resume_program, static_argnames=("branch", "condition"), compiler_options=COMPILER_OPTIONS)
+_plan_jit = jax.jit(
+    _plan_program, static_argnames=("branch", "condition", "deferred"), compiler_options=COMPILER_OPTIONS
+)
+_plan_resume_jit = jax.jit(_plan_resume, static_argnames=("branch", "condition"), compiler_options=COMPILER_OPTIONS)
 
 
 def simulate(
@@ -486,11 +572,19 @@ def simulate(
         # eager: the program without the sequential fallback first (a smaller program to
         # compile); the one with it is compiled and run only if an input needs it
         # inside a transformation: the program itself (compiler options are a top-level jit's)
-        program = _simulate_jit if eager else functools.partial(_simulate_program, origin=True)
-        motion, values, flags, sol = program(lk, path, branch, condition, eager)
+        planned = eager and _plan.eligible(lk)  # one program per size class of planar linkages
+        if planned:
+            p, C, max_step = _plan.arguments(lk)
+            motion, values, flags, sol = _plan_jit(p, C, path, max_step, branch, condition, True)
+            motion = _unpad(lk, motion)
+        else:
+            program = _simulate_jit if eager else functools.partial(_simulate_program, origin=True)
+            motion, values, flags, sol = program(lk, path, branch, condition, eager)
         if check:
             assert values is not None  # computed in the eager program
             r, Jx = values
+            if planned:  # the linkage's own block
+                Jx = np.asarray(Jx)[: lk.n_unknowns, : lk.n_unknowns]
             _raise_if_bad_initial(lk, r, Jx)
             _CHECKED.add(lk)
         if not eager:
@@ -500,7 +594,10 @@ def simulate(
         if deferred:
             # some input needs the sequential fallback: run it alone, from the first
             # deferred input (its own small program, compiled only for such sweeps)
-            motion = _resume_jit(lk, sol, branch, condition or screen)
+            if planned:
+                motion = _unpad(lk, _plan_resume_jit(p, C, sol, max_step, branch, condition or screen))
+            else:
+                motion = _resume_jit(lk, sol, branch, condition or screen)
             suspect = screen  # the screen runs on the host for this motion
         if suspect:  # the host's search, certificate and answer (a candidate, or a failed input)
             motion = _change_points(lk, motion, n_neg if path is inputs else 0, at_change, branch)

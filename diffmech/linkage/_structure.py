@@ -39,7 +39,7 @@ from .. import _closure, _screw
 from .._geometry import cross, dot, perp
 from ._model import Linkage, LinkageError
 
-_DYADS = ("RRR", "RRP", "RPR", "PRP", "RPP")
+DYADS = ("RRR", "RRP", "RPR", "PRP", "RPP")  # the planar dyads of the closed form, outer–inner–outer
 _ROMAN = {2: "II", 3: "III", 4: "IV", 5: "V", 6: "VI", 7: "VII", 8: "VIII"}
 _MAX_GROUP = 6  # links: larger groups are left unassigned (no bundled linkage has one)
 
@@ -265,11 +265,11 @@ def _classify(S, known, holders, topo, names, lnames):
         la = lb = None
     if la is not None:
         kind = letter[a] + letter[c] + letter[b]
-        if kind not in _DYADS:  # the canonical order (PRR is RRP read from its other end)
+        if kind not in DYADS:  # the canonical order (PRR is RRP read from its other end)
             kind, a, b, la, lb = kind[::-1], b, a, lb, la
         ka = min(holders[a] & known)
         kb = min(holders[b] & known)
-        closed = topo.geometry == "spherical" or kind in _DYADS
+        closed = topo.geometry == "spherical" or kind in DYADS
         group = Group(
             kind=kind,
             links=(lnames[la], lnames[lb]),
@@ -334,7 +334,7 @@ def _reduce(S, known, holders, topo, names, lnames):
                     break
                 if len(found) == 2:
                     _, step = _classify(sorted(found), kn, holders, topo, names, lnames)
-                    if step is None or step[0] not in _DYADS:
+                    if step is None or step[0] not in DYADS:
                         break
                     inner.append(step)
                 else:
@@ -467,19 +467,8 @@ def _branch_fn(topo, names, link_names):
         for kind, _, _, a, _, c, b, _ in steps:
             if topo.geometry != "planar":  # the inner element's side of the outer ones' plane
                 now, then = dot(X[c], jnp.cross(X[a], X[b])), dot(C0[c], jnp.cross(C0[a], C0[b]))
-            elif kind == "RRR":
-                now, then = (
-                    cross(X[b, :2] - X[a, :2], X[c, :2] - X[a, :2]),
-                    cross(C0[b, :2] - C0[a, :2], C0[c, :2] - C0[a, :2]),
-                )
-            elif kind == "RRP":  # which way along its line c is from a's foot
-                now, then = dot(perp(X[b, :2]), X[c, :2] - X[a, :2]), dot(perp(C0[b, :2]), C0[c, :2] - C0[a, :2])
-            elif kind == "RPR":  # the slider's normal against a − b
-                now, then = dot(X[c, :2], perp(X[a, :2] - X[b, :2])), dot(C0[c, :2], perp(C0[a, :2] - C0[b, :2]))
-            elif kind == "PRP":  # the two lines' angle (parallel: the dyad is singular)
-                now, then = cross(X[a, :2], X[b, :2]), cross(C0[a, :2], C0[b, :2])
-            else:  # RPP: the inner slider's normal against the outer one's direction
-                now, then = dot(X[c, :2], perp(X[b, :2])), dot(C0[c, :2], perp(C0[b, :2]))
+            else:
+                now, then = dyad_side(kind, X, C0, a, c, b)
             value = jnp.minimum(value, _sign(then) * now)
         return value
 
@@ -490,6 +479,25 @@ def _branch_fn(topo, names, link_names):
     # as constants of the sweep's fallback, which a `custom_vmap` must not close over
     # (a batch of synthesis starts failed there)
     return jax.jit(invariant), of_coords
+
+
+def dyad_side(kind: str, X, C0, a, c, b):
+    """A planar dyad's signed assembly quantity now (joint rows `X`) and at the initial
+    configuration (`C0`): `(now, then)`; its sign changes only where the dyad is at a
+    limit (the two assemblies meet)."""
+    if kind == "RRR":
+        return (
+            cross(X[b, :2] - X[a, :2], X[c, :2] - X[a, :2]),
+            cross(C0[b, :2] - C0[a, :2], C0[c, :2] - C0[a, :2]),
+        )
+    if kind == "RRP":  # which way along its line c is from a's foot
+        return dot(perp(X[b, :2]), X[c, :2] - X[a, :2]), dot(perp(C0[b, :2]), C0[c, :2] - C0[a, :2])
+    if kind == "RPR":  # the slider's normal against a − b
+        return dot(X[c, :2], perp(X[a, :2] - X[b, :2])), dot(C0[c, :2], perp(C0[a, :2] - C0[b, :2]))
+    if kind == "PRP":  # the two lines' angle (parallel: the dyad is singular)
+        return cross(X[a, :2], X[b, :2]), cross(C0[a, :2], C0[b, :2])
+    # RPP: the inner slider's normal against the outer one's direction
+    return dot(X[c, :2], perp(X[b, :2])), dot(C0[c, :2], perp(C0[b, :2]))
 
 
 # --------------------------------------------------------------------------- spatial points by trilateration
@@ -681,15 +689,30 @@ def _known_poses(topo, C0, u):
     us = [u] if len(topo.inputs) == 1 else [u[i] for i in range(len(topo.inputs))]
     for (kind, link, (s, *_)), ui in zip(topo.inputs, us):
         if topo.geometry == "planar":
-            if kind == "revolute":
-                c, sn = jnp.cos(ui), jnp.sin(ui)
-                R = jnp.stack([jnp.stack([c, -sn]), jnp.stack([sn, c])])
-                poses[link] = (R, C0[s, :2] - _mv(R, C0[s, :2]))
-            else:  # along the ground line's direction (b, −a)
-                poses[link] = (eye, ui * jnp.stack([C0[s, 1], -C0[s, 0]]))
+            poses[link] = known_pose(kind, C0, s, ui)
         else:  # about the pivot's axis or the slider plane's pole
             poses[link] = (_screw.rotation(C0[s], ui), zero)
     return poses
+
+
+def known_pose(kind: str, C0, s, u):
+    """A planar input link's pose `(R, t)` at its input `u`: turned about its pivot
+    `C0[s]` ("revolute"), or slid along the ground line `C0[s]`, direction `(b, −a)`."""
+    if kind == "revolute":
+        c, sn = jnp.cos(u), jnp.sin(u)
+        R = jnp.stack([jnp.stack([c, -sn]), jnp.stack([sn, c])])
+        return R, C0[s, :2] - _mv(R, C0[s, :2])
+    return jnp.eye(2, dtype=C0.dtype), u * jnp.stack([C0[s, 1], -C0[s, 0]])
+
+
+def place_planar(line, c0, R, t):
+    """A planar element's row after the pose `(R, t)` of a link that carries it: a
+    point `R p₀ + t` (third column 0), or where `line` a line `n·p + c = 0`, `n = R n₀`,
+    `c = c₀ − n·t`."""
+    n = _mv(R, c0)[:2]
+    as_line = jnp.concatenate([n, (c0[2] - dot(n, t))[None]])
+    as_point = jnp.concatenate([_mv(R, c0)[:2] + t, jnp.zeros((1,), c0.dtype)])
+    return jnp.where(line, as_line, as_point)
 
 
 def _place(topo, j, c0, R, t):

@@ -1,0 +1,101 @@
+"""Topology as data: one compiled simulation per size class of planar linkages.
+
+Each scenario runs in a fresh process (nothing compiled, no persistent cache), the
+calls as the README writes them (`linkage.simulate(lk)`, its defaults), once with the
+plans (the default) and once with the per-topology programs (the plans switched off
+in that process: the baseline, same run):
+
+- `first`: the first simulation of a bundled linkage (the four-bar, the Jansen leg);
+- `further`: after the four-bar, two further topologies of its size class (its tracer
+  carried by the rocker; an inverted slider-crank driven along a ground line): the
+  time of each first call and the backend compilations it made;
+- `warm`: the median of 200 further calls of the same linkage.
+
+Writes benchmarks/results/topology_classes.json and prints a table. Run it alone.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+from _timing import ROOT, child_env
+
+_CHILD = r"""
+import json, statistics, sys, time
+import jax
+jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_cpu_enable_async_dispatch", False)
+import numpy as np
+compiles = [0]
+jax.monitoring.register_event_duration_secs_listener(
+    lambda e, d, **k: compiles.__setitem__(0, compiles[0] + (e == "/jax/core/compile/backend_compile_duration")))
+from diffmech import examples, linkage
+from diffmech.linkage import _plan
+if sys.argv[2] == "per-topology":
+    _plan.eligible = lambda lk: False
+sys.path.insert(0, sys.argv[3])
+from test_first_call import _other_topologies
+
+def first(lk):
+    c, t = compiles[0], time.perf_counter()
+    jax.block_until_ready(linkage.simulate(lk).coords)
+    return time.perf_counter() - t, compiles[0] - c
+
+def warm(lk):
+    runs = []
+    for _ in range(200):
+        t = time.perf_counter()
+        jax.block_until_ready(linkage.simulate(lk).coords)
+        runs.append(time.perf_counter() - t)
+    return statistics.median(runs)
+
+scenario, out = sys.argv[1], {}
+if scenario == "fourbar":
+    four = examples.fourbar()
+    out["first"] = first(four)
+    for name, lk in zip(("rocker_tracer", "slider"), _other_topologies()):
+        out[name] = first(lk)
+    out["warm"] = warm(four)
+else:
+    lk = examples.theo_jansen()
+    out["first"] = first(lk)
+    out["warm"] = warm(lk)
+print(json.dumps(out))
+"""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "topology_classes.json"))
+    args = ap.parse_args()
+    import datetime
+
+    import jax
+
+    rows = {}
+    for scenario in ("fourbar", "theo_jansen"):
+        for mode in ("plan", "per-topology"):
+            r = subprocess.run(
+                [sys.executable, "-c", _CHILD, scenario, mode, os.path.join(ROOT, "tests")],
+                capture_output=True,
+                text=True,
+                env=child_env(),
+                timeout=600,
+            )
+            if r.returncode:
+                raise SystemExit(r.stderr)
+            rows[f"{scenario} {mode}"] = json.loads(r.stdout.strip().splitlines()[-1])
+    out = dict(date=datetime.date.today().isoformat(), jax=jax.__version__, cpu_count=os.cpu_count(), rows=rows)
+    with open(args.out, "w") as fh:
+        json.dump(out, fh, indent=1)
+    print(f"jax {jax.__version__}, {out['date']}, {os.cpu_count()} cores; fresh process each, async dispatch off")
+    print(f"{'scenario':28s} {'first s (compiles)':>20s} {'further topology s (compiles)':>32s} {'warm ms':>9s}")
+    for key, v in rows.items():
+        further = ", ".join(f"{v[n][0]:.3f} ({v[n][1]})" for n in ("rocker_tracer", "slider") if n in v) or "-"
+        print(f"{key:28s} {v['first'][0]:14.3f} ({v['first'][1]:2d}) {further:>32s} {v['warm'] * 1e3:9.3f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -159,13 +159,16 @@ def _five_bar_path():
     return np.stack([t, -0.5 * t], axis=1)
 
 
-@pytest.mark.parametrize("name", ["theo_jansen", "slider_crank", "slotted", "yoke", "five_bar"])
+@pytest.mark.parametrize(
+    "name", ["theo_jansen", "slider_crank", "slotted", "yoke", "five_bar", "spherical_rrpr", "spherical_watt1"]
+)
 def test_a_plans_simulation_equals_the_topologys_own_program(name, monkeypatch):
-    """Topology as data (`linkage._plan`): the eager simulation of a planar linkage in
-    dyads runs on its plan (padded index arrays, the dyads' closed forms by `lax.switch`
-    over a schedule); it gives the per-topology program's motion (every dyad kind:
-    Jansen's RRR and RPR, the slider-crank's RRP, the slotted crank's PRP, the Scotch
-    yoke's RPP; the five-bar's two inputs) to round-off, status for status."""
+    """Topology as data (`linkage._plan`): the eager simulation of a planar or spherical
+    linkage in dyads runs on its plan (padded index arrays, the dyads' closed forms by
+    `lax.switch` over a schedule); it gives the per-topology program's motion (every
+    planar dyad kind: Jansen's RRR and RPR, the slider-crank's RRP, the slotted crank's
+    PRP, the Scotch yoke's RPP; the five-bar's two inputs; the spherical RRPR and Watt
+    I, a prismatic input) to round-off, status for status."""
     from diffmech.linkage import _plan
 
     lk = linkage(name)
@@ -208,8 +211,9 @@ def test_a_padded_state_keeps_the_linkages_own_equations_and_conditioning(monkey
         assert p.shape("slot") == (12,) and p.shape("g_dist") == (8, 2) and p.shape("steps") == (4, 8)
         padded = L.simulate(lk, steps=30)
         # every form's rows in the linkage's own order (each dyad kind's forms: lines
-        # carried, offsets, angles, units), the padding slots x itself
-        for other in (lk, linkage("slider_crank"), linkage("slotted"), linkage("yoke")):
+        # carried, offsets, angles, units; the sphere's frames and carried elements),
+        # the padding slots x itself
+        for other in (lk, *(linkage(name) for name in ("slider_crank", "slotted", "yoke", "spherical_watt1"))):
             prep = _plan.prepare(_plan.plan(other), jnp.asarray(_plan.coords(other)))
             n, n_pad = other.n_unknowns, _plan.plan(other).shape("slot")[0]
             x = jnp.concatenate([other.x0() + 0.01, jnp.full((n_pad - n,), 0.25)])

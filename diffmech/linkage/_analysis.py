@@ -658,7 +658,7 @@ def transmission(lk: Linkage, motion) -> Transmission:
     **Returns:** a `Transmission`.
     """
     from ._simulate import simulate
-    from ._structure import _analyse
+    from ._structure import analyse
 
     owner = "linkage.transmission"
     if not isinstance(lk, Linkage):
@@ -672,7 +672,7 @@ def transmission(lk: Linkage, motion) -> Transmission:
     elif motion.names != lk.names or motion.widths != widths(lk) or motion.coords.shape[1] != lk.coords.shape[0]:
         raise ValueError(f"{owner}: `motion` is not a motion of {lk.name!r} (its joints differ)")
     kinds = ("RRR",) if lk.geometry == "spherical" else ("RRR", "RRP")
-    steps = [(i, s) for i, s in enumerate(_analyse(lk.topology, lk.names, lk.link_names).steps) if s[0] in kinds]
+    steps = [(i, s) for i, s in enumerate(analyse(lk.topology, lk.names, lk.link_names).steps) if s[0] in kinds]
     X = motion.coords
     cols, labels = [], []
     for i, (kind, _, _, a, _, c, b, _) in steps:

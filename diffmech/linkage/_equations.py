@@ -5,12 +5,12 @@ Each kind says, in one place, how many joints an instance involves (`width`), ho
 many residual rows it gives (`rows`), the constants it reads from the initial
 coordinates (`constants`, differentiably: they carry the design gradient) and its
 rows at the current coordinates (`residual`). `EQUATIONS` lists them in the order of
-the residual's rows; the topology compiler (`_model._compile`) decides which
+the residual's rows; the topology compiler (`_model.compile_equations`) decides which
 instances a linkage has. Tracers (points carried by a link, never solved for) are
 kinds too, one per kind of link frame (`TRACERS`): their constants and the map from
 the frame to the point.
 
-Adding an equation kind is one class here and the rule in `_compile` that emits it.
+Adding an equation kind is one class here and the rule in `compile_equations` that emits it.
 The arguments: `C0`/`X` `(J, 3)` all coordinates, `idx` `(k, width)` the instances'
 joint indices (static), `sl` the point columns (2 planar, 3 otherwise), `u` the
 input.

@@ -198,7 +198,7 @@ def _slide_rows(topo: _Topology, names: tuple, link_names: tuple, frames: list):
 
 
 @functools.lru_cache(maxsize=256)
-def _compile(topo: _Topology, names: tuple, link_names: tuple) -> _Plan:
+def compile_equations(topo: _Topology, names: tuple, link_names: tuple) -> _Plan:
     known = topo.known
     eq: dict[str, list] = {k: [] for k in EQUATIONS}
     carried = set()  # elements with a gauge (planar lines, spherical vectors) already carried by a link
@@ -645,7 +645,7 @@ class Linkage(eqx.Module):
 
     @property
     def plan(self) -> _Plan:
-        return _compile(self.topology, self.names, self.link_names)
+        return compile_equations(self.topology, self.names, self.link_names)
 
     @property
     def n_unknowns(self) -> int:
@@ -715,7 +715,7 @@ class _Prepared(eqx.Module):
     k: dict
 
 
-def _tracer_rows(plan, kind):
+def tracer_rows(plan, kind):
     rows = [(j,) + tuple(plan.frames[li][1:]) for j, li in plan.tracers if plan.frames[li][0] == kind]
     return np.array(rows, dtype=int).reshape(-1, TRACERS[kind].width)
 
@@ -726,7 +726,7 @@ def _prepare(lk: Linkage) -> _Prepared:
     sl = slice(0, lk.dim)
     k = {kind: E.constants(C0, lk.plan.groups[kind], sl) for kind, E in EQUATIONS.items() if lk.plan.groups[kind].size}
     for kind, T in TRACERS.items():
-        rows = _tracer_rows(lk.plan, kind)
+        rows = tracer_rows(lk.plan, kind)
         if rows.size:
             k["t_" + kind] = T.constants(C0, rows)
     return _Prepared(lk=lk, C0=C0, k=k)
@@ -836,7 +836,7 @@ def _carry_tracers(prep: _Prepared, X):
     parts, pick, size = [X], np.arange(X.shape[0]), X.shape[0]
     for kind, T in TRACERS.items():
         if "t_" + kind in prep.k:
-            rows = _tracer_rows(prep.lk.plan, kind)
+            rows = tracer_rows(prep.lk.plan, kind)
             new = T.carry(X, rows, prep.k["t_" + kind])
             parts.append(jnp.concatenate([new.astype(X.dtype), X[rows[:, 0], new.shape[1] :]], axis=1))
             pick[rows[:, 0]] = size + np.arange(len(rows))

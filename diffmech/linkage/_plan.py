@@ -1,5 +1,5 @@
-"""Topology as data: a planar linkage's plan as padded index arrays, so that one
-compiled program serves every linkage of its size class.
+"""Topology as data: a planar or spherical linkage's plan as padded index arrays, so
+that one compiled program serves every linkage of its size class.
 
 A linkage's topology (which equations join which joints, which link moves with which
 input, the dyads' solving order) is static everywhere else in this package: each
@@ -29,12 +29,13 @@ of inputs. Everything else is data:
 - **the dyads' closed form**: a `lax.scan` over the solving schedule (`steps`: kind,
   links, joints), each step a `lax.switch` on the dyad's kind (RRR, RRP, RPR, PRP, RPP,
   or a padding step that does nothing), on the link poses held as arrays; the same
-  closed forms as `_structure` (`_dyad_plane`), and the branch invariant from the same
+  closed forms as `_structure` (`dyad_plane`), and the branch invariant from the same
   signed quantities (`_structure.dyad_side`).
 
-Which linkages: planar, not over-constrained, decomposed into dyads (the closed form of
-`_structure.predictor`), every input a revolute or prismatic link on the ground
-(`eligible`). The others keep their per-topology program.
+Which linkages: planar or spherical (whose dyads are one closed form, two cones, and
+whose dummy joints are the three unit axes), not over-constrained, decomposed into
+dyads (the closed form of `_structure.predictor`), every input a revolute or
+prismatic link on the ground (`eligible`). The others keep their per-topology program.
 """
 
 import functools
@@ -46,21 +47,31 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array
 
-from .. import _closure
+from .. import _closure, _screw
 from .._validate import array_module
 from . import _model, _structure
 from ._equations import EQUATIONS, TRACERS
 from ._model import Linkage
 
-# the planar forms, in the order of the residual's rows (`_model._rigidity`)
-KINDS = ("dist", "pcarry", "lcarry", "lslide", "offset", "angle", "unit")
+# each geometry's forms, in the order of the residual's rows (`_model._rigidity`)
+KINDS = {
+    "planar": ("dist", "pcarry", "lcarry", "lslide", "offset", "angle", "unit"),
+    "spherical": ("sdot", "scarry", "scarry2", "unit"),
+}
 # the state lengths of the classes: exact (`None`); a padded state costs its cube in
 # the per-input inverse that gives the condition number, the sweep's largest part
 # (Jansen's 9 unknowns padded to 12: 0.52 → 1.30 ms for 180 inputs; jax 0.10.2, 2026-11-29)
 _N = None
 _EXACT = True
 _DUMMIES = 3
-_FRAMES = ("pp", "pl")  # the planar tracers' frame kinds, in the order of `tsrc` (a dict's order is not kept)
+# each geometry's tracer frame kinds, in the order of `tsrc` (a dict's order is not kept)
+_FRAMES = {"planar": ("pp", "pl"), "spherical": ("ss",)}
+# the dummy joints' rows: every padded form finite and well conditioned on them
+_DUMMY_ROWS = {
+    "planar": ((0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 1.0, 0.0)),
+    "spherical": ((1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0)),
+}
+_SPHERE = ("sphere",)  # a spherical dyad's one closed form (two cones), whatever its joints
 
 
 def _ladder(v: int, rungs=None) -> int:
@@ -88,6 +99,8 @@ def _position(kind: str, k: int, i: int, r: int) -> int:
         return 2 * i + r if r < 2 else 2 * k + i
     if kind == "lslide":
         return i if r == 0 else k + i
+    if kind in ("scarry", "scarry2"):
+        return EQUATIONS[kind].rows * i + r
     return i
 
 
@@ -117,6 +130,7 @@ class Plan(eqx.Module):
     layout: tuple = eqx.field(static=True)  # (name, offset, shape) per array
     n_inputs: int = eqx.field(static=True)
     n_links: int = eqx.field(static=True)
+    geometry: str = eqx.field(static=True)
     kinds: tuple = eqx.field(static=True)  # the equation forms it has, in `KINDS` order
     dyads: tuple = eqx.field(static=True)  # the dyad kinds its schedule has
 
@@ -143,7 +157,11 @@ class Plan(eqx.Module):
 
     @property
     def tracers(self) -> dict:
-        return {kind: self.get("t_" + kind) for kind in _FRAMES}
+        return {kind: self.get("t_" + kind) for kind in _FRAMES[self.geometry]}
+
+    @property
+    def dim(self) -> int:
+        return 2 if self.geometry == "planar" else 3
 
 
 def _pack(arrays: dict, **static) -> Plan:
@@ -157,9 +175,10 @@ def _pack(arrays: dict, **static) -> Plan:
 
 
 def eligible(lk: Linkage) -> bool:
-    """Whether `lk`'s simulation runs on a plan (planar, square, in dyads, inputs on links)."""
+    """Whether `lk`'s simulation runs on a plan (planar or spherical, square, in dyads,
+    inputs on links)."""
     return (
-        lk.geometry == "planar"
+        lk.geometry in ("planar", "spherical")
         and not lk.over_constrained
         and all(kind in ("revolute", "prismatic") and link >= 0 for kind, link, _ in lk.topology.inputs)
         and type(_structure.predictor(lk)) is _closure.ClosedForm
@@ -173,8 +192,8 @@ def plan(lk: Linkage) -> Plan:
 
 @functools.lru_cache(maxsize=128)
 def _plan(topo, names, link_names) -> Plan:
-    base = _model._compile(topo, names, link_names)
-    steps = _structure._analyse(topo, names, link_names).steps
+    base = _model.compile_equations(topo, names, link_names)
+    steps = _structure.analyse(topo, names, link_names).steps
     J, L, k = len(names), len(topo.links), len(topo.inputs)
     n = base.n_unknowns if _N is None else _ladder(base.n_unknowns, _N)
     Jp = _ladder(J + _DUMMIES)
@@ -188,9 +207,15 @@ def _plan(topo, names, link_names) -> Plan:
         "offset": (D0, D1),
         "angle": (D1, D1),
         "unit": (D1,),
+        "sdot": (D0, D1),
+        "scarry": (D0, D1, D2),
+        "scarry2": (D0, D1, D2),
     }
-    kinds = tuple(kind for kind in KINDS if len(base.groups[kind]))
-    dyads = tuple(kind for kind in _structure.DYADS if any(step[0] == kind for step in steps))
+    kinds = tuple(kind for kind in KINDS[topo.geometry] if len(base.groups[kind]))
+    if topo.geometry == "spherical":
+        dyads, steps = _SPHERE, tuple(("sphere", *step[1:]) for step in steps)
+    else:
+        dyads = tuple(kind for kind in _structure.DYADS if any(step[0] == kind for step in steps))
     groups, offsets, size = {}, {}, 0
     for kind in kinds:
         rows = base.groups[kind]
@@ -235,15 +260,16 @@ def _plan(topo, names, link_names) -> Plan:
     holder = np.concatenate([holder, np.zeros(Jp - J, np.int32)])
 
     tracers, tsrc, size = {}, np.arange(Jp * 3, dtype=np.int32).reshape(Jp, 3), Jp * 3
-    for kind in _FRAMES:
-        rows = _model._tracer_rows(base, kind)
+    w = 2 if topo.geometry == "planar" else 3  # a tracer's carried coordinates
+    for kind in _FRAMES[topo.geometry]:
+        rows = _model.tracer_rows(base, kind)
         cap = _pow2(max(1, len(rows)))
         t = np.tile(np.array((D2, D0, D1), np.int32), (cap, 1))
         t[: len(rows)] = rows
         tracers[kind] = t
         for i, j in enumerate(rows[:, 0]):
-            tsrc[j, :2] = size + 2 * i + np.arange(2)
-        size += 2 * cap
+            tsrc[j, :w] = size + w * i + np.arange(w)
+        size += w * cap
     arrays = dict(
         slot=slot,
         active=active,
@@ -259,7 +285,7 @@ def _plan(topo, names, link_names) -> Plan:
     )
     arrays.update({"g_" + kind: g for kind, g in groups.items()})
     arrays.update({"t_" + kind: t for kind, t in tracers.items()})
-    return _pack(arrays, n_inputs=k, n_links=Lp, kinds=kinds, dyads=dyads)
+    return _pack(arrays, n_inputs=k, n_links=Lp, geometry=topo.geometry, kinds=kinds, dyads=dyads)
 
 
 def class_of(lk: Linkage) -> tuple:
@@ -267,7 +293,7 @@ def class_of(lk: Linkage) -> tuple:
     joint rows, links, each equation form's and the schedule's capacity, the dyad
     kinds, each tracer frame's capacity, the inputs). Linkages of one class share it."""
     p = plan(lk)
-    return (p.layout, p.n_inputs, p.n_links, p.kinds, p.dyads)
+    return (p.geometry, p.layout, p.n_inputs, p.n_links, p.kinds, p.dyads)
 
 
 def arguments(lk: Linkage) -> tuple:
@@ -291,8 +317,8 @@ def coords(lk: Linkage):
     Jp = plan(lk).shape("src")[0]
     J = len(lk.names)
     xp = array_module(lk.coords)
-    dummies = xp.asarray([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]], dtype=lk.coords.dtype)
-    rest = xp.zeros((Jp - J - _DUMMIES, 3), lk.coords.dtype)
+    dummies = xp.asarray(_DUMMY_ROWS[lk.geometry], dtype=lk.coords.dtype)
+    rest = xp.broadcast_to(dummies[:1], (Jp - J - _DUMMIES, 3))  # unused rows: finite, of unit length
     return xp.concatenate([xp.asarray(lk.coords), dummies, rest])
 
 
@@ -311,11 +337,14 @@ class Prepared(eqx.Module):
 def prepare(p: Plan, C: Array) -> Prepared:
     """The constants of every (padded) equation and tracer from the padded coordinates
     `C` (lines normalised, as `Linkage.initial`)."""
-    n = jnp.sqrt(C[:, 0] ** 2 + C[:, 1] ** 2)
-    C0 = jnp.where(p.line[:, None], C / jnp.where(p.line, n, 1.0)[:, None], C)
-    sl = slice(0, 2)
+    if p.geometry == "planar":
+        n = jnp.sqrt(C[:, 0] ** 2 + C[:, 1] ** 2)
+        C0 = jnp.where(p.line[:, None], C / jnp.where(p.line, n, 1.0)[:, None], C)
+    else:
+        C0 = C / jnp.sqrt(C[:, 0] ** 2 + C[:, 1] ** 2 + C[:, 2] ** 2)[:, None]
+    sl = slice(0, p.dim)
     k = {kind: EQUATIONS[kind].constants(C0, p.groups[kind], sl) for kind in p.kinds}
-    for kind in _FRAMES:
+    for kind in _FRAMES[p.geometry]:
         k["t_" + kind] = TRACERS[kind].constants(C0, p.tracers[kind])
     return Prepared(plan=p, C0=C0, k=k)
 
@@ -329,6 +358,9 @@ def assemble(x, u, prep: Prepared) -> Array:
     p, C = prep.plan, prep.C0
     parts = [C.reshape(-1)]
     for i, ui in enumerate(_inputs(p, u)):
+        if p.geometry == "spherical":  # a turn about the pivot's axis or the slider plane's pole
+            parts.append((C @ _screw.rotation(C[p.pivot[i]], ui).T).reshape(-1))
+            continue
         turned = _model.moved_planar(C, p.pivot[i], C, p.line, ui, "revolute")
         slid = _model.moved_planar(C, p.pivot[i], C, p.line, ui, "prismatic")
         parts.append(jnp.where(p.prismatic[i], slid, turned).reshape(-1))
@@ -340,8 +372,9 @@ def carry_tracers(prep: Prepared, X) -> Array:
     """`X` with every tracer carried by its link's frame."""
     p = prep.plan
     parts = [X.reshape(-1)]
-    for kind in _FRAMES:
-        parts.append(TRACERS[kind].carry(X, p.tracers[kind], prep.k["t_" + kind]).astype(X.dtype).reshape(-1))
+    for kind in _FRAMES[p.geometry]:
+        new = TRACERS[kind].carry(X, p.tracers[kind], prep.k["t_" + kind]).astype(X.dtype)
+        parts.append(new[:, :2].reshape(-1) if p.geometry == "planar" else new.reshape(-1))
     return jnp.concatenate(parts)[p.tsrc]
 
 
@@ -361,7 +394,10 @@ def residual(x, u, prep: Prepared) -> Array:
     in the others (jitted so that it is traced once per signature, as `_model._residual`)."""
     X = assemble(x, u, prep)
     rows = jnp.concatenate(
-        [EQUATIONS[kind].residual(X, prep.plan.groups[kind], prep.k[kind], u, slice(0, 2)) for kind in prep.plan.kinds]
+        [
+            EQUATIONS[kind].residual(X, prep.plan.groups[kind], prep.k[kind], u, slice(0, prep.plan.dim))
+            for kind in prep.plan.kinds
+        ]
     )
     return jnp.where(prep.plan.active, rows[prep.plan.slot], x)
 
@@ -382,9 +418,13 @@ class _Poses:
 def _known(prep: Prepared, u):
     """The ground's and every input link's pose at `u`: `(R (L, 2, 2), t (L, 2))`."""
     p, C0 = prep.plan, prep.C0
-    R = jnp.broadcast_to(jnp.eye(2, dtype=C0.dtype), (p.n_links, 2, 2))
-    t = jnp.zeros((p.n_links, 2), C0.dtype)
+    d = p.dim
+    R = jnp.broadcast_to(jnp.eye(d, dtype=C0.dtype), (p.n_links, d, d))
+    t = jnp.zeros((p.n_links, d), C0.dtype)
     for i, ui in enumerate(_inputs(p, u)):
+        if p.geometry == "spherical":
+            R = R.at[p.link[i]].set(_screw.rotation(C0[p.pivot[i]], ui))
+            continue
         Rr, tr = _structure.known_pose("revolute", C0, p.pivot[i], ui)
         Rp, tp = _structure.known_pose("prismatic", C0, p.pivot[i], ui)
         R = R.at[p.link[i]].set(jnp.where(p.prismatic[i], Rp, Rr))
@@ -399,7 +439,8 @@ def _solve_dyads(u, prep: Prepared):
 
     def branch(kind):
         def run(R, t, step):
-            (R1, t1), (R2, t2), good = _structure._dyad_plane((kind, *step[1:]), _Poses(R, t), C0)
+            dyad = _structure.dyad_sphere if kind == "sphere" else _structure.dyad_plane
+            (R1, t1), (R2, t2), good = dyad((kind, *step[1:]), _Poses(R, t), C0)
             R = R.at[step[1]].set(R1).at[step[2]].set(R2)
             t = t.at[step[1]].set(t1).at[step[2]].set(t2)
             return R, t, good
@@ -415,7 +456,10 @@ def _solve_dyads(u, prep: Prepared):
 
     (R, t, ok), _ = jax.lax.scan(body, (R, t, jnp.asarray(True)), prep.plan.steps)
     h = prep.plan.holder
-    X = jax.vmap(_structure.place_planar)(prep.plan.line, C0, R[h], t[h])
+    if prep.plan.geometry == "spherical":
+        X = jax.vmap(_structure.place_sphere)(C0, R[h])
+    else:
+        X = jax.vmap(_structure.place_planar)(prep.plan.line, C0, R[h], t[h])
     return state(prep, X), ok
 
 
@@ -433,12 +477,14 @@ def branch(x, u, prep: Prepared):
     def side(step):
         kinds = [functools.partial(_side, kind, X, C0) for kind in dyads]
         now, then = jax.lax.switch(jnp.minimum(step[0], len(dyads) - 1), kinds, step)
-        return jnp.where(step[0] == len(dyads), jnp.inf, _structure._sign(then) * now)
+        return jnp.where(step[0] == len(dyads), jnp.inf, _structure.sign_of(then) * now)
 
     return jnp.minimum(jnp.asarray(1.0, X.dtype), jnp.min(jax.vmap(side)(prep.plan.steps)))
 
 
 def _side(kind, X, C0, step):
+    if kind == "sphere":
+        return _structure.sphere_side(X, C0, step[3], step[5], step[6])
     return _structure.dyad_side(kind, X, C0, step[3], step[5], step[6])
 
 
@@ -447,5 +493,5 @@ branch_jit = jax.jit(branch)
 
 def max_step(lk: Linkage) -> np.ndarray:
     """The continuation's longest input step (`_simulate._sweep_options`), as data."""
-    angle = all(kind in ("revolute", "turn") for kind, _, _ in lk.topology.inputs)
+    angle = all(kind in ("revolute", "turn") for kind, _, _ in lk.topology.inputs) or lk.geometry == "spherical"
     return np.asarray(math.pi / 12 if angle else 15 * (lk.step if lk.step is not None else 0.01), lk.coords.dtype)

@@ -172,7 +172,7 @@ def structure(lk: Linkage) -> Structure:
             "linkages (a spatial linkage is predicted by trilateration where distances hold it, else by the "
             "closure core's generic predictor)"
         )
-    plan = _analyse(lk.topology, lk.names, lk.link_names)
+    plan = analyse(lk.topology, lk.names, lk.link_names)
     C = np.asarray(lk.initial())
     points = {lk.names[j]: C[j, :2] for j, t in enumerate(lk.types) if t in ("R", "tracer")}
     links = tuple((lk.link_names[i], tuple(lk.names[j] for j in js)) for i, js in enumerate(lk.links))
@@ -192,7 +192,7 @@ class _Analysis:
 
 
 @functools.lru_cache(maxsize=128)
-def _analyse(topo, names: tuple, link_names: tuple) -> _Analysis:
+def analyse(topo, names: tuple, link_names: tuple) -> _Analysis:
     links = [set(js) for js in topo.links]
     kinds = [k for k, _, _ in topo.inputs]
     input_names = []
@@ -383,7 +383,7 @@ def predictor(lk: Linkage):
     if lk.geometry == "spatial":
         steps = _trilateration(lk.topology, lk.names, lk.link_names)
         return None if steps is None else _spatial_closed_form(lk.topology, lk.names, lk.link_names)
-    plan = _analyse(lk.topology, lk.names, lk.link_names)
+    plan = analyse(lk.topology, lk.names, lk.link_names)
     if not plan.structure.closed_form:
         return None
     if any(step[0] == "group" for step in plan.steps):
@@ -395,10 +395,10 @@ def predictor(lk: Linkage):
 def _closed_form(topo, names, link_names):
     """One `ClosedForm` per topology (a static field of the sweep: the same object, so
     the compiled program is reused across designs and calls)."""
-    steps = _analyse(topo, names, link_names).steps
-    from ._model import _compile
+    steps = analyse(topo, names, link_names).steps
+    from ._model import compile_equations
 
-    unknowns = _compile(topo, names, link_names).unknowns
+    unknowns = compile_equations(topo, names, link_names).unknowns
     holders = {j: [i for i, js in enumerate(topo.links) if j in js] for j, _, _ in unknowns}
 
     def solution(u, prep):
@@ -406,7 +406,7 @@ def _closed_form(topo, names, link_names):
         poses = _known_poses(topo, C0, u)
         ok = jnp.asarray(True)
         for step in steps:
-            p1, p2, good = (_dyad_sphere if topo.geometry == "spherical" else _dyad_plane)(step, poses, C0)
+            p1, p2, good = (dyad_sphere if topo.geometry == "spherical" else dyad_plane)(step, poses, C0)
             poses[step[1]], poses[step[2]] = p1, p2
             ok = ok & good
         parts = []
@@ -460,16 +460,16 @@ def _branch_fns(lk: Linkage):
 def _branch_fn(topo, names, link_names):
     from ._model import _assemble
 
-    steps = _analyse(topo, names, link_names).steps
+    steps = analyse(topo, names, link_names).steps
 
     def of_coords(X, C0):
         value = jnp.asarray(1.0, X.dtype)
         for kind, _, _, a, _, c, b, _ in steps:
             if topo.geometry != "planar":  # the inner element's side of the outer ones' plane
-                now, then = dot(X[c], jnp.cross(X[a], X[b])), dot(C0[c], jnp.cross(C0[a], C0[b]))
+                now, then = sphere_side(X, C0, a, c, b)
             else:
                 now, then = dyad_side(kind, X, C0, a, c, b)
-            value = jnp.minimum(value, _sign(then) * now)
+            value = jnp.minimum(value, sign_of(then) * now)
         return value
 
     def invariant(x, u, prep):
@@ -531,9 +531,9 @@ def _trilateration(topo, names, link_names):
     linkage is not of that kind (an equation other than a distance or a body's own
     carried point, an input held by an equation, an unknown that is not a point, more
     equations than unknowns, or a point left over)."""
-    from ._model import _compile
+    from ._model import compile_equations
 
-    plan = _compile(topo, names, link_names)
+    plan = compile_equations(topo, names, link_names)
     if any(kind not in ("dist", "tcarry") and rows.size for kind, rows in plan.groups.items()):
         return None
     if plan.n_equations != plan.n_unknowns or any(w != 3 for _, _, w in plan.unknowns):
@@ -617,11 +617,11 @@ def _side(X, j, a, b, c):
 @functools.lru_cache(maxsize=128)
 def _spatial_closed_form(topo, names, link_names):
     """The trilateration's `ClosedForm` (one object per topology, as `_closed_form`)."""
-    from ._model import _assemble, _compile
+    from ._model import _assemble, compile_equations
 
     steps = _trilateration(topo, names, link_names)
     assert steps is not None  # `predictor` asks for this only where there are steps
-    unknowns = _compile(topo, names, link_names).unknowns
+    unknowns = compile_equations(topo, names, link_names).unknowns
 
     def solution(u, prep):
         C0 = prep.C0
@@ -631,14 +631,14 @@ def _spatial_closed_form(topo, names, link_names):
             if step[0] == "point":
                 _, j, a, b, c = step
                 ra, rb, rc = (jnp.sqrt(dot(C0[j] - C0[k], C0[j] - C0[k])) for k in (a, b, c))
-                p, good = _trilaterate(X[a], X[b], X[c], ra, rb, rc, _sign(_side(C0, j, a, b, c)))
+                p, good = _trilaterate(X[a], X[b], X[c], ra, rb, rc, sign_of(_side(C0, j, a, b, c)))
                 X = X.at[j].set(p)
             else:  # a translating body: `t` from the spheres about each arm end less its point
                 _, points, rods = step
                 (c1, c2, c3), (r1, r2, r3) = zip(
                     *((X[a] - C0[p], jnp.sqrt(dot(C0[p] - C0[a], C0[p] - C0[a]))) for p, a in rods)
                 )
-                t, good = _trilaterate(c1, c2, c3, r1, r2, r3, _sign(_body_side(C0, rods)))
+                t, good = _trilaterate(c1, c2, c3, r1, r2, r3, sign_of(_body_side(C0, rods)))
                 idx = jnp.asarray(points)
                 X = X.at[idx].set(C0[idx] + t)
             ok = ok & good
@@ -672,7 +672,7 @@ def _spatial_branch_fn(topo, names, link_names):
     def of_coords(X, C0):
         value = jnp.asarray(1.0, X.dtype)
         for _, j, a, b, c in steps:  # points only: a translating body's closed form takes the determinant
-            value = jnp.minimum(value, _sign(_side(C0, j, a, b, c)) * _side(X, j, a, b, c))
+            value = jnp.minimum(value, sign_of(_side(C0, j, a, b, c)) * _side(X, j, a, b, c))
         return value
 
     def invariant(x, u, prep):
@@ -715,6 +715,17 @@ def place_planar(line, c0, R, t):
     return jnp.where(line, as_line, as_point)
 
 
+def place_sphere(c0, R):
+    """A spherical element's row after its link's rotation `R`: `R c₀`."""
+    return _mv(R, c0)
+
+
+def sphere_side(X, C0, a, c, b):
+    """A spherical dyad's signed assembly quantity now and at the initial configuration:
+    the inner element's side of the outer ones' plane, `(now, then)`."""
+    return dot(X[c], jnp.cross(X[a], X[b])), dot(C0[c], jnp.cross(C0[a], C0[b]))
+
+
 def _place(topo, j, c0, R, t):
     """An element's coordinates after the pose `(R, t)` of a link that carries it."""
     if topo.geometry == "planar":
@@ -743,11 +754,11 @@ def _rot2(v0, v):
     return jnp.stack([jnp.stack([c, -s]), jnp.stack([s, c])])
 
 
-def _sign(v):
+def sign_of(v):
     return jnp.where(v < 0, -1.0, 1.0).astype(v.dtype)
 
 
-def _dyad_plane(step, poses, C0, keep_side=False):
+def dyad_plane(step, poses, C0, keep_side=False):
     """A planar dyad's two link poses and whether it assembles (with `keep_side`, a
     PRP's or RPP's only on the side of its singular configuration where it starts:
     inside a group's search, the pole where its lines turn parallel is not a root)."""
@@ -765,7 +776,7 @@ def _dyad_plane(step, poses, C0, keep_side=False):
         r1s, r2s = dot(c0 - a0, c0 - a0), dot(c0 - b0, c0 - b0)
         al = (r1s - r2s + d2) / (2 * d2)
         h2 = r1s / d2 - al**2
-        C = A + al * e + _sign(cross(e0, c0 - a0)) * jnp.sqrt(jnp.maximum(h2, 0)) * perp(e)
+        C = A + al * e + sign_of(cross(e0, c0 - a0)) * jnp.sqrt(jnp.maximum(h2, 0)) * perp(e)
         R1, R2 = _rot2(c0 - a0, C - A), _rot2(c0 - b0, C - B)
         return (R1, A - _mv(R1, a0)), (R2, B - _mv(R2, b0)), h2 >= 0
     if kind == "RRP":  # circle (about A) and the line c slides on with link 2 (its angle fixed by b)
@@ -775,7 +786,7 @@ def _dyad_plane(step, poses, C0, keep_side=False):
         w, w0 = base - A, c0 - a0
         dw = dot(dvec, w)
         disc = dw**2 - dot(w, w) + dot(w0, w0)
-        lam = -dw + _sign(dot(perp(C0[b, :2]), w0)) * jnp.sqrt(jnp.maximum(disc, 0))
+        lam = -dw + sign_of(dot(perp(C0[b, :2]), w0)) * jnp.sqrt(jnp.maximum(disc, 0))
         C = base + lam * dvec
         R1 = _rot2(c0 - a0, C - A)
         return (R1, A - _mv(R1, a0)), (Rb, tb + lam * dvec), disc >= 0
@@ -786,7 +797,7 @@ def _dyad_plane(step, poses, C0, keep_side=False):
         de = dot(n0, e0)
         ee = dot(e, e)
         disc = ee - de**2
-        n = (de * e + _sign(dot(n0, perp(e0))) * jnp.sqrt(jnp.maximum(disc, 0)) * perp(e)) / ee
+        n = (de * e + sign_of(dot(n0, perp(e0))) * jnp.sqrt(jnp.maximum(disc, 0)) * perp(e)) / ee
         R = _rot2(n0, n)
         return (R, A - _mv(R, a0)), (R, B - _mv(R, b0)), disc >= 0
     if kind == "PRP":  # line–line: each link keeps its known link's angle and slides on its line
@@ -795,7 +806,7 @@ def _dyad_plane(step, poses, C0, keep_side=False):
         det = cross(d1, -d2)
         ok = jnp.abs(det) > 1e-12 * jnp.sqrt(dot(d1, d1) * dot(d2, d2))
         if keep_side:
-            ok = ok & (_sign(det) == _sign(cross(perp(C0[a, :2]), -perp(C0[b, :2]))))
+            ok = ok & (sign_of(det) == sign_of(cross(perp(C0[a, :2]), -perp(C0[b, :2]))))
         det = jnp.where(ok, det, 1.0)
         lam1, lam2 = cross(q, -d2) / det, cross(d1, q) / det
         return (Ra, ta + lam1 * d1), (Rb, tb + lam2 * d2), ok
@@ -806,7 +817,7 @@ def _dyad_plane(step, poses, C0, keep_side=False):
     nd = dot(n, dvec)
     ok = jnp.abs(nd) > 1e-12
     if keep_side:
-        ok = ok & (_sign(nd) == _sign(dot(C0[c, :2], perp(C0[b, :2]))))
+        ok = ok & (sign_of(nd) == sign_of(dot(C0[c, :2], perp(C0[b, :2]))))
     lam = dot(n, t1 - tb) / jnp.where(ok, nd, 1.0)
     return (Rb, t1), (Rb, tb + lam * dvec), ok
 
@@ -818,7 +829,7 @@ def _frame3(u, v):
     return jnp.stack([u, w, jnp.cross(u, w)], axis=-1)
 
 
-def _dyad_sphere(step, poses, C0):
+def dyad_sphere(step, poses, C0):
     """A spherical dyad: its inner element `C` keeps its dot products with the outer
     elements `A` and `B` (points or poles), the intersection of two cones."""
     _, l1, l2, a, k1, c, b, k2 = step
@@ -829,7 +840,7 @@ def _dyad_sphere(step, poses, C0):
     s2 = 1 - g**2
     al, be = (ca - g * cb) / s2, (cb - g * ca) / s2
     disc = (1 - al * ca - be * cb) / s2
-    C = al * A + be * B + _sign(dot(c0, jnp.cross(a0, b0))) * jnp.sqrt(jnp.maximum(disc, 0)) * jnp.cross(A, B)
+    C = al * A + be * B + sign_of(dot(c0, jnp.cross(a0, b0))) * jnp.sqrt(jnp.maximum(disc, 0)) * jnp.cross(A, B)
     R1 = _mmT(_frame3(A, C), _frame3(a0, c0))
     R2 = _mmT(_frame3(B, C), _frame3(b0, c0))
     zero = jnp.zeros((3,), C0.dtype)
@@ -876,7 +887,7 @@ def _group_chain(step, poses, C0, phi):
     poses[d] = (R, P - _mv(R, C0[r, :2]))
     ok = jnp.asarray(True)
     for st in inner:
-        p1, p2, good = _dyad_plane(st, poses, C0, keep_side=True)
+        p1, p2, good = dyad_plane(st, poses, C0, keep_side=True)
         poses[st[1]], poses[st[2]] = p1, p2
         ok = ok & good
     J1, J2 = _pose_at(poses, k1, C0, j1), _pose_at(poses, k2, C0, j2)
@@ -948,10 +959,10 @@ def _select(est, found):
 @functools.lru_cache(maxsize=128)
 def _searched(topo, names, link_names):
     """One `_SearchPredictor` per topology (see `_closed_form`)."""
-    from ._model import _compile
+    from ._model import compile_equations
 
-    steps = _analyse(topo, names, link_names).steps
-    unknowns = _compile(topo, names, link_names).unknowns
+    steps = analyse(topo, names, link_names).steps
+    unknowns = compile_equations(topo, names, link_names).unknowns
     holders = {j: [i for i, js in enumerate(topo.links) if j in js] for j, _, _ in unknowns}
 
     def solve(inputs, prep):
@@ -971,7 +982,7 @@ def _searched(topo, names, link_names):
                 poses.update(new)
                 reached = reached & good & ok
             else:
-                p1, p2, good = jax.vmap(lambda p: _dyad_plane(st, p, C0))(poses)
+                p1, p2, good = jax.vmap(lambda p: dyad_plane(st, p, C0))(poses)
                 poses[st[1]], poses[st[2]] = p1, p2
                 reached = reached & good
 

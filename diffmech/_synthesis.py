@@ -221,6 +221,9 @@ class _Problem(eqx.Module):
 
     targets: Array  # path (n, 2); motion (n, 3) = (x, y, angle); function (n,) rocker angles
     angles: Array  # prescribed crank angles or function generation's inputs (n,); else zeros
+    # (n,) 1 for a target, 0 for the padding to the problem's size class (`_padded`): rows
+    # that repeat the last target and its angle, left out of every sum over the targets
+    weight: Array
     lo: dict  # box bounds of bounded fields (normalised units), by field name
     hi: dict
     task: str = eqx.field(static=True)  # "path" | "motion" | "function"
@@ -294,13 +297,25 @@ def _mismatch(c, prob, q, targets):
     return angular(psi - (targets + c.gamma))
 
 
+def _over_targets(v, prob):
+    """The mean of `v` over the targets (the padding left out)."""
+    return jnp.sum(prob.weight * v) / jnp.sum(prob.weight)
+
+
+def _last(prob):
+    """The last target's index (the padding repeats it)."""
+    return jnp.sum(prob.weight > 0) - 1
+
+
 def _thetas(c, prob):
-    """The crank angle at each target (absolute, from the ground line)."""
+    """The crank angle at each target (absolute, from the ground line); the padding's,
+    the last target's."""
     if prob.task == "function" or prob.timing == "prescribed":
         return c.phase + prob.angles
     if prob.timing == "cyclic":
-        steps = _TWO_PI * jax.nn.softmax(c.gaps)
-        return c.phase + c.sense * jnp.concatenate([jnp.zeros(1, steps.dtype), jnp.cumsum(steps[:-1])])
+        steps = _TWO_PI * jax.nn.softmax(jnp.where(prob.weight > 0, c.gaps, -jnp.inf))
+        theta = c.phase + c.sense * jnp.concatenate([jnp.zeros(1, steps.dtype), jnp.cumsum(steps[:-1])])
+        return jnp.where(prob.weight > 0, theta, theta[_last(prob)])
     return _nearest(c, prob)
 
 
@@ -368,7 +383,7 @@ def _penalties(c, prob, theta, gap, samples=32):
     target and the motion between them assemblable away from the toggle positions;
     unbounded lengths within 1/50 … 50 of the targets' size; Grashof; a fully turning
     crank; the transmission angle within its limits over the motion."""
-    p = jnp.mean(jax.nn.relu(gap + prob.margin) ** 2)
+    p = _over_targets(jax.nn.relu(gap + prob.margin) ** 2, prob)
     # (prescribed and cyclic timing: the motion's range moves with the design's phase and
     # gaps; free timing's angles are projections, constant for the gradient)
     ordered, _ = _motion_order(theta, prob)
@@ -396,7 +411,7 @@ def _loss(c, prob):
     c = _decode(c, prob)
     theta = _thetas(c, prob)
     q, gap = _configuration(c, theta)
-    return jnp.mean(_mismatch(c, prob, q, prob.targets)) + 10.0 * _penalties(c, prob, theta, gap)
+    return _over_targets(_mismatch(c, prob, q, prob.targets), prob) + 10.0 * _penalties(c, prob, theta, gap)
 
 
 def _check(c, prob, substeps):
@@ -446,7 +461,7 @@ def _seed(c, prob, fixed, scales, angles):
 
     def error(cand):
         theta = _thetas(cand, projected)
-        return jnp.sum(_mismatch(cand, prob, _configuration(cand, theta)[0], prob.targets))
+        return jnp.sum(prob.weight * _mismatch(cand, prob, _configuration(cand, theta)[0], prob.targets))
 
     def place(cand):
         if "origin" in fixed:
@@ -495,11 +510,13 @@ def _init_timing(c, prob):
     taken in the given order and the start's direction (equal gaps if they are not in
     that order)."""
     theta = _nearest(c, dataclasses.replace(prob, timing="free"))
-    d = jnp.mod(c.sense * jnp.diff(jnp.concatenate([theta, theta[:1]])), _TWO_PI)
-    d = jnp.where(d <= 0, _TWO_PI, d)
+    i = jnp.arange(theta.shape[0])
+    after = jnp.where(i == _last(prob), theta[0], jnp.roll(theta, -1))  # the last closes the turn
+    d = jnp.mod(c.sense * (after - theta), _TWO_PI)
+    d = jnp.where(prob.weight > 0, jnp.where(d <= 0, _TWO_PI, d), 0.0)
     in_order = jnp.abs(jnp.sum(d) - _TWO_PI) < 1e-9
     n = theta.shape[0]
-    w = jnp.where(in_order, jnp.log(jnp.maximum(d, 1e-3)), jnp.zeros(n, d.dtype))
+    w = jnp.where(in_order & (prob.weight > 0), jnp.log(jnp.maximum(d, 1e-3)), jnp.zeros(n, d.dtype))
     return eqx.tree_at(lambda m: (m.phase, m.gaps), c, (theta[0], w))
 
 
@@ -514,7 +531,8 @@ def _init_gamma(c, prob):
     else:
         _, _, psi = _features(c, prob, _configuration(c, _thetas(c, prob))[0])
         d = prob.targets - psi
-    return eqx.tree_at(lambda m: m.gamma, c, jnp.arctan2(jnp.mean(jnp.sin(d)), jnp.mean(jnp.cos(d))))
+    mean = jnp.arctan2(_over_targets(jnp.sin(d), prob), _over_targets(jnp.cos(d), prob))
+    return eqx.tree_at(lambda m: m.gamma, c, mean)
 
 
 _init_batch = filter_jit(
@@ -525,6 +543,20 @@ _init_batch = filter_jit(
 
 
 _loss_batch = filter_jit(lambda c, prob: jax.vmap(lambda c_: _loss(c_, prob))(c))
+
+
+# a problem's targets are padded to the next of these sizes (`_padded`), so that problems
+# of other sizes in one class run the same compiled programs; beyond the last, exact
+_SIZES = (4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
+
+
+def _size_class(n: int) -> int:
+    return next((k for k in _SIZES if k >= n), n)
+
+
+def _padded(a: np.ndarray, size: int) -> np.ndarray:
+    """`a` with its last row repeated to `size` rows."""
+    return np.concatenate([a, np.repeat(a[-1:], size - a.shape[0], axis=0)])
 
 
 def _plain_starts(n_starts, n_targets, rng, dtype):
@@ -774,9 +806,11 @@ def _search(
     else:
         targets = t
     lo, hi = _normalised_box(world, fixed, centre, scale, task)
+    size = _size_class(n)
     prob = _Problem(
-        targets=jnp.asarray(targets, dtype),
-        angles=jnp.asarray(angles if angles is not None else np.zeros(n), dtype),
+        targets=jax.device_put(_padded(np.asarray(targets, dtype), size)),
+        angles=jax.device_put(_padded(np.asarray(angles if angles is not None else np.zeros(n), dtype), size)),
+        weight=jax.device_put((np.arange(size) < n).astype(dtype)),
         lo={k: jnp.asarray(v, dtype) for k, v in lo.items()},
         hi={k: jnp.asarray(v, dtype) for k, v in hi.items()},
         task=task,
@@ -808,7 +842,7 @@ def _search(
         # take the best of 12 sizes (and of 12 turns, where the pivot is fixed but not the
         # ground line); given ones (`c`, the atlas's) are placed like the quasi-random
         if c is None:
-            c = _random_starts(count, n, rng, dtype, log_scale=span if quasi else (0.0, 0.0), quasi=quasi)
+            c = _random_starts(count, size, rng, dtype, log_scale=span if quasi else (0.0, 0.0), quasi=quasi)
         for key, v in norm_fixed.items():
             c = eqx.tree_at(
                 lambda m, k=key: getattr(m, k), c, jnp.broadcast_to(jnp.asarray(v, dtype), getattr(c, key).shape)
@@ -841,7 +875,7 @@ def _search(
         if atlas:
             # the atlas's curves closest in shape to the closed polygon through the
             # targets, each turned, scaled and placed onto them, join the screen
-            matched = candidates(atlas, True, _atlas_starts(targets, atlas, dtype, progress))
+            matched = candidates(atlas, True, _atlas_starts(targets, atlas, dtype, progress, size))
             pool = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), pool, matched)
         losses = np.asarray(_loss_batch(pool, prob))
         if meter is not None:
@@ -935,7 +969,7 @@ def _search(
     return best
 
 
-def _atlas_starts(targets, count, dtype, progress=False) -> _Candidate:
+def _atlas_starts(targets, count, dtype, progress=False, size=None) -> _Candidate:
     """`count` candidates from the atlas (normalised coordinates): the designs whose
     coupler curves fit the closed polygon through `targets` best (`_atlas.match`),
     scaled, turned and placed by that fit, turning the way it runs."""
@@ -953,7 +987,7 @@ def _atlas_starts(targets, count, dtype, progress=False) -> _Candidate:
         angle=f(np.angle(a)),
         phase=f(np.zeros(k)),
         gamma=f(np.zeros(k)),
-        gaps=f(np.zeros((k, targets.shape[0]))),
+        gaps=f(np.zeros((k, targets.shape[0] if size is None else size))),
         sign=f(book.sign[rows]),
         sense=f(np.where(reverse, -1.0, 1.0)),
     )
@@ -1009,15 +1043,17 @@ _newton_batch = filter_jit(
 def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
     """Check every start by the closure core and the constraints, pick the best."""
     dec, thetas, q, ok, mu_lo, mu_hi, (P, beta, psi) = _verdict_batch(cands, prob, 8)
-    thetas, q, ok, mu_lo, mu_hi, P, beta, psi = (np.asarray(v) for v in (thetas, q, ok, mu_lo, mu_hi, P, beta, psi))
+    n = t.shape[0]  # the targets (the padding's rows dropped)
+    thetas, P, beta, psi = (np.asarray(v)[:, :n] for v in (thetas, P, beta, psi))
+    ok, mu_lo, mu_hi = (np.asarray(v) for v in (ok, mu_lo, mu_hi))
     lengths = np.asarray(dec.lengths)
     wrap = lambda a: np.arctan2(np.sin(a), np.cos(a))  # noqa: E731
     if task == "path":
-        d = np.sqrt(np.sum((P - np.asarray(prob.targets)) ** 2, -1)) * scale
+        d = np.sqrt(np.sum((P - np.asarray(prob.targets)[:n]) ** 2, -1)) * scale
         objective = np.sum(d**2, -1)
         err = d.mean(-1)
     elif task == "motion":
-        d = np.sqrt(np.sum((P - np.asarray(prob.targets)[:, :2]) ** 2, -1)) * scale
+        d = np.sqrt(np.sum((P - np.asarray(prob.targets)[:n, :2]) ** 2, -1)) * scale
         dphi = wrap(beta + np.asarray(dec.gamma)[:, None] - t[:, 2])
         objective = np.sum(d**2, -1) + scale**2 * np.sum(dphi**2, -1)
         err = d.mean(-1)
@@ -1080,13 +1116,13 @@ def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
         constraints["offsets"] = (float(best.phase), float(best.gamma))
     return Synthesis(
         design=design,
-        inputs=jnp.asarray(thetas[b]),
-        points=jnp.asarray(points),
+        inputs=jax.device_put(thetas[b]),
+        points=jax.device_put(points),
         error=float(errors[b]),
         relative_error=float(rel[b]),
         history=row(res.history, b),
-        errors=jnp.asarray(errors),
-        valid=jnp.asarray(feasible),
+        errors=jax.device_put(errors),
+        valid=jax.device_put(feasible),
         success_rate=float(np.mean(rel <= tol)),
         fit=res,
         objective=float(objective[b]),

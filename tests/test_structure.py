@@ -187,6 +187,34 @@ def test_a_plans_simulation_equals_the_topologys_own_program(name, monkeypatch):
     assert np.max(np.asarray(got.residual)[ok]) <= 1e-10
 
 
+def test_a_plans_deferred_inputs_are_finished_by_the_fallback_alone():
+    """The plan's resume program (`_simulate._plan_resume`): the inputs a sweep left
+    deferred, from the 60th on, continued by the sequential fallback from the last
+    solved one, give the motion the closed form gave them."""
+    from diffmech._result import as_results
+    from diffmech.linkage import _plan
+
+    lk = dm.examples.theo_jansen()
+    p, C, max_step = _plan.arguments(lk)
+    path = jnp.linspace(0.0, 2 * math.pi, 121)
+    motion, _, _, sol = _simulate._plan_jit(p, C, path, max_step, True, True, True)
+    deferred = np.arange(121) >= 60
+    codes = np.where(deferred, int(closure.RESULTS.deferred._value), np.asarray(_simulate.code(sol.status)))
+    cut = eqx.tree_at(
+        lambda s: (s.status, s.converged, s.value),
+        sol,
+        (
+            as_results(jnp.asarray(codes, jnp.int32)),
+            sol.converged & ~deferred,
+            jnp.where(deferred[:, None], sol.value[59], sol.value),
+        ),
+    )
+    done = _simulate._plan_resume_jit(p, C, cut, max_step, True, True)
+    assert bool(motion.converged.all()) and bool(done.converged.all())
+    np.testing.assert_allclose(np.asarray(done.coords), np.asarray(motion.coords), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(np.asarray(done.condition), np.asarray(motion.condition), rtol=1e-6)
+
+
 def test_a_padded_state_keeps_the_linkages_own_equations_and_conditioning(monkeypatch):
     """Classes padded beyond a linkage's own sizes (the state to 12, every form and the
     schedule to a power of two): the padding slots are an identity block that keeps

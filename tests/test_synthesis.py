@@ -80,6 +80,7 @@ def _problem(tn):
     return S_._Problem(
         targets=tn,
         angles=jnp.zeros(len(tn)),
+        weight=jnp.ones(len(tn)),
         lo={},
         hi={},
         task="path",
@@ -90,6 +91,76 @@ def _problem(tn):
         margin=0.02,
         window=True,
     )
+
+
+def test_targets_are_padded_to_a_size_class_whose_programs_another_problem_reuses():
+    """A problem's targets are padded to a size class (the last target repeated, left
+    out of every sum): 10 prescribed targets run the programs 12 compiled (none
+    compiled anew) and recover the design exactly; 5 targets in cyclic order (padded to
+    6: the crank's turns between targets a softmax over the targets alone) too."""
+    theta10 = THETA[:10]
+    big = dict(starts=32, steps=300, seed=0)
+    S.path_generation(_targets(), "prescribed", crank_angles=THETA - THETA[0], **big)
+    t = _targets(theta10)
+    seen = []
+    on = [True]
+    jax.monitoring.register_event_duration_secs_listener(
+        lambda e, d, **k: seen.append(e) if on[0] and e == "/jax/core/compile/backend_compile_duration" else None
+    )
+    try:
+        r = S.path_generation(t, "prescribed", crank_angles=theta10 - theta10[0], **big)
+    finally:
+        on[0] = False
+    assert seen == [], len(seen)
+    assert r.inputs.shape == (10,) and r.points.shape == (10, 2) and r.relative_error <= 1e-10
+    pts, ok = r.design.path(r.inputs)
+    assert bool(jnp.all(ok)) and np.max(np.abs(np.asarray(pts) - t)) <= 1e-10 * _scale(t)
+    assert S_._size_class(10) == S_._size_class(12) == 12 and S_._size_class(5) == 6
+    t5 = _targets(THETA[::2][:5])
+    r5 = S.path_generation(t5, cyclic_order=True, **SMALL)
+    assert r5.inputs.shape == (5,) and r5.relative_error <= 1e-9
+    for sense in (1, -1):  # the targets met in their order, one way round
+        order = np.argsort(np.mod(sense * np.asarray(r5.inputs), 2 * np.pi))
+        if np.array_equal(np.roll(order, -int(np.flatnonzero(order == 0)[0])), np.arange(5)):
+            break
+    else:
+        raise AssertionError(f"out of order: {np.asarray(r5.inputs)}")
+
+
+@pytest.mark.parametrize("timing", ["prescribed", "free", "cyclic"])
+def test_the_padding_weighs_nothing_in_the_loss_and_the_starts(timing):
+    """The loss (mismatch and every penalty), cyclic timing's start and the seeds' error
+    of a problem padded from 10 targets to 12 equal the unpadded problem's, with targets
+    off the curve (noise), so that every term counts."""
+    rng = np.random.default_rng(5)
+    t = _targets(THETA[:10]) + rng.normal(0, 0.01, (10, 2))
+    tn = (t - t.mean(0)) / _scale(t)
+    angles = THETA[:10] - THETA[0]
+
+    def problem(size):
+        return eqx.tree_at(
+            lambda p: (p.targets, p.angles, p.weight),
+            _problem(jnp.asarray(tn)),
+            (
+                jnp.asarray(S_._padded(tn, size)),
+                jnp.asarray(S_._padded(angles, size)),
+                jnp.asarray((np.arange(size) < 10).astype(float)),
+            ),
+        )
+
+    exact, padded = (S_.dataclasses.replace(problem(k), timing=timing, transmission=(0.5, 2.6)) for k in (10, 12))
+    c = jax.tree.map(lambda a: a[0], S_._random_starts(1, 10, np.random.default_rng(2), jnp.float64))
+    c = eqx.tree_at(lambda m: (m.phase, m.gaps), c, (jnp.asarray(0.3), jnp.asarray(rng.normal(0, 0.3, 10))))
+    cp = eqx.tree_at(lambda m: m.gaps, c, jnp.concatenate([c.gaps, jnp.asarray([5.0, -2.0])]))
+    np.testing.assert_allclose(float(S_._loss(cp, padded)), float(S_._loss(c, exact)), rtol=1e-12)
+    if timing == "cyclic":
+        a, b = S_._init_timing(c, exact), S_._init_timing(cp, padded)
+        np.testing.assert_allclose(np.asarray(b.gaps[:10]), np.asarray(a.gaps), rtol=0, atol=1e-12)
+        assert abs(float(b.phase) - float(a.phase)) <= 1e-12
+    fixed, scales, turns = (), jnp.ones(1), jnp.zeros(1)
+    a, b = S_._seed(c, exact, fixed, scales, turns), S_._seed(cp, padded, fixed, scales, turns)
+    np.testing.assert_allclose(np.asarray(b.origin), np.asarray(a.origin), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(float(b.phase), float(a.phase), rtol=0, atol=1e-12)
 
 
 def test_free_timing_inner_solve_finds_the_crank_angles_of_points_on_the_curve():
@@ -506,6 +577,7 @@ def test_constrained_loss_gradient_matches_central_differences():
     prob = S_._Problem(
         targets=tn,
         angles=jnp.zeros(4),
+        weight=jnp.ones(4),
         lo={"lengths": jnp.full(4, 0.1), "angle": jnp.asarray(-np.inf)},
         hi={"lengths": jnp.full(4, 5.0), "angle": jnp.asarray(3.0)},
         task="motion",

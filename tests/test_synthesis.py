@@ -443,8 +443,8 @@ def check_five_pose_motion_generation(r, poses):
         assert min(dist) <= 1e-7 * (1 + np.linalg.norm(m) + np.linalg.norm(c)), (m, c, pairs)
 
 
-# each pose count compiles a program of its own (~1 min on 2 cores): 3 and 4 poses run
-# outside the 6-minute suite (`python -m pytest -m slow`); 5 poses run in the suite as
+# 3 and 4 poses (one size class: padded to 4) compile their programs (~1 min on 2 cores)
+# outside the suite (`python -m pytest -m slow`); 5 poses (class 6) run in the suite as
 # notebook 07 (tests/test_notebooks.py asserts check_five_pose_motion_generation on it)
 @pytest.mark.slow
 @pytest.mark.parametrize("n", [3, 4, 5])

@@ -50,7 +50,7 @@ def main(argv=None):
     from diffmech import _closure, _linalg, linkage as L, parallel as par
     from diffmech._xla import COMPILER_OPTIONS
     from diffmech.fourbar import _kinematics as fbk
-    from diffmech.linkage._simulate import _prepare, _residual
+    from diffmech.linkage._simulate import prepare, prepared_residual
     from diffmech.parallel import _kinematics
 
     small, large = (10, 2) if a.quick else (a.repeats, 5)
@@ -94,15 +94,17 @@ def main(argv=None):
     # 2. the Stephenson-II sweep
     lk = dm.examples.stephenson2()
     u = L.default_inputs(lk)
-    prep, x0 = _prepare(lk), lk.x0()
-    opts = _closure._Options(fn=_residual, branch="det", atol=1e-10, xtol=1e-10, max_steps=10, condition=True)
+    prep, x0 = prepare(lk), lk.x0()
+    opts = _closure._Options(fn=prepared_residual, branch="det", atol=1e-10, xtol=1e-10, max_steps=10, condition=True)
     guess = jax.jit(lambda p, x, v: _closure.Coarse().predict(opts, x, v, p).guess)(prep, x0, u)
 
     def correct(p, g, v):
-        return jax.vmap(lambda g_, v_: _closure.Newton()._correct(_residual, g_, v_, p, with_jacobian=True))(g, v)
+        return jax.vmap(lambda g_, v_: _closure.Newton()._correct(prepared_residual, g_, v_, p, with_jacobian=True))(
+            g, v
+        )
 
     J = jax.jit(correct)(prep, guess, u)[4]
-    r = jax.jit(jax.vmap(lambda g_, v_: _residual(g_, v_, prep)))(guess, u)
+    r = jax.jit(jax.vmap(lambda g_, v_: prepared_residual(g_, v_, prep)))(guess, u)
     out["stephenson2_180_ms"] = {
         "predictor (continuation through every 6th input, 31 nodes)": timed(
             lambda p, x, v: _closure.Coarse().predict(opts, x, v, p).guess, prep, x0, u, repeats=small

@@ -110,10 +110,10 @@ def bench_example(name, designs, repeats):
     res["eager"] = dict(run_s=float(np.median(runs)), overhead=float(np.median(runs)) / res["single"]["run_s"] - 1)
     # baseline in the same run: the sequential continuation through every input
     # (the core's previous algorithm, now its fallback)
-    prep_det = lambda x, u, p: _linalg.det(jax.jacfwd(_model._residual)(x, u, p))
+    prep_det = lambda x, u, p: _linalg.det(jax.jacfwd(_model.prepared_residual)(x, u, p))
     f = jax.jit(
         lambda lk, u: _closure.continuation(
-            _model._residual, lk.x0(), u, _model._prepare(lk), branch=prep_det, condition=False, max_steps=10
+            _model.prepared_residual, lk.x0(), u, _model.prepare(lk), branch=prep_det, condition=False, max_steps=10
         )
     )
     c_s, run_s, m = timed(f, lk, inputs, repeats=repeats)

@@ -206,7 +206,7 @@ def test_the_programs_screen_flags_every_motion_the_hosts_search_would_look_at(s
     d = a + rng.uniform(0.3, 1.5)
     lk = _fourbar(*((a, d, a, d) if seed % 2 else (a, a, d, d)), rng.uniform(0.3, 2.5))
     u = np.sort(rng.uniform(-2 * math.pi, 2 * math.pi, 90))
-    path, _, n_neg = _simulate._path_rows(np.asarray(u))
+    path, _, n_neg = _simulate.path_rows(np.asarray(u))
     flagged = 0
     for motion in (linkage.simulate_functional(lk, path), linkage.simulate_functional(examples.fourbar(), path)):
         flag = bool(_change.suspect_motion(motion))

@@ -261,13 +261,13 @@ def _sequential(lk, inputs):
     branch checked by the closure Jacobian's determinant, no closed form."""
 
     def det(x, u, prep):
-        return jnp.linalg.det(jax.jacfwd(_model._residual)(x, u, prep))
+        return jnp.linalg.det(jax.jacfwd(_model.prepared_residual)(x, u, prep))
 
     return closure.continuation(
-        _model._residual,
+        _model.prepared_residual,
         lk.x0(),
         inputs,
-        _model._prepare(lk),
+        _model.prepare(lk),
         branch=det,
         condition=False,
         **_simulate._sweep_options(lk),
@@ -390,9 +390,9 @@ def test_delta_platform_predicted_as_a_translation_on_random_designs():
         assert np.max(np.abs(np.asarray(fast.coords[k, :, p]) - (batch[k, p] + t))[ok[k]]) <= 1e-12, k
     # the prediction itself closes a parallelogram design (no fallback solves it)
     lk0 = eqx.tree_at(lambda l: l.coords, lk, jnp.asarray(batch[0]))
-    prep = _model._prepare(lk0)
+    prep = _model.prepare(lk0)
     x, meet = jax.vmap(_structure.predictor(lk0).solution, in_axes=(0, None))(inputs, prep)
-    r = jax.vmap(_model._residual, in_axes=(0, 0, None))(x, inputs, prep)
+    r = jax.vmap(_model.prepared_residual, in_axes=(0, 0, None))(x, inputs, prep)
     assert np.max(np.abs(np.asarray(r))[ok[0]]) <= 1e-13 and np.all(np.asarray(meet)[ok[0]])
 
 

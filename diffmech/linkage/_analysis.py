@@ -41,8 +41,8 @@ from .. import _closure
 from .._validate import UnknownNameError, as_floats, check_count, is_traced
 from .._xla import filter_jit, jit
 from . import _simulate, _structure
-from ._model import Linkage, _assemble, _carry_tracers, _prepare, _rigidity
-from ._simulate import Motion, _path_rows, simulate_functional, widths
+from ._model import Linkage, assemble_coords, carry_tracers, prepare, rigidity_rows
+from ._simulate import Motion, path_rows, simulate_functional, widths
 
 # samples per chunk of the Monte Carlo (antithetic pairs: half of them drawn). A
 # linkage's sweeps run best 64 at a time on the CPU, as `linkage_sweep` found (Theo
@@ -244,7 +244,7 @@ def _closed_form_only(lk: Linkage) -> bool:
     pred = _structure.predictor(lk)
     return (
         isinstance(pred, _closure.ClosedForm)
-        and _simulate._certify_steps(pred) == 0
+        and _simulate.certify_steps(pred) == 0
         and not lk.over_constrained
         and callable(_structure.branch(lk))
     )
@@ -259,7 +259,7 @@ def _closed_form_values(prob: _Problem, d):
     through the whole sweep instead (`_monte_carlo_sums`). Where every input was, the
     sweep returns these very values."""
     lk = _perturbed(prob, d)
-    prep = _prepare(lk)
+    prep = prepare(lk)
     pred, branch = _structure.predictor(lk), _structure.branch_of_coords(lk)
     assert isinstance(pred, _closure.ClosedForm) and branch is not None  # `_closed_form_only`
     inputs = jnp.concatenate([jnp.zeros((1,), prob.inputs.dtype), prob.inputs])  # from the initial configuration
@@ -267,18 +267,18 @@ def _closed_form_values(prob: _Problem, d):
     # the joint coordinates assembled once, for the residual, the branch and the
     # outputs (the sweep's functions of the state assemble them each: Jansen, 64
     # samples a chunk on one core, 3.5 → 2.3 ms a chunk; 2026-11-29)
-    X = jax.vmap(_assemble, in_axes=(0, 0, None))(x, inputs, prep)
+    X = jax.vmap(assemble_coords, in_axes=(0, 0, None))(x, inputs, prep)
     newton = _closure.Newton(0)
 
-    def rigidity(_, u, X_):  # the residual `_residual` is here (not over-constrained: `_closed_form_only`)
-        return _rigidity(X_, u, prep)
+    def rigidity(_, u, X_):  # the residual `prepared_residual` is here (not over-constrained: `_closed_form_only`)
+        return rigidity_rows(X_, u, prep)
 
     _, res, last, exact, _ = jax.vmap(lambda g, u, X_: newton._correct(rigidity, g, u, X_))(x, inputs, X)
     atol = _closure._tolerance(1e-10, x.dtype)  # the sweep's default
     certified = feasible & newton._certified(x, res, last, exact, atol)
     b = jnp.sign(jax.vmap(branch, in_axes=(0, None))(X, prep.C0))
     good = jnp.all(certified & (b == b[0]))
-    coords = jax.vmap(lambda X_: _carry_tracers(prep, X_))(X[1:])
+    coords = jax.vmap(lambda X_: carry_tracers(prep, X_))(X[1:])
     return _output_rows(prob, coords), good
 
 
@@ -320,7 +320,7 @@ def _problem(owner: str, design, motion, outputs, point) -> tuple[_Problem, Any]
         raise ValueError(f"{owner}: `motion` must be a Motion or finite inputs of shape {want}; got {inputs.shape}")
     take = None
     if k == 1:
-        rows = _path_rows(inputs)
+        rows = path_rows(inputs)
         if rows is not None:
             inputs, take, _ = rows
     tracers = tuple(n for n, t in zip(lk.names, lk.types) if t == "tracer")

@@ -19,12 +19,12 @@ import numpy as np
 
 from .._result import RESULTS, code
 from .._xla import filter_jit
-from ._model import Linkage, _coords, _prepare, _residual
+from ._model import Linkage, joint_coords, prepare, prepared_residual
 
-_RANK = 1e-7  # σ_min/σ_max of [J_x J_u] below this at a located singular point: a change point
+RANK = 1e-7  # σ_min/σ_max of [J_x J_u] below this at a located singular point: a change point
 
 
-def _turn_rate(lk, C, Cdot, g, o):
+def turn_rate(lk, C, Cdot, g, o):
     """The output's angular rate about its ground pivot, times |r|² (its sign and zeros)."""
     if lk.geometry == "planar":
         r, rd = C[o, :2] - C[g, :2], Cdot[o, :2]
@@ -32,7 +32,7 @@ def _turn_rate(lk, C, Cdot, g, o):
     return jnp.dot(C[g], jnp.cross(C[o], Cdot[o]))
 
 
-def _arm2(lk, C, g, o):
+def arm2(lk, C, g, o):
     """The squared distance of the output's point from its pivot's axis."""
     if lk.geometry == "planar":
         return jnp.sum((C[o, :2] - C[g, :2]) ** 2)
@@ -44,15 +44,15 @@ def _systems(kind, pivot):
 
     def G(z, prep, n, c):
         x, u, w = z[:n], z[n], z[n + 1 :]
-        F = _residual(x, u, prep)
-        Jx = jax.jacfwd(_residual)(x, u, prep)
-        Ju = jax.jacfwd(_residual, argnums=1)(x, u, prep)
+        F = prepared_residual(x, u, prep)
+        Jx = jax.jacfwd(prepared_residual)(x, u, prep)
+        Ju = jax.jacfwd(prepared_residual, argnums=1)(x, u, prep)
         if kind == "input":
             return jnp.concatenate([F, Jx @ w, jnp.dot(c, w)[None] - 1.0])
         if kind == "output":
             g, o = pivot
-            C, Cd = jax.jvp(lambda x_, u_: _coords(x_, u_, prep), (x, u), (w, jnp.ones_like(u)))
-            return jnp.concatenate([F, Jx @ w + Ju, _turn_rate(prep.lk, C, Cd, g, o)[None]])
+            C, Cd = jax.jvp(lambda x_, u_: joint_coords(x_, u_, prep), (x, u), (w, jnp.ones_like(u)))
+            return jnp.concatenate([F, Jx @ w + Ju, turn_rate(prep.lk, C, Cd, g, o)[None]])
         M = jnp.concatenate([Jx, Ju[:, None]], axis=1)
         return jnp.concatenate([F, M.T @ w, (jnp.dot(w, w) - 1.0)[None]])
 
@@ -60,23 +60,23 @@ def _systems(kind, pivot):
 
 
 @filter_jit
-def _at(lk: Linkage, x, u):
+def at_configuration(lk: Linkage, x, u):
     """At one configuration: the residual, `[J_x J_u]` and every joint's coordinates."""
-    prep = _prepare(lk)
-    Jx = jax.jacfwd(_residual)(x, u, prep)
-    Ju = jax.jacfwd(_residual, argnums=1)(x, u, prep)
-    return _residual(x, u, prep), jnp.concatenate([Jx, Ju[:, None]], axis=1), _coords(x, u, prep)
+    prep = prepare(lk)
+    Jx = jax.jacfwd(prepared_residual)(x, u, prep)
+    Ju = jax.jacfwd(prepared_residual, argnums=1)(x, u, prep)
+    return prepared_residual(x, u, prep), jnp.concatenate([Jx, Ju[:, None]], axis=1), joint_coords(x, u, prep)
 
 
 @filter_jit
 def _newton_parts(kind, pivot, z, lk, c):
-    prep = _prepare(lk)
+    prep = prepare(lk)
     n = lk.x0().shape[0]
     G = _systems(kind, pivot)
     return G(z, prep, n, c), jax.jacfwd(G)(z, prep, n, c)
 
 
-def _locate(kind, pivot, lk, z, c, n, iterations=40):
+def locate(kind, pivot, lk, z, c, n, iterations=40):
     """Newton (Gauss–Newton for a change point) on the host; (z, residual, last |Δu|, ok)."""
     du = np.inf
     z = np.asarray(z, dtype=float)
@@ -89,7 +89,7 @@ def _locate(kind, pivot, lk, z, c, n, iterations=40):
         du = abs(dz[n])
         if du <= 1e-15 * max(1.0, abs(z[n])) and np.max(np.abs(dz)) <= 1e-13 * max(1.0, np.max(np.abs(z))):
             break
-    res = float(np.max(np.abs(np.asarray(_at(lk, jnp.asarray(z[:n]), jnp.asarray(z[n]))[0]))))
+    res = float(np.max(np.abs(np.asarray(at_configuration(lk, jnp.asarray(z[:n]), jnp.asarray(z[n]))[0]))))
     return z, res, du, bool(res <= 1e-10 and du <= 1e-12)
 
 
@@ -98,7 +98,7 @@ def _locate(kind, pivot, lk, z, c, n, iterations=40):
 # into it from both sides and the two straight lines reach zero inside it at nearly
 # one input (a V to zero, as at a singular point), or at a sample where it is below
 # `_TINY` (a sample on the singular point itself)
-_INSIDE = 0.25  # the zeros may lie this fraction of the interval outside it
+INSIDE = 0.25  # the zeros may lie this fraction of the interval outside it
 _AGREE = 0.5  # and this fraction of it apart
 _TINY = 1e-7
 
@@ -120,7 +120,7 @@ def screen(t: np.ndarray, r: np.ndarray, ok: np.ndarray) -> list[int]:
         sl, sr = pad(slope)[:-2], pad(slope)[2:]
         zl = r[:-1] / -sl / h
         zr = 1 - r[1:] / sr / h
-        inside = lambda z: (z >= -_INSIDE) & (z <= 1 + _INSIDE)  # noqa: E731
+        inside = lambda z: (z >= -INSIDE) & (z <= 1 + INSIDE)  # noqa: E731
         v = both & (sl < 0) & (sr > 0) & inside(zl) & inside(zr) & (np.abs(zl - zr) <= _AGREE)
     return [int(i) for i in np.flatnonzero(tiny | v)]
 
@@ -151,7 +151,7 @@ def suspect(inputs, converged, condition, codes, switch, limit):
     h = tb - ta
     sl, sr = (ra - raa) / (ta - taa), (rbb - rb) / (tbb - tb)
     zl, zr = ra / -sl / h, 1 - rb / sr / h
-    inside = lambda z: (z >= -_INSIDE) & (z <= 1 + _INSIDE)  # noqa: E731
+    inside = lambda z: (z >= -INSIDE) & (z <= 1 + INSIDE)  # noqa: E731
     v = (idx >= 1) & (h > 0) & (sl < 0) & (sr > 0) & inside(zl) & inside(zr) & (jnp.abs(zl - zr) <= _AGREE)
     # a side's first failure b (its predecessor a converged), and the approach to it
     first = ~converged & (a >= 0) & take(converged.astype(t.dtype), a).astype(bool)
@@ -200,15 +200,15 @@ def locate_change(lk: Linkage, x: np.ndarray, u: float):
     """A change point near the configuration `(x, u)`: Gauss–Newton on its system from
     the left singular vector of `[J_x J_u]`'s smallest singular value. Returns
     `(x*, u*, w)` where it converges to a rank drop of `[J_x J_u]` (relative smallest
-    singular value below `_RANK`), else None."""
+    singular value below `RANK`), else None."""
     n = x.shape[0]
-    M = np.asarray(_at(lk, jnp.asarray(x), jnp.asarray(u))[1])
+    M = np.asarray(at_configuration(lk, jnp.asarray(x), jnp.asarray(u))[1])
     w = np.linalg.svd(M)[0][:, -1]
-    z, _, _, good = _locate("change", (), lk, np.concatenate([x, [u], w]), w, n)
+    z, _, _, good = locate("change", (), lk, np.concatenate([x, [u], w]), w, n)
     if not good:
         return None
-    sv = np.linalg.svd(np.asarray(_at(lk, jnp.asarray(z[:n]), jnp.asarray(z[n]))[1]), compute_uv=False)
-    if not sv[-1] <= _RANK * sv[0]:
+    sv = np.linalg.svd(np.asarray(at_configuration(lk, jnp.asarray(z[:n]), jnp.asarray(z[n]))[1]), compute_uv=False)
+    if not sv[-1] <= RANK * sv[0]:
         return None
     return z[:n], float(z[n]), z[n + 1 :]
 
@@ -216,11 +216,11 @@ def locate_change(lk: Linkage, x: np.ndarray, u: float):
 @filter_jit
 def _curvature(lk: Linkage, x, u, w, d):
     """`wᵀ Φ''(d, d)` at `(x, u)`: the closure's second derivative along `d = (dx, du)`."""
-    prep = _prepare(lk)
+    prep = prepare(lk)
     n = x.shape[0]
 
     def phi(s):
-        return jnp.dot(w, _residual(x + s * d[:n], u + s * d[n], prep))
+        return jnp.dot(w, prepared_residual(x + s * d[:n], u + s * d[n], prep))
 
     zero = jnp.zeros((), x.dtype)
     return jax.jvp(lambda s: jax.jvp(phi, (s,), (jnp.ones_like(s),))[1], (zero,), (jnp.ones_like(zero),))[1]
@@ -230,7 +230,7 @@ def branch_tangents(lk: Linkage, x: np.ndarray, u: float, w: np.ndarray):
     """The two branches' unit tangents `(n + 1,)` in `(x, u)` at a change point (the
     roots of the algebraic bifurcation equation), or None where they are not two real
     ones (a change point of higher order)."""
-    M = np.asarray(_at(lk, jnp.asarray(x), jnp.asarray(u))[1])
+    M = np.asarray(at_configuration(lk, jnp.asarray(x), jnp.asarray(u))[1])
     N = np.linalg.svd(M)[2][-2:].T  # the null space of [J_x J_u]: two columns at a change point
     q = lambda d: float(_curvature(lk, jnp.asarray(x), jnp.asarray(u), jnp.asarray(w), jnp.asarray(d)))  # noqa: E731
     a11, a22 = q(N[:, 0]), q(N[:, 1])

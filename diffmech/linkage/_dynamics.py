@@ -61,7 +61,7 @@ from .._validate import (
 from .._xla import eager_program, filter_jit
 from . import _schema
 from ._equations import normals, orthonormal
-from ._model import Linkage, _coords, _prepare, _residual
+from ._model import Linkage, joint_coords, prepare, prepared_residual
 from ._simulate import Motion, joint_path, simulate_functional, widths
 
 
@@ -343,7 +343,7 @@ class Drive(eqx.Module):
 
 def _tangent(x, u, prep):
     """`x′(u)`: the closure's tangent (implicit function theorem)."""
-    return _closure.velocity(_residual, x, u, prep, jnp.ones_like(u))
+    return _closure.velocity(prepared_residual, x, u, prep, jnp.ones_like(u))
 
 
 def _angular_rate(X, dX, frame):
@@ -389,7 +389,7 @@ def _terms(x, u, prep, body: _Inertial):
     tan = _tangent(x, u, prep)
 
     def pose(x_, u_):
-        X = _coords(x_, u_, prep)  # loads may act at tracer points
+        X = joint_coords(x_, u_, prep)  # loads may act at tracer points
         return X, _poses(X, body)
 
     (X, (c, f)), (dX, (dc, df)) = jax.jvp(pose, (x, u), (tan, jnp.ones_like(u)))
@@ -405,7 +405,7 @@ def _terms(x, u, prep, body: _Inertial):
 def _tangents(x, u, prep):
     """`∂x/∂u` `(n, k)` for `k` inputs: the closure's tangent along each."""
     eye = jnp.eye(u.shape[0], dtype=u.dtype)
-    return jax.vmap(lambda e: _closure.velocity(_residual, x, u, prep, e), out_axes=1)(eye)
+    return jax.vmap(lambda e: _closure.velocity(prepared_residual, x, u, prep, e), out_axes=1)(eye)
 
 
 def _rotational_matrix(f, dfs, body: _Inertial):
@@ -435,7 +435,7 @@ def _terms_k(x, u, prep, body: _Inertial):
     k = u.shape[0]
 
     def pose(x_, u_):
-        X = _coords(x_, u_, prep)
+        X = joint_coords(x_, u_, prep)
         return X, _poses(X, body)
 
     X, (c, f) = pose(x, u)
@@ -520,7 +520,7 @@ def _finite_at_state(owner, out, x, u):
 # small programs (8 s for the 5-SS against 1.4 s as one)
 @filter_jit
 def _generalised_inertia(lk, x, u):
-    prep, body = _prepare(lk), _inertial(lk)
+    prep, body = prepare(lk), _inertial(lk)
     if lk.n_inputs > 1:
         M, _, _, T, _, _ = _terms_k(x, u, prep, body)
         return M, _inertia_slopes(x, u, T, prep, body)
@@ -530,7 +530,7 @@ def _generalised_inertia(lk, x, u):
 
 @filter_jit
 def _potential(lk, x, u):
-    prep, body = _prepare(lk), _inertial(lk)
+    prep, body = prepare(lk), _inertial(lk)
     _, V, dV, _, _, _ = (_terms_k if lk.n_inputs > 1 else _terms)(x, u, prep, body)
     return V, dV
 
@@ -575,7 +575,7 @@ def _near_singular(t, y, args, **kwargs):
     """Diffrax's event: the configuration is (numerically) singular."""
     prep = args[0]
     u, _, _, _, x = _split(y, prep.lk.n_inputs)
-    J = _closure.jacobian(_residual)(x, u, prep)
+    J = _closure.jacobian(prepared_residual)(x, u, prep)
     _, det = _linalg.solve_det(J, jnp.zeros((J.shape[0], 1), J.dtype))
     return jnp.abs(det) < _SINGULAR_RATIO * jnp.prod(jnp.linalg.norm(J, axis=1))
 
@@ -592,7 +592,7 @@ def _rhs(t, y, args):
     k = prep.lk.n_inputs
     u, udot, _, _, x = _split(y, k)
     sol = _closure.root(
-        _residual, x, u, prep, min_steps=_NEWTON_STEPS, max_steps=_NEWTON_STEPS, robust=False, throw=False
+        prepared_residual, x, u, prep, min_steps=_NEWTON_STEPS, max_steps=_NEWTON_STEPS, robust=False, throw=False
     )
     if k == 1:
         a, tan, power_in, power_lost = _acceleration(t, sol.value, u, udot, prep, body, drive)
@@ -747,7 +747,7 @@ def simulate_dynamics(
 
 @filter_jit
 def _simulate_dynamics(lk, u0, udot0, t1, ts, drive, solver, rtol, atol, max_steps, adjoint, released=True):
-    prep, body = _prepare(lk), _inertial(lk)
+    prep, body = prepare(lk), _inertial(lk)
     if released:
         # the configuration at the release input u0: continuation from the file's (input 0)
         start = simulate_functional(lk, u0[None], condition=False)
@@ -776,12 +776,12 @@ def _simulate_dynamics(lk, u0, udot0, t1, ts, drive, solver, rtol, atol, max_ste
     u, udot, work, dissipated, xs = jax.vmap(lambda y: _split(y, lk.n_inputs))(ys)
 
     def close(x, u_):
-        s = _closure.root(_residual, x, u_, prep, throw=False)
+        s = _closure.root(prepared_residual, x, u_, prep, throw=False)
         return s.value, s.converged, s.residual
 
     x, closed, residual = jax.vmap(close)(xs, u)
     closed = closed & assembled
-    coords = jax.vmap(lambda x_, u_: _coords(x_, u_, prep))(x, u)
+    coords = jax.vmap(lambda x_, u_: joint_coords(x_, u_, prep))(x, u)
     if lk.n_inputs == 1:
         M, V, _, _, _, _ = jax.vmap(lambda x_, u_: _terms(x_, u_, prep, body))(x, u)
         kinetic = 0.5 * M * udot**2
@@ -1333,17 +1333,17 @@ def _drop_idle_spins(e, body: _Inertial):
 
 @filter_jit
 def _joint_forces(lk, u, udot, uddot, body, plan):
-    prep = _prepare(lk)
+    prep = prepare(lk)
     # the configurations by a sweep from the initial one (input 0: simulate_functional starts there)
     motion = simulate_functional(lk, u, condition=False)
     planar = plan.width == 3
 
     def one(C, u_, ud, udd):
         x = lk.state(C)
-        xd, xdd = _closure.rates(_residual, x, u_, prep, ud, udd)
+        xd, xdd = _closure.rates(prepared_residual, x, u_, prep, ud, udd)
 
         def path(s):  # the motion to second order in time about this configuration
-            X = _coords(x + s * xd + 0.5 * s**2 * xdd, u_ + s * ud + 0.5 * s**2 * udd, prep)
+            X = joint_coords(x + s * xd + 0.5 * s**2 * xdd, u_ + s * ud + 0.5 * s**2 * udd, prep)
             return X, _poses(X, body)
 
         zero, unit_ = jnp.zeros((), x.dtype), jnp.ones((), x.dtype)

@@ -299,7 +299,7 @@ def _mujoco() -> Any:
     return mujoco
 
 
-class _Groups:
+class Groups:
     """Union–find over `n` items: the bodies (or links) that make one rigid link."""
 
     def __init__(self, n: int):
@@ -343,7 +343,7 @@ def link_mass_properties(bodies, joints) -> dict:
     return out
 
 
-def _note_moved_coms(links: dict) -> str:
+def note_moved_coms(links: dict) -> str:
     """The description's note of the S–S rods whose centre of mass was moved onto
     their axis (removing the entries' `com_moved`)."""
     moved = {n: e.pop("com_moved") for n, e in links.items() if "com_moved" in e}
@@ -401,7 +401,7 @@ def mjcf_spec(path, *, tol: float = 1e-9, close: bool = False) -> dict:
     scale = max(1.0, float(np.max(np.abs(d.xpos)))) if m.nbody else 1.0
     # links: a body without joints (or with a free joint: a floating base held fixed)
     # belongs to its parent's link; welds join their bodies
-    groups = _Groups(m.nbody)
+    groups = Groups(m.nbody)
     find, join = groups.find, groups.join
 
     free = []
@@ -538,7 +538,7 @@ def mjcf_spec(path, *, tol: float = 1e-9, close: bool = False) -> dict:
         "name": path.stem,
         "geometry": "spatial",
         "description": f"read from {path.name} by MuJoCo's compiler (mujoco {mujoco.__version__})"
-        + _note_moved_coms(links),
+        + note_moved_coms(links),
         "joints": joints,
         "links": links,
         "ground": body_names[0],

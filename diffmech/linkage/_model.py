@@ -77,7 +77,7 @@ from jaxtyping import Array, Float
 from .. import _screw
 from .._geometry import dot, rotation, unit
 from .._validate import output_path
-from .._xla import eager_program, jit
+from .._xla import eager_program, filter_jit, jit
 from . import _schema
 from ._equations import EQUATIONS, TRACERS
 from ._schema import LinkageError
@@ -458,7 +458,7 @@ class Linkage(eqx.Module):
     def over_constrained(self) -> bool:
         """More rigidity equations than unknowns (the Bennett 4R, a planar loop
         described in space): the closure core then solves their least-squares normal
-        equations `JᵀΦ = 0` (see `_residual`), and every equation is checked at each
+        equations `JᵀΦ = 0` (see `prepared_residual`), and every equation is checked at each
         solution (`redundancy_lost` where the redundant ones fail)."""
         return self.plan.n_equations > self.plan.n_unknowns
 
@@ -466,18 +466,16 @@ class Linkage(eqx.Module):
         """An over-constrained description must close at its initial configuration,
         its input must determine it (`∂Φ/∂x` of full column rank) and move it (the
         rank of `[∂Φ/∂x, ∂Φ/∂u]` no more than the unknowns: mobility 1)."""
-        from ._simulate import _jacobians, _rank_info  # the rank test `mobility` uses
-
         x, u = self.x0(), self.zero_input()
-        r = np.asarray(_full_residual(x, u, _prepare(self)))
-        Jx, Ju = _jacobians(x, u, self)
+        r = np.asarray(full_residual(x, u, prepare(self)))
+        Jx, Ju = jacobians(x, u, self)
         m, n = Jx.shape
         if not np.all(np.abs(r) <= 1e-10):
             raise LinkageError(
                 f"linkage {self.name!r}: the initial configuration violates its own constraints "
                 f"(max residual {np.abs(r).max():.2e} > 1e-10)"
             )
-        info = _rank_info(Jx, Ju, 1e-9)
+        info = rank_info(Jx, Ju, 1e-9)
         rank_x, rank = info["rank_x"], info["rank"]
         if rank_x < n or rank > n:
             what = (
@@ -684,12 +682,12 @@ class Linkage(eqx.Module):
     def driven(self, u) -> Float[Array, "J 3"]:
         """All coordinates with the input applied to the input link (Eqs. (10)–(22));
         solved joints keep their initial values, tracers are not updated."""
-        return _assemble(None, u, _prepare(self))
+        return assemble_coords(None, u, prepare(self))
 
     def full(self, x: Float[Array, " n"], u) -> Float[Array, "J 3"]:
         """All coordinates (tracers included) from the solved state `x` at input `u`."""
-        prep = _prepare(self)
-        return _coords(x, u, prep)
+        prep = prepare(self)
+        return joint_coords(x, u, prep)
 
     def state(self, C: Float[Array, "J 3"]) -> Float[Array, " n"]:
         """The solved state `x` read from all coordinates `C` (e.g. a row of
@@ -720,7 +718,7 @@ def tracer_rows(plan, kind):
     return np.array(rows, dtype=int).reshape(-1, TRACERS[kind].width)
 
 
-def _prepare(lk: Linkage) -> _Prepared:
+def prepare(lk: Linkage) -> _Prepared:
     """The constants of every equation and tracer, from the initial coordinates."""
     C0 = lk.initial()
     sl = slice(0, lk.dim)
@@ -787,7 +785,7 @@ def moved_planar(C, s, M, line, u, kind: str):
     return jnp.where(line[:, None], M.at[:, 2].add(-(M[:, :2] @ t)), M.at[:, :2].add(t))
 
 
-def _assemble(x, u, prep: _Prepared) -> Float[Array, "J 3"]:
+def assemble_coords(x, u, prep: _Prepared) -> Float[Array, "J 3"]:
     """All joint coordinates (tracers at their initial values) from the state `x`
     (None: the initial values) at input `u`: the initial coordinates, the input links'
     moved rows and the unknowns' rows side by side, each joint's row picked from them
@@ -818,21 +816,21 @@ def _rows(A, pick):
     writes out in another layout and copies back (the seed's Jansen leg, a batch of
     64 sweeps of 181 inputs: 2.2 MB of coordinates copied at each use; the tolerance
     Monte Carlo's program, 400 such batches on one core, 1.5–1.8 → 0.92–1.02 s with
-    `_rigidity`'s shared assembly; jax 0.10.2, 2026-11-29)."""
+    `rigidity_rows`'s shared assembly; jax 0.10.2, 2026-11-29)."""
     starts = [0] + [i for i in range(1, len(pick)) if pick[i] != pick[i - 1] + 1]
     ends = starts[1:] + [len(pick)]
     return jnp.concatenate([A[pick[a] : pick[a] + (b - a)] for a, b in zip(starts, ends)])
 
 
-def _coords(x, u, prep: _Prepared) -> Float[Array, "J 3"]:
+def joint_coords(x, u, prep: _Prepared) -> Float[Array, "J 3"]:
     """Every joint's coordinates, tracers carried by their links, from the state `x`
-    at input `u` (`_assemble` leaves the tracers at their initial values)."""
-    return _carry_tracers(prep, _assemble(x, u, prep))
+    at input `u` (`assemble_coords` leaves the tracers at their initial values)."""
+    return carry_tracers(prep, assemble_coords(x, u, prep))
 
 
-def _carry_tracers(prep: _Prepared, X):
+def carry_tracers(prep: _Prepared, X):
     """`X` with the tracers' rows carried by their links' poses in it: picked like
-    `_assemble`'s rows, not scattered (see `_rows`)."""
+    `assemble_coords`'s rows, not scattered (see `_rows`)."""
     parts, pick, size = [X], np.arange(X.shape[0]), X.shape[0]
     for kind, T in TRACERS.items():
         if "t_" + kind in prep.k:
@@ -849,7 +847,7 @@ def _carry_tracers(prep: _Prepared, X):
 # the conditioning), and each would otherwise trace it anew (Stephenson-II sweep:
 # tracing 1.35 s → 0.78 s; XLA inlines the call, run time unchanged).
 @jit
-def _residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " n"]:
+def prepared_residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " n"]:
     """The rigidity equations of a prepared linkage (the closure core's residual,
     square). An over-constrained linkage's `m > n` equations Φ enter as their
     least-squares normal equations `J(x)ᵀ Φ(x) = 0` (`J = ∂Φ/∂x`): at a closed
@@ -860,20 +858,20 @@ def _residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " n"]:
     `JᵀΦ` that is not a zero of Φ is caught by the check of every equation
     (`redundancy_lost`)."""
     if not prep.lk.over_constrained:
-        return _full_residual(x, u, prep)
-    r, J = _full_residual(x, u, prep), jax.jacfwd(_full_residual)(x, u, prep)
+        return full_residual(x, u, prep)
+    r, J = full_residual(x, u, prep), jax.jacfwd(full_residual)(x, u, prep)
     return J.T @ r
 
 
 @jit
-def _full_residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " m"]:
+def full_residual(x: Float[Array, " n"], u, prep: _Prepared) -> Float[Array, " m"]:
     """Every rigidity equation of a prepared linkage (more than the unknowns for an
     over-constrained one)."""
-    return _rigidity(_assemble(x, u, prep), u, prep)
+    return rigidity_rows(assemble_coords(x, u, prep), u, prep)
 
 
-def _rigidity(X: Float[Array, "J 3"], u, prep: _Prepared) -> Float[Array, " m"]:
-    """`_full_residual` from the joint coordinates `X` it assembles from the state."""
+def rigidity_rows(X: Float[Array, "J 3"], u, prep: _Prepared) -> Float[Array, " m"]:
+    """`full_residual` from the joint coordinates `X` it assembles from the state."""
     lk, k = prep.lk, prep.k
     sl = slice(0, lk.dim)
     return jnp.concatenate(
@@ -902,11 +900,38 @@ def residual(x: Float[Array, " n"], u, lk: Linkage) -> Float[Array, " n"]:
     """The rigidity equations at input `u` (square; each form has an O(1), full-rank
     Jacobian; see the module docstring). For an over-constrained linkage (more
     equations Φ than unknowns), their least-squares normal equations `J(x)ᵀ Φ(x)`, which
-    the closure core solves (see `_residual`).
+    the closure core solves (see `prepared_residual`).
 
     **Arguments:** `x` `(n,)`: the state (the unknown coordinates, `lk.x0()` at the
     initial configuration); `u`: the input (`(k,)` for `k` inputs); `lk`: the linkage.
 
     **Returns:** the residual `(n,)`, zero on a closed configuration.
     """
-    return _residual(x, u, _prepare(lk))
+    return prepared_residual(x, u, prepare(lk))
+
+
+@filter_jit
+def jacobians(x, u, lk):
+    """`(∂Φ/∂x, ∂Φ/∂u)` of every equation at `(x, u)` (an over-constrained linkage's
+    redundant ones too): one program per linkage and shapes."""
+    prep = prepare(lk)
+    Jx = jax.jacfwd(full_residual)(x, u, prep)
+    Ju = jax.jacfwd(full_residual, argnums=1)(x, u, prep)
+    return Jx, Ju
+
+
+def rank_info(Jx, Ju, rtol):
+    """The ranks behind the mobility, on the host: of `[Jx Ju]` and of `Jx` relative to
+    `[Jx Ju]`'s largest singular value (`rtol`), the mobility, the redundant equations
+    and `Jx`'s singular values."""
+    Jx, Ju = np.asarray(Jx), np.asarray(Ju)
+    n = Jx.shape[1]
+    Ju = Ju.reshape(Jx.shape[0], -1)  # one column per input
+    s_full = np.linalg.svd(np.concatenate([Jx, Ju], axis=1), compute_uv=False)
+    s_x = np.linalg.svd(Jx, compute_uv=False)
+    scale = max(s_full[0], 1e-300)
+    rank = int(np.sum(s_full > rtol * scale))
+    rank_x = int(np.sum(s_x > rtol * scale))
+    return dict(
+        mobility=n + Ju.shape[1] - rank, rank=rank, rank_x=rank_x, n_unknowns=n, redundant=Jx.shape[0] - rank, sv_x=s_x
+    )

@@ -53,7 +53,7 @@ from . import _model, _structure
 from ._equations import EQUATIONS, TRACERS
 from ._model import Linkage
 
-# each geometry's forms, in the order of the residual's rows (`_model._rigidity`)
+# each geometry's forms, in the order of the residual's rows (`_model.rigidity_rows`)
 KINDS = {
     "planar": ("dist", "pcarry", "lcarry", "lslide", "offset", "angle", "unit"),
     "spherical": ("sdot", "scarry", "scarry2", "unit"),
@@ -225,7 +225,7 @@ def _plan(topo, names, link_names) -> Plan:
         groups[kind] = g
         offsets[kind] = size
         size += cap * EQUATIONS[kind].rows
-    # each of the linkage's residual rows (kind by kind, as `_model._rigidity` lays them)
+    # each of the linkage's residual rows (kind by kind, as `_model.rigidity_rows` lays them)
     slot = []
     for kind in kinds:
         count, per, cap = len(base.groups[kind]), EQUATIONS[kind].rows, len(groups[kind])
@@ -379,7 +379,7 @@ def carry_tracers(prep: Prepared, X) -> Array:
 
 
 def joints(x, u, prep: Prepared) -> Array:
-    """Every joint row, tracers carried (`_model._coords`)."""
+    """Every joint row, tracers carried (`_model.joint_coords`)."""
     return carry_tracers(prep, assemble(x, u, prep))
 
 
@@ -391,7 +391,7 @@ def state(prep: Prepared, X) -> Array:
 @jax.jit
 def residual(x, u, prep: Prepared) -> Array:
     """The padded square system: the linkage's rigidity equations in its own slots, `x`
-    in the others (jitted so that it is traced once per signature, as `_model._residual`)."""
+    in the others (jitted so that it is traced once per signature, as `_model.prepared_residual`)."""
     X = assemble(x, u, prep)
     rows = jnp.concatenate(
         [

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._mjcf import _Groups, _note_moved_coms, link_mass_properties
+from ._mjcf import Groups, link_mass_properties, note_moved_coms
 from ._schema import LinkageError
 
 _TYPES = {"revolute": "R", "continuous": "R", "prismatic": "P", "ball": "S"}
@@ -114,7 +114,7 @@ def sdf_spec(path, *, model=None, ground=None, inputs=None, lock=(), balls=()) -
         Rw = R @ Ri
         bodies.append((mass, p + R @ pi, Rw @ tensor_ @ Rw.T))
     index = {n: i for i, n in enumerate(link_names)}
-    groups = _Groups(len(link_names) + 1)  # the last entry: the world
+    groups = Groups(len(link_names) + 1)  # the last entry: the world
     world = len(link_names)
     joint_els = el.findall("joint")
     lock, balls = set(lock), set(balls)
@@ -202,7 +202,7 @@ def sdf_spec(path, *, model=None, ground=None, inputs=None, lock=(), balls=()) -
         "name": el.get("name") or path.stem,
         "geometry": "spatial",
         "description": f"read from {path.name} (SDFormat {root.get('version', '?')}); ground {ground} held fixed; "
-        f"locked: {sorted(lock)}; read as balls: {sorted(balls)}" + _note_moved_coms(links),
+        f"locked: {sorted(lock)}; read as balls: {sorted(balls)}" + note_moved_coms(links),
         "joints": joints,
         "links": links,
         "ground": "ground",

@@ -28,7 +28,17 @@ from .._validate import (
 from .._xla import COMPILER_OPTIONS, filter_jit, jit
 from . import _change, _plan, _structure
 from ._equations import orthonormal
-from ._model import Linkage, LinkageError, _coords, _full_residual, _prepare, _residual, residual
+from ._model import (
+    Linkage,
+    LinkageError,
+    full_residual,
+    jacobians,
+    joint_coords,
+    prepare,
+    prepared_residual,
+    rank_info,
+    residual,
+)
 
 
 def solve(lk: Linkage, u, guess: Float[Array, " n"] | None = None, *, throw: bool = True) -> _closure.Solution:
@@ -55,8 +65,8 @@ def solve(lk: Linkage, u, guess: Float[Array, " n"] | None = None, *, throw: boo
     if guess is not None:
         check_shape("linkage.solve", "guess", guess, x0.shape)
         x0 = jnp.asarray(guess, x0.dtype)
-    prep = _prepare(lk)
-    sol = _closure.root(_residual, jax.lax.stop_gradient(x0), u, prep, throw=False)
+    prep = prepare(lk)
+    sol = _closure.root(prepared_residual, jax.lax.stop_gradient(x0), u, prep, throw=False)
     if lk.over_constrained:  # its redundant equations must hold too (`_certified`, one sample)
         one = jnp.asarray(sol.converged)[None], as_results(code(sol.result)[None]), sol.residual[None]
         _, status, res = _certified(lk, prep, sol.value[None], u[None], *one)
@@ -272,11 +282,11 @@ def _simulate(lk, inputs, branch, condition, fallback, probe, origin=False):
         )
     if origin:
         inputs = jnp.concatenate([jnp.zeros((1,) + inputs.shape[1:], inputs.dtype), inputs])
-    prep = _prepare(lk)
+    prep = prepare(lk)
     x0 = lk.x0()
     predictor = _structure.predictor(lk)  # the dyads' closed form, else the generic one
     sol, probed = _closure._sweep(
-        _residual,
+        prepared_residual,
         x0,
         inputs,
         prep,
@@ -287,7 +297,7 @@ def _simulate(lk, inputs, branch, condition, fallback, probe, origin=False):
         condition=condition,
         fallback=fallback,
         predictor=predictor,
-        corrector=None if predictor is None else _closure.Newton(_certify_steps(predictor)),
+        corrector=None if predictor is None else _closure.Newton(certify_steps(predictor)),
         probe=(x0, lk.zero_input().astype(inputs.dtype)) if probe else None,
         **_sweep_options(lk),
     )
@@ -304,13 +314,13 @@ def _simulate(lk, inputs, branch, condition, fallback, probe, origin=False):
 _CERTIFY_STEPS = 0
 
 
-def _certify_steps(predictor) -> int:
+def certify_steps(predictor) -> int:
     """Newton steps after the structure's prediction: none after the dyads' closed form;
     one after a group's search (its root, refined to round-off in the driver's angle,
     can leave the closure a few ulps above the exactness test: the Stephenson-II's
     initial input by 1.2x), which then certifies; one after a translating body's
     trilateration (exact only for exact parallelograms)."""
-    searched = isinstance(predictor, (_structure._SearchPredictor, _structure.TranslationClosedForm))
+    searched = isinstance(predictor, (_structure.SearchPredictor, _structure.TranslationClosedForm))
     return 1 if searched else _CERTIFY_STEPS
 
 
@@ -325,7 +335,7 @@ def _certified(lk, prep, x, u, converged, status, res):
     first input where they fail (unchanged for a square system)."""
     if not lk.over_constrained:
         return converged, status, res
-    full = jnp.max(jnp.abs(jax.vmap(lambda x_, u_: _full_residual(x_, u_, prep))(x, u)), axis=-1)
+    full = jnp.max(jnp.abs(jax.vmap(lambda x_, u_: full_residual(x_, u_, prep))(x, u)), axis=-1)
     bad = converged & ~(full <= REDUNDANT_TOL)
     lost = jnp.cumsum(bad) > 0
     codes = jnp.where(lost & converged, code(RESULTS.not_reached), code(status))
@@ -340,7 +350,7 @@ def _branch(lk, predictor):
 
 
 def _motion(lk, prep, sol: _closure.SweepSolution) -> "Motion":
-    coords = jax.vmap(lambda x, u: _coords(x, u, prep))(sol.value, sol.inputs)
+    coords = jax.vmap(lambda x, u: joint_coords(x, u, prep))(sol.value, sol.inputs)
     converged, status, res = _certified(lk, prep, sol.value, sol.inputs, sol.converged, sol.status, sol.residual)
     return Motion(
         inputs=sol.inputs,
@@ -377,10 +387,12 @@ def _simulate_program(lk, inputs, branch, condition, deferred, origin=False):
 def _resume_program(lk, sol, branch, condition):
     """The rest of a sweep that the eager program left deferred: the sequential
     fallback alone, from its first deferred input (`closure._resume`)."""
-    prep = _prepare(lk)
+    prep = prepare(lk)
     branch_ = _branch(lk, _structure.predictor(lk)) if branch else None
     return _motion(
-        lk, prep, _closure._resume(_residual, sol, prep, branch=branch_, condition=condition, **_sweep_options(lk))
+        lk,
+        prep,
+        _closure._resume(prepared_residual, sol, prep, branch=branch_, condition=condition, **_sweep_options(lk)),
     )
 
 
@@ -560,7 +572,7 @@ def simulate(
         shape_ok = inputs.ndim == (1 if k == 1 else 2) and inputs.shape[1:] in ((), (k,))
         if not shape_ok or inputs.size < 1 or not np.all(np.isfinite(inputs)):
             raise ValueError(f"linkage.simulate: inputs must be a finite {want}; got shape {inputs.shape}")
-        rows = _path_rows(inputs) if k == 1 else None  # several inputs: followed as the path given
+        rows = path_rows(inputs) if k == 1 else None  # several inputs: followed as the path given
         if rows is not None:  # not a path from 0 in order: solve the sorted path, return the rows given
             inputs, take, n_neg = rows
     # the initial configuration is checked once per linkage object (a Linkage is
@@ -665,7 +677,7 @@ def _first_change(lk, motion, side):
             continue
         x, u, w = found
         h = t[i + 1] - t[i] if i + 1 < len(t) else 0.0
-        if not t[i] - _change._INSIDE * h <= abs(u) <= t[i + 1] + _change._INSIDE * h:
+        if not t[i] - _change.INSIDE * h <= abs(u) <= t[i + 1] + _change.INSIDE * h:
             continue
         tol = 1e-9 * (1 + abs(u))
         # from the first row beyond it, or on it and failed (an invariant that flipped there)
@@ -731,7 +743,7 @@ def _continued(lk, motion, side, k, x, u, w, at_change, branch):
         a, b = np.asarray(_states_jit(lk, motion.coords[side[k - 2 : k]]))
         incoming = np.concatenate([b - a, [U[side[k - 1]] - U[side[k - 2]]]])
     else:
-        xdot = np.asarray(_closure.velocity(_residual, lk.x0(), lk.zero_input(), _prepare(lk), 1.0))
+        xdot = np.asarray(_closure.velocity(prepared_residual, lk.x0(), lk.zero_input(), prepare(lk), 1.0))
         incoming = np.concatenate([xdot, [1.0]]) * direction
     tangents = [t * (np.sign(t[-1]) or 1.0) * direction for t in tangents]  # each pointing on along the side
     align = [abs(np.dot(t, incoming)) / np.linalg.norm(incoming) for t in tangents]
@@ -756,7 +768,7 @@ _states_jit = jit(lambda lk, C: jax.vmap(lk.state)(C))
 _rows_jit = jit(lambda motion, take: jax.tree.map(lambda a: a[take], motion))
 
 
-def _path_rows(inputs: np.ndarray):
+def path_rows(inputs: np.ndarray):
     """None where `inputs` already are a path from the initial configuration (the first
     is 0 and they are monotone); else `(path, take, n_negative)`: the path that starts
     at 0 and visits the inputs sorted (the negative ones descending first, then the
@@ -783,29 +795,6 @@ def _initial_values(lk):
     return residual(x, u, lk), jax.jacfwd(residual)(x, u, lk), jax.jacfwd(residual, argnums=1)(x, u, lk)
 
 
-@filter_jit
-def _jacobians(x, u, lk):
-    # every equation, the redundant ones of an over-constrained linkage too
-    prep = _prepare(lk)
-    Jx = jax.jacfwd(_full_residual)(x, u, prep)
-    Ju = jax.jacfwd(_full_residual, argnums=1)(x, u, prep)
-    return Jx, Ju
-
-
-def _rank_info(Jx, Ju, rtol):
-    Jx, Ju = np.asarray(Jx), np.asarray(Ju)
-    n = Jx.shape[1]
-    Ju = Ju.reshape(Jx.shape[0], -1)  # one column per input
-    s_full = np.linalg.svd(np.concatenate([Jx, Ju], axis=1), compute_uv=False)
-    s_x = np.linalg.svd(Jx, compute_uv=False)
-    scale = max(s_full[0], 1e-300)
-    rank = int(np.sum(s_full > rtol * scale))
-    rank_x = int(np.sum(s_x > rtol * scale))
-    return dict(
-        mobility=n + Ju.shape[1] - rank, rank=rank, rank_x=rank_x, n_unknowns=n, redundant=Jx.shape[0] - rank, sv_x=s_x
-    )
-
-
 def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: float = 1e-9) -> dict:
     """Degrees of freedom at a configuration from the Jacobian's rank (eager).
 
@@ -826,8 +815,8 @@ def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: floa
     x = lk.x0() if x is None else x
     check_finite("linkage.mobility", {"coords": lk.coords, "x": x, "u": u})
     u = jnp.broadcast_to(jnp.asarray(u, dtype=lk.coords.dtype), lk.zero_input().shape)
-    Jx, Ju = _jacobians(x, u, lk)
-    return _rank_info(Jx, Ju, rtol)
+    Jx, Ju = jacobians(x, u, lk)
+    return rank_info(Jx, Ju, rtol)
 
 
 def _raise_if_bad_initial(lk, r, Jx, Ju=None, tol: float = 1e-10) -> None:
@@ -848,8 +837,8 @@ def _raise_if_bad_initial(lk, r, Jx, Ju=None, tol: float = 1e-10) -> None:
     if Ju is None and s_x[-1] > 1e-6 * max(s_x[0], 1e-300):
         return  # clearly full rank, so mobility 1 (the common case: no second program)
     if Ju is None:  # every equation's Jacobian (an over-constrained linkage's too)
-        Jx, Ju = _jacobians(lk.x0(), lk.zero_input(), lk)
-    m = _rank_info(Jx, Ju, 1e-9)
+        Jx, Ju = jacobians(lk.x0(), lk.zero_input(), lk)
+    m = rank_info(Jx, Ju, 1e-9)
     if m["rank_x"] < m["n_unknowns"] or m["mobility"] != lk.n_inputs:
         raise LinkageError(
             f"linkage {lk.name!r}: the constraints do not determine the linkage at its initial configuration: "
@@ -901,12 +890,12 @@ def rates(
                 f"linkage.rates: `{name}` must be a scalar or one value per input, shape {shape}; got {np.shape(v)}"
             )
     u, udot, uddot = (jnp.broadcast_to(jnp.asarray(v, dt), shape) for v in (u, udot, uddot))
-    prep = _prepare(lk)
-    xdot, xddot = _closure.rates(_residual, x, u, prep, udot, uddot)
+    prep = prepare(lk)
+    xdot, xddot = _closure.rates(prepared_residual, x, u, prep, udot, uddot)
 
     def pos(s):
         # the coordinates along the path (x(t), u(t)) to second order in t
-        return _coords(x + s * xdot + 0.5 * s**2 * xddot, u + s * udot + 0.5 * s**2 * uddot, prep)
+        return joint_coords(x + s * xdot + 0.5 * s**2 * xddot, u + s * udot + 0.5 * s**2 * uddot, prep)
 
     zero, one = jnp.zeros((), dt), jnp.ones((), dt)
     vel = jax.jvp(pos, (zero,), (one,))[1]

@@ -38,8 +38,8 @@ from jaxtyping import Array, Float
 
 from .._validate import UnknownNameError
 from .._xla import filter_jit
-from ._change import _RANK, _arm2, _at, _locate, _turn_rate
-from ._model import Linkage, _coords, _prepare, _residual
+from ._change import RANK, arm2, at_configuration, locate, turn_rate
+from ._model import Linkage, joint_coords, prepare, prepared_residual
 from ._simulate import Motion, simulate, widths
 
 KINDS = ("input", "output", "change")
@@ -122,11 +122,11 @@ def _output_pivots(lk: Linkage, outputs) -> list[tuple[str, int, int]]:
 @filter_jit
 def _scan(lk: Linkage, X, U, pivots):
     """Per sample: J_x, J_u and every output's rate (array code, no LAPACK)."""
-    prep = _prepare(lk)
+    prep = prepare(lk)
 
     def one(x, u):
-        Jx = jax.jacfwd(_residual)(x, u, prep)
-        Ju = jax.jacfwd(_residual, argnums=1)(x, u, prep)
+        Jx = jax.jacfwd(prepared_residual)(x, u, prep)
+        Ju = jax.jacfwd(prepared_residual, argnums=1)(x, u, prep)
         return Jx, Ju
 
     Jx, Ju = jax.vmap(one)(X, U)
@@ -135,11 +135,11 @@ def _scan(lk: Linkage, X, U, pivots):
 
 @filter_jit
 def _rates(lk: Linkage, X, U, V, pivots):
-    prep = _prepare(lk)
+    prep = prepare(lk)
 
     def one(x, u, v):
-        C, Cd = jax.jvp(lambda x_, u_: _coords(x_, u_, prep), (x, u), (v, jnp.ones_like(u)))
-        r = [_turn_rate(lk, C, Cd, g, o) / _arm2(lk, C, g, o) for g, o in pivots]
+        C, Cd = jax.jvp(lambda x_, u_: joint_coords(x_, u_, prep), (x, u), (v, jnp.ones_like(u)))
+        r = [turn_rate(lk, C, Cd, g, o) / arm2(lk, C, g, o) for g, o in pivots]
         return jnp.stack(r) if r else jnp.zeros((0,), x.dtype)
 
     return jax.vmap(one)(X, U, V)
@@ -208,11 +208,11 @@ def singularities(lk: Linkage, motion, *, outputs=None, near: float = 0.05) -> S
         found.append((kind, link, u, z[:n], res, du))
 
     def full_jacobian(x, u):
-        return np.asarray(_at(lk, jnp.asarray(x, dtype=float), jnp.asarray(u, dtype=float))[1])
+        return np.asarray(at_configuration(lk, jnp.asarray(x, dtype=float), jnp.asarray(u, dtype=float))[1])
 
     def change_from(x, u):
         w = np.linalg.svd(full_jacobian(x, u))[0][:, -1]
-        z, res, du, good = _locate("change", (), lk, np.concatenate([x, [u], w]), w, n)
+        z, res, du, good = locate("change", (), lk, np.concatenate([x, [u], w]), w, n)
         if good:
             add("change", "", z, res, du)
 
@@ -220,10 +220,10 @@ def singularities(lk: Linkage, motion, *, outputs=None, near: float = 0.05) -> S
         """A dead centre by the bordered Newton; where it meets a rank drop of
         [J_x J_u] (or fails near one), a change point by its own system."""
         v = np.linalg.svd(Jx[k])[2][-1]
-        z, res, du, good = _locate("input", (), lk, np.concatenate([X[k], [U[k]], v]), v, n)
+        z, res, du, good = locate("input", (), lk, np.concatenate([X[k], [U[k]], v]), v, n)
         if good:
             sv = np.linalg.svd(full_jacobian(z[:n], z[n]), compute_uv=False)
-            if sv[-1] / sv[0] >= _RANK:
+            if sv[-1] / sv[0] >= RANK:
                 add("input", "", z, res, du)
                 return
             change_from(z[:n], z[n])
@@ -250,12 +250,14 @@ def singularities(lk: Linkage, motion, *, outputs=None, near: float = 0.05) -> S
         for a, b in zip(idx[:-1], idx[1:]):
             if b == a + 1 and r[a] * r[b] < 0:
                 k = a if abs(r[a]) < abs(r[b]) else b
-                z, res, du, good = _locate("output", (g, o), lk, np.concatenate([X[k], [U[k]], V[k]]), V[k], n)
+                z, res, du, good = locate("output", (g, o), lk, np.concatenate([X[k], [U[k]], V[k]]), V[k], n)
                 if good:
                     add("output", name, z, res, du)
     found.sort(key=lambda e: e[2])
     coords = (
-        jnp.stack([_at(lk, jnp.asarray(e[3], dtype=float), jnp.asarray(e[2], dtype=float))[2] for e in found])
+        jnp.stack(
+            [at_configuration(lk, jnp.asarray(e[3], dtype=float), jnp.asarray(e[2], dtype=float))[2] for e in found]
+        )
         if found
         else jnp.zeros((0,) + lk.coords.shape, lk.coords.dtype)
     )

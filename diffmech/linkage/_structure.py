@@ -19,7 +19,7 @@ circle (RRR), circle–line (RRP), a unit normal from one dot product (RPR), lin
 intersection of two cones (its inner element keeps a dot product with each outer
 one). Each dyad's assembly sign is read from the initial configuration. An input at
 which a dyad cannot assemble is beyond a motion limit. A larger group is solved by a
-search of one driver angle (`_SearchPredictor`). A spatial linkage held by distances
+search of one driver angle (`SearchPredictor`). A spatial linkage held by distances
 alone is predicted point by point by trilateration (`_trilateration`). An actuator
 input, or a spatial linkage with any other equation, has no closed form here: the
 closure core's generic predictor solves it.
@@ -443,7 +443,7 @@ def _branch_fns(lk: Linkage):
     pred = predictor(lk)
     if pred is None:
         return None
-    if isinstance(pred, _SearchPredictor):
+    if isinstance(pred, SearchPredictor):
         return "det"  # a group's assembly has no sign of its own: the closure Jacobian's determinant
     if isinstance(pred, TranslationClosedForm):
         # the body's side is its translation's sign only: where the rods are not exact
@@ -458,7 +458,7 @@ def _branch_fns(lk: Linkage):
 
 @functools.lru_cache(maxsize=128)
 def _branch_fn(topo, names, link_names):
-    from ._model import _assemble
+    from ._model import assemble_coords
 
     steps = analyse(topo, names, link_names).steps
 
@@ -473,7 +473,7 @@ def _branch_fn(topo, names, link_names):
         return value
 
     def invariant(x, u, prep):
-        return of_coords(_assemble(x, u, prep), prep.C0)
+        return of_coords(assemble_coords(x, u, prep), prep.C0)
 
     # jitted (as the residual is): its index arrays then live inside its own program, not
     # as constants of the sweep's fallback, which a `custom_vmap` must not close over
@@ -617,7 +617,7 @@ def _side(X, j, a, b, c):
 @functools.lru_cache(maxsize=128)
 def _spatial_closed_form(topo, names, link_names):
     """The trilateration's `ClosedForm` (one object per topology, as `_closed_form`)."""
-    from ._model import _assemble, compile_equations
+    from ._model import assemble_coords, compile_equations
 
     steps = _trilateration(topo, names, link_names)
     assert steps is not None  # `predictor` asks for this only where there are steps
@@ -625,7 +625,7 @@ def _spatial_closed_form(topo, names, link_names):
 
     def solution(u, prep):
         C0 = prep.C0
-        X = _assemble(None, u, prep)  # the input links moved; the unknown points where they start
+        X = assemble_coords(None, u, prep)  # the input links moved; the unknown points where they start
         ok = jnp.asarray(True)
         for step in steps:
             if step[0] == "point":
@@ -664,7 +664,7 @@ def _spatial_branch_fn(topo, names, link_names):
     """The trilateration's branch invariant: each point's side of its centres' plane
     times its side at the initial configuration, the smallest of them (as
     `_branch_fn`)."""
-    from ._model import _assemble
+    from ._model import assemble_coords
 
     steps = _trilateration(topo, names, link_names)
     assert steps is not None
@@ -676,7 +676,7 @@ def _spatial_branch_fn(topo, names, link_names):
         return value
 
     def invariant(x, u, prep):
-        return of_coords(_assemble(x, u, prep), prep.C0)
+        return of_coords(assemble_coords(x, u, prep), prep.C0)
 
     return jax.jit(invariant), of_coords
 
@@ -855,7 +855,7 @@ _REFINE = 8  # safeguarded Newton steps on the root followed
 _TRUST = 0.5  # grid steps: a root further than this from the last two's extrapolation is not trusted
 
 
-class _SearchPredictor(_closure.AbstractPredictor):
+class SearchPredictor(_closure.AbstractPredictor):
     """The closed form of a linkage with a group larger than a dyad: its dyads in
     closed form, each larger group by a search of its driver's angle (every root of the
     closing residual bracketed on a grid: all assembly modes; the one that continues
@@ -958,7 +958,7 @@ def _select(est, found):
 
 @functools.lru_cache(maxsize=128)
 def _searched(topo, names, link_names):
-    """One `_SearchPredictor` per topology (see `_closed_form`)."""
+    """One `SearchPredictor` per topology (see `_closed_form`)."""
     from ._model import compile_equations
 
     steps = analyse(topo, names, link_names).steps
@@ -992,4 +992,4 @@ def _searched(topo, names, link_names):
 
         return jax.vmap(place)(poses), reached
 
-    return _SearchPredictor(solve)
+    return SearchPredictor(solve)

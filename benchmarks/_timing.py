@@ -18,6 +18,46 @@ def child_env(env=None):
     return env
 
 
+# the start of a child's code (`run_child`): float64, CPU dispatch inline, and `compiles`,
+# a one-element list counting the backend compilations made since
+CHILD_PREAMBLE = r"""
+import json, statistics, sys, time
+import jax
+jax.config.update("jax_enable_x64", True)
+jax.config.update("jax_cpu_enable_async_dispatch", False)
+import numpy as np
+compiles = [0]
+jax.monitoring.register_event_duration_secs_listener(
+    lambda e, d, **k: compiles.__setitem__(0, compiles[0] + (e == "/jax/core/compile/backend_compile_duration")))
+"""
+
+
+def run_child(code: str, *args: str, timeout: float = 900) -> dict:
+    """Run `code` in a fresh Python process (`python -c code *args`, the repository's
+    diffmech first) and return the JSON object it prints last; its stderr if it fails."""
+    import json
+    import subprocess
+    import sys
+
+    r = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=child_env(), timeout=timeout
+    )
+    if r.returncode:
+        raise SystemExit(r.stderr)
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def write_results(path: str, rows: dict) -> dict:
+    """`rows` with the date, the jax version and the core count, written to `path` (JSON)."""
+    import datetime
+    import json
+
+    out = dict(date=datetime.date.today().isoformat(), jax=jax.__version__, cpu_count=os.cpu_count(), rows=rows)
+    with open(path, "w") as fh:
+        json.dump(out, fh, indent=1)
+    return out
+
+
 def timed(f, *args, repeats):
     """Run `f(*args)` once (compilation included), then `repeats` times: returns the
     last output, the compile time (first call minus the warm median) and the warm

@@ -9,23 +9,14 @@ compiles its own programs, the baseline, same run). Then warm medians of the 12-
 """
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 
-from _timing import ROOT, child_env
+from _timing import CHILD_PREAMBLE, ROOT, run_child, write_results
 
-_CHILD = r"""
-import json, statistics, sys, time
-import jax
-jax.config.update("jax_enable_x64", True)
-jax.config.update("jax_cpu_enable_async_dispatch", False)
-import numpy as np
+_CHILD = (
+    CHILD_PREAMBLE
+    + r"""
 import jax.numpy as jnp
-compiles = [0]
-jax.monitoring.register_event_duration_secs_listener(
-    lambda e, d, **k: compiles.__setitem__(0, compiles[0] + (e == "/jax/core/compile/backend_compile_duration")))
 import diffmech as dm
 from diffmech import _synthesis, fourbar, synthesis
 if sys.argv[1] == "exact":
@@ -50,28 +41,18 @@ for n in (12, 10):
     out[f"warm n={n}"] = statistics.median(runs)
 print(json.dumps(out))
 """
+)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "synthesis_sizes.json"))
     args = ap.parse_args()
-    import datetime
-
-    import jax
-
     rows = {}
     for mode in ("classes", "exact"):
-        r = subprocess.run(
-            [sys.executable, "-c", _CHILD, mode], capture_output=True, text=True, env=child_env(), timeout=900
-        )
-        if r.returncode:
-            raise SystemExit(r.stderr)
-        rows[mode] = json.loads(r.stdout.strip().splitlines()[-1])
-    out = dict(date=datetime.date.today().isoformat(), jax=jax.__version__, cpu_count=os.cpu_count(), rows=rows)
-    with open(args.out, "w") as fh:
-        json.dump(out, fh, indent=1)
-    print(f"jax {jax.__version__}, {out['date']}, {os.cpu_count()} cores; a fresh process per mode")
+        rows[mode] = run_child(_CHILD, mode)
+    out = write_results(args.out, rows)
+    print(f"jax {out['jax']}, {out['date']}, {os.cpu_count()} cores; a fresh process per mode")
     for mode, v in rows.items():
         calls = ", ".join(
             f"{k} {v[k][0]:.2f} s ({v[k][1]} compilations, rel. error {v[k][2]:.1e})" for k in v if k[0] == "n"

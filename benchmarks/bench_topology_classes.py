@@ -15,22 +15,13 @@ Writes benchmarks/results/topology_classes.json and prints a table. Run it alone
 """
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 
-from _timing import ROOT, child_env
+from _timing import CHILD_PREAMBLE, ROOT, run_child, write_results
 
-_CHILD = r"""
-import json, statistics, sys, time
-import jax
-jax.config.update("jax_enable_x64", True)
-jax.config.update("jax_cpu_enable_async_dispatch", False)
-import numpy as np
-compiles = [0]
-jax.monitoring.register_event_duration_secs_listener(
-    lambda e, d, **k: compiles.__setitem__(0, compiles[0] + (e == "/jax/core/compile/backend_compile_duration")))
+_CHILD = (
+    CHILD_PREAMBLE
+    + r"""
 from diffmech import examples, linkage
 from diffmech.linkage import _plan
 if sys.argv[2] == "per-topology":
@@ -64,33 +55,19 @@ else:
     out["warm"] = warm(lk)
 print(json.dumps(out))
 """
+)
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "topology_classes.json"))
     args = ap.parse_args()
-    import datetime
-
-    import jax
-
     rows = {}
     for scenario in ("fourbar", "theo_jansen"):
         for mode in ("plan", "per-topology"):
-            r = subprocess.run(
-                [sys.executable, "-c", _CHILD, scenario, mode, os.path.join(ROOT, "tests")],
-                capture_output=True,
-                text=True,
-                env=child_env(),
-                timeout=600,
-            )
-            if r.returncode:
-                raise SystemExit(r.stderr)
-            rows[f"{scenario} {mode}"] = json.loads(r.stdout.strip().splitlines()[-1])
-    out = dict(date=datetime.date.today().isoformat(), jax=jax.__version__, cpu_count=os.cpu_count(), rows=rows)
-    with open(args.out, "w") as fh:
-        json.dump(out, fh, indent=1)
-    print(f"jax {jax.__version__}, {out['date']}, {os.cpu_count()} cores; fresh process each, async dispatch off")
+            rows[f"{scenario} {mode}"] = run_child(_CHILD, scenario, mode, os.path.join(ROOT, "tests"))
+    out = write_results(args.out, rows)
+    print(f"jax {out['jax']}, {out['date']}, {os.cpu_count()} cores; fresh process each, async dispatch off")
     print(f"{'scenario':28s} {'first s (compiles)':>20s} {'further topology s (compiles)':>32s} {'warm ms':>9s}")
     for key, v in rows.items():
         further = ", ".join(f"{v[n][0]:.3f} ({v[n][1]})" for n in ("rocker_tracer", "slider") if n in v) or "-"

@@ -376,12 +376,20 @@ def _simulate_program(lk, inputs, branch, condition, deferred, origin=False):
     # the initial configuration's check in the same program (one call from the eager
     # API), its residual and Jacobian from the corrector's code (one more lane)
     motion, probed, sol = _simulate(lk, inputs, branch, condition or screen, fallback, probe=not origin, origin=origin)
+    motion, flags = _screened(motion, condition, screen)
+    return motion, probed, flags, sol
+
+
+def _screened(motion, condition, screen):
+    """An eager program's motion and `flags` = (some input deferred, a change point
+    suspected): the change-point screen on a one-input motion (`screen`), its
+    conditioning then dropped unless asked for (`condition`)."""
     suspect = jnp.asarray(False)
     if screen:
         suspect = _change.suspect_motion(motion)
         if not condition:
             motion = eqx.tree_at(lambda m: m.condition, motion, jnp.full_like(motion.condition, jnp.nan))
-    return motion, probed, jnp.stack([_closure.has_deferred(motion.status), suspect]), sol
+    return motion, jnp.stack([_closure.has_deferred(motion.status), suspect])
 
 
 def _resume_program(lk, sol, branch, condition):
@@ -397,8 +405,8 @@ def _resume_program(lk, sol, branch, condition):
 
 
 def _plan_program(plan, C, inputs, max_step, branch, condition, deferred):
-    """`_simulate_program` on a planar linkage's plan (`_plan`): one program per size
-    class, not per topology. Its motion's coordinates have the plan's joint rows and no
+    """`_simulate_program` on a linkage's plan (`_plan`): one program per size class,
+    not per topology. Its motion's coordinates have the plan's joint rows and no
     names (`_unpad`)."""
     prep = _plan.prepare(plan, C)
     x0 = _plan.state(prep, prep.C0)
@@ -420,12 +428,8 @@ def _plan_program(plan, C, inputs, max_step, branch, condition, deferred):
         active=plan.active,
     )
     motion = _plan_motion(prep, sol)
-    suspect = jnp.asarray(False)
-    if screen:
-        suspect = _change.suspect_motion(motion)
-        if not condition:
-            motion = eqx.tree_at(lambda m: m.condition, motion, jnp.full_like(motion.condition, jnp.nan))
-    return motion, probed, jnp.stack([_closure.has_deferred(motion.status), suspect]), sol
+    motion, flags = _screened(motion, condition, screen)
+    return motion, probed, flags, sol
 
 
 def _plan_motion(prep, sol):

@@ -176,6 +176,8 @@ def test_a_plans_simulation_equals_the_topologys_own_program(name, monkeypatch):
     path = _five_bar_path() if lk.n_inputs > 1 else None
     got = L.simulate(lk, inputs=path)
     monkeypatch.setattr(_plan, "eligible", lambda lk: False)  # the topology's own programs
+    monkeypatch.setattr(_plan, "_ARGUMENTS", [])  # (a linkage's plan is remembered with it)
+    assert _plan.arguments(lk) is None  # so `simulate` takes the per-topology program
     own = L.simulate(lk, inputs=path)
     assert got.names == own.names and got.coords.shape == own.coords.shape
     np.testing.assert_array_equal(np.asarray(got.converged), np.asarray(own.converged))

@@ -296,13 +296,14 @@ def class_of(lk: Linkage) -> tuple:
     return (p.geometry, p.layout, p.n_inputs, p.n_links, p.kinds, p.dyads)
 
 
-def arguments(lk: Linkage) -> tuple:
-    """`(plan, padded coordinates, max_step)` of a concrete linkage on the device,
-    remembered for the last 16 linkages (a warm call passes them as they are)."""
+def arguments(lk: Linkage):
+    """`(plan, padded coordinates, max_step)` of a concrete linkage on the device, or
+    None where `lk` is not `eligible`; remembered for the last 16 linkages (a warm call
+    passes them as they are, and asks nothing of the linkage again)."""
     for known, args in _ARGUMENTS:
         if known is lk:
             return args
-    args = (plan(lk), jax.device_put(coords(lk)), jax.device_put(max_step(lk)))
+    args = (plan(lk), jax.device_put(coords(lk)), jax.device_put(max_step(lk))) if eligible(lk) else None
     _ARGUMENTS.insert(0, (lk, args))
     del _ARGUMENTS[16:]
     return args

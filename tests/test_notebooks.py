@@ -187,6 +187,7 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert c["velocity_vs_fd"] < 1e-6 and c["gradient_vs_fd"] < 1e-6
         assert "unknown joint 'X'" in c["load_error"]
         assert c["any_order_vs_in_order"] <= 1e-12  # inputs out of order: the in-order rows
+        assert c["further_topology_compiled"] == 0 and c["further_topology_rigid"] <= 1e-12  # one program a class
     if path.name.startswith(("04_", "05_")):
         assert c["converged"] is True and c["residual"] <= 1e-10
         assert 0.8 < c["order"] < 1.2  # Euler: first order in Δt
@@ -215,6 +216,7 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         check_five_pose_motion_generation(r, poses)
         assert c["five_point_objective"] < 1.28e-6  # below the best published value
         assert c["freudenstein_diff"] <= 1e-8  # Freudenstein's three-point solution
+        assert c["ten_targets_compiled"] == 0 and c["ten_targets_error"] <= 1e-10  # padded to the class of 12
     if path.name.startswith("09_"):
         assert c["torque_vs_lagrange"] <= 1e-9  # Newton–Euler against Lagrange's reduced equation
         assert c["energy_error"] <= 1e-8 and c["closure"] <= 1e-13

@@ -493,6 +493,7 @@ branch_jit = jax.jit(branch)
 
 
 def max_step(lk: Linkage) -> np.ndarray:
-    """The continuation's longest input step (`_simulate._sweep_options`), as data."""
+    """The continuation's longest input step (see `_simulate._sweep_options`, which
+    reads it): 15° for an angle, else 15 of the linkage's default steps; as data."""
     angle = all(kind in ("revolute", "turn") for kind, _, _ in lk.topology.inputs) or lk.geometry == "spherical"
     return np.asarray(math.pi / 12 if angle else 15 * (lk.step if lk.step is not None else 0.01), lk.coords.dtype)

@@ -262,8 +262,7 @@ def _sweep_options(lk) -> dict:
     default steps (length units). Longer steps between consecutive inputs are taken
     in substeps, so every solution is the one continuation along the inputs reaches
     (the branch invariant alone cannot tell two assembly modes flipped together)."""
-    angle = all(kind in ("revolute", "turn") for kind, _, _ in lk.topology.inputs) or lk.geometry == "spherical"
-    return dict(max_steps=10, max_step=math.pi / 12 if angle else 15 * (lk.step if lk.step is not None else 0.01))
+    return dict(max_steps=10, max_step=float(_plan.max_step(lk)))
 
 
 def _simulate(lk, inputs, branch, condition, fallback, probe, origin=False):

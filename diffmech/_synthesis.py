@@ -1042,7 +1042,7 @@ _newton_batch = filter_jit(
 
 def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
     """Check every start by the closure core and the constraints, pick the best."""
-    dec, thetas, q, ok, mu_lo, mu_hi, (P, beta, psi) = _verdict_batch(cands, prob, 8)
+    dec, thetas, _, ok, mu_lo, mu_hi, (P, beta, psi) = _verdict_batch(cands, prob, 8)  # (the configurations unused)
     n = t.shape[0]  # the targets (the padding's rows dropped)
     thetas, P, beta, psi = (np.asarray(v)[:, :n] for v in (thetas, P, beta, psi))
     ok, mu_lo, mu_hi = (np.asarray(v) for v in (ok, mu_lo, mu_hi))

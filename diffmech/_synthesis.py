@@ -34,7 +34,7 @@ from . import _fit
 from ._geometry import attitude, rotation
 from ._progress import TextProgress
 from ._validate import as_floats, check_array, check_count, check_scalar
-from ._xla import eager_program, filter_jit, row
+from ._xla import eager_program, filter_jit, pad_rows, row, size_class
 from .fourbar import _kinematics as fbk
 from .fourbar._model import FourBar
 from .linkage import _simulate as lks
@@ -551,12 +551,10 @@ _SIZES = (4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 
 
 def _size_class(n: int) -> int:
-    return next((k for k in _SIZES if k >= n), n)
+    return size_class(n, _SIZES)
 
 
-def _padded(a: np.ndarray, size: int) -> np.ndarray:
-    """`a` with its last row repeated to `size` rows."""
-    return np.concatenate([a, np.repeat(a[-1:], size - a.shape[0], axis=0)])
+_padded = pad_rows  # `a` with its last row repeated to `size` rows
 
 
 def _plain_starts(n_starts, n_targets, rng, dtype):

@@ -102,3 +102,14 @@ def row(tree, k: int):
     on the device (eagerly, `a[k]` on a JAX array is an operation: a small program to
     compile per shape)."""
     return jax.tree.map(lambda a: jax.device_put(np.asarray(a)[k]) if eqx.is_array(a) else a, tree)
+
+
+def size_class(n: int, sizes: tuple[int, ...]) -> int:
+    """The first of `sizes` (ascending) that holds `n` rows; `n` itself beyond them.
+    Arrays padded to a few such sizes share one compiled program per size."""
+    return next((k for k in sizes if k >= n), n)
+
+
+def pad_rows(a: np.ndarray, size: int) -> np.ndarray:
+    """`a` (on the host) with its last row repeated to `size` rows."""
+    return np.concatenate([a, np.repeat(a[-1:], size - a.shape[0], axis=0)]) if size > a.shape[0] else a

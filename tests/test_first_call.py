@@ -8,7 +8,9 @@ import jax
 import numpy as np
 import pytest
 
-from diffmech import examples, linkage
+from diffmech import RESULTS, examples, linkage
+from diffmech._result import code
+from diffmech._xla import size_class
 
 pytestmark = pytest.mark.xdist_group("linkage")  # the linkage worker: its programs compile once
 
@@ -32,12 +34,15 @@ def compilations():
 
 
 @pytest.mark.parametrize("name", ["theo_jansen"])
-def test_a_linkages_second_simulation_compiles_nothing(name):
+def test_a_linkages_second_simulation_compiles_nothing(name, monkeypatch):
     """The initial configuration's check is made inside the one program on every call
     (it was a static flag that flipped after a linkage's first call: every linkage paid
     its compile twice)."""
-    # a length no other test compiles: with a shared one, the programs other tests compiled
-    # first would hide a second compilation
+    from diffmech.linkage import _simulate
+
+    # a length no other test compiles (not padded to its length class): with a shared one,
+    # the programs other tests compiled first would hide a second compilation
+    monkeypatch.setattr(_simulate, "_LENGTHS", ())
     steps = 61
     first = linkage.simulate(examples.load(name), steps=steps)
     with compilations() as seen:
@@ -79,7 +84,7 @@ def test_a_further_topology_of_the_class_compiles_nothing():
     distances to C and D kept; the slider: B on its line)."""
     from diffmech.linkage import _plan, _simulate
 
-    steps = 37  # a length no other test compiles (see above)
+    steps = 37  # the class's program for this length is compiled by the first call below
     four = examples.fourbar()
     linkage.simulate(four, steps=steps)
     rocker_tracer, slider = _other_topologies()
@@ -99,6 +104,52 @@ def test_a_further_topology_of_the_class_compiles_nothing():
     B = np.asarray(b["B"])
     np.testing.assert_allclose(B[:, 1], 0.05, rtol=0, atol=1e-15)
     np.testing.assert_allclose(B[:, 0], np.asarray(b.inputs), rtol=0, atol=1e-15)
+
+
+_DOUBLE_ROCKER = {  # non-Grashof: its crank stops at a motion limit near 1.9 rad
+    "geometry": "planar",
+    "joints": {
+        "A": {"type": "R", "coords": [0, 0]},
+        "B": {"type": "R", "coords": [0.3, 0]},
+        "C": {"type": "R", "coords": [0.55, 0.2]},
+        "D": {"type": "R", "coords": [0.5, 0]},
+        "P": {"type": "tracer", "coords": [0.4, 0.3]},
+    },
+    "links": {"crank": ["A", "B"], "coupler": ["B", "C", "P"], "rocker": ["C", "D"], "ground": ["A", "D"]},
+    "ground": "ground",
+    "input": "crank",
+}
+
+
+@pytest.mark.parametrize("name", ["theo_jansen", "rssr", "double_rocker"])
+def test_a_path_of_another_length_in_its_class_compiles_no_simulation_and_is_the_same_motion(name, monkeypatch):
+    """An eager path is padded to its length class by repeating its last input: a path
+    of another length in the class compiles no simulation program (only the small ones
+    that take the motion's rows), and its motion is, field by field and bit for bit,
+    the one solved at the path's own length (each length its own program). On a plan
+    (the Jansen leg), per topology (the RSSR, spatial), across both sides of the initial
+    configuration, and past a motion limit (the padding repeats a failed input)."""
+    from diffmech.linkage import _simulate
+
+    lk = linkage.Linkage.from_dict(_DOUBLE_ROCKER) if name == "double_rocker" else examples.load(name)
+    path = np.linspace(-0.5, 3.0, 45) if name != "double_rocker" else np.linspace(0.0, 3.0, 45)
+    assert size_class(45, _simulate._LENGTHS) == size_class(41, _simulate._LENGTHS) == 48
+    linkage.simulate(lk, inputs=path[:41])
+    programs = (_simulate._plan_jit, _simulate._simulate_jit, _simulate._first_rows_jit, _simulate._rows_jit)
+    before = [p._cache_size() for p in programs]
+    with compilations() as seen:
+        a = linkage.simulate(lk, inputs=path)
+    made = [p._cache_size() - b for p, b in zip(programs, before)]
+    assert made[:2] == [0, 0] and len(seen) == sum(made[2:]), (made, len(seen))
+    monkeypatch.setattr(_simulate, "_LENGTHS", ())  # each length its own program
+    b = linkage.simulate(lk, inputs=path)
+    assert a.coords.shape[0] == b.coords.shape[0] == 45
+    for field in ("inputs", "coords", "condition", "residual"):
+        np.testing.assert_array_equal(np.asarray(getattr(a, field)), np.asarray(getattr(b, field)), err_msg=field)
+    np.testing.assert_array_equal(np.asarray(a.converged), np.asarray(b.converged))
+    np.testing.assert_array_equal(np.asarray(code(a.status)), np.asarray(code(b.status)))
+    if name == "double_rocker":
+        assert 0 < int(np.asarray(a.converged).sum()) < 45 and a.result == RESULTS.motion_limit
 
 
 _PROBE = """

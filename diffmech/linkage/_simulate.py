@@ -25,7 +25,7 @@ from .._validate import (
     check_shape,
     is_traced,
 )
-from .._xla import COMPILER_OPTIONS, filter_jit, jit
+from .._xla import COMPILER_OPTIONS, filter_jit, jit, pad_rows, size_class
 from . import _change, _plan, _structure
 from ._equations import orthonormal
 from ._model import (
@@ -195,17 +195,26 @@ def _check_range(owner, steps, step):
             raise ValueError(f"{owner}: `step` must be non-zero; got {step!r}")
 
 
-def _default_inputs_device(lk, steps, step) -> Array:
+def _default_inputs_device(lk, steps, step) -> tuple[Array, int]:
+    """The default range on the device, padded to its length class (`_LENGTHS`), and
+    its own length."""
     key = (lk.steps if steps is None else int(steps), lk.step if step is None else float(step), lk.coords.dtype)
     out = _DEFAULTS.get(key)
     if out is None:
         host = _default_inputs(lk, steps, step)
         if host.size < 1 or not np.all(np.isfinite(host)):
             raise ValueError(f"linkage.simulate: steps and step must give a finite, non-empty range; got {key[:2]}")
-        out = _DEFAULTS[key] = jnp.asarray(host)
+        n = host.shape[0]
+        out = _DEFAULTS[key] = (jax.device_put(pad_rows(host, size_class(n, _LENGTHS))), n)
         while len(_DEFAULTS) > 32:
             _DEFAULTS.pop(next(iter(_DEFAULTS)))
     return out
+
+
+# An eager simulation's path is padded to the next of these lengths by repeating its
+# last input (steps of zero, solved as any other and dropped from the motion): paths
+# of other lengths share one compiled program. (An empty tuple: each length its own.)
+_LENGTHS = (8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048)
 
 
 _DEFAULTS: dict = {}
@@ -463,20 +472,34 @@ def _plan_resume(plan, C, sol, max_step, branch, condition):
     )
 
 
-def _unpad(lk, motion):
-    """A plan's motion as `lk`'s: its own joints' rows, names and widths. (The rows are
-    taken on the host, 60 µs: a program per row count would compile for 30 ms on a new
-    topology's first call. The motion is rebuilt from its leaves: `dataclasses.replace`
-    runs its checks, 0.2 ms; `eqx.tree_at` 0.03 ms.)"""
+def _unpad(lk, motion, n: int):
+    """A plan's motion as `lk`'s: its path's first `n` rows, its own joints' columns,
+    names and widths. (The rows are taken by a small program per row count, 12 µs a
+    call, 20–30 ms to compile once; the joints' columns on the host, 60 µs: a program
+    per joint count would compile on a further topology's first call. The motion is
+    rebuilt from its leaves: `dataclasses.replace` runs its checks, 0.2 ms; `eqx.tree_at`
+    0.03 ms.)"""
     key = (lk.names, lk.types, lk.geometry)  # what names and widths are read from
     leaves = jax.tree.leaves(motion)
     assert leaves[1] is motion.coords  # the fields' order: inputs, coords, ...
+    if leaves[0].shape[0] > n:
+        leaves = _first_rows_jit(leaves, n)
     leaves[1] = jax.device_put(np.asarray(leaves[1])[:, : len(key[0])])
     treedef = _MOTIONS.get(key)
     if treedef is None:
         treedef = jax.tree.structure(dataclasses.replace(motion, names=key[0], widths=widths(lk)))
         _MOTIONS[key] = treedef
     return jax.tree.unflatten(treedef, leaves)
+
+
+_first_rows_jit = jax.jit(
+    lambda leaves, n: [a[:n] for a in leaves], static_argnums=1, compiler_options=COMPILER_OPTIONS
+)
+
+
+def _first(motion, n):
+    """A motion's first `n` rows (see `_unpad`)."""
+    return jax.tree.unflatten(jax.tree.structure(motion), _first_rows_jit(jax.tree.leaves(motion), n))
 
 
 _MOTIONS: dict = {}
@@ -555,7 +578,7 @@ def simulate(
     # validated with NumPy on the host: the only call into JAX is the compiled program
     if at_change not in AT_CHANGE:
         raise ValueError(f"linkage.simulate: `at_change` must be one of {AT_CHANGE}; got {at_change!r}")
-    take, n_neg = None, 0
+    take, n_neg, n_default = None, 0, None
     if inputs is not None and (steps is not None or step is not None):
         raise ValueError("linkage.simulate: give either `inputs` or `steps`/`step`, not both")
     _check_range("linkage.simulate", steps, step)
@@ -568,7 +591,7 @@ def simulate(
     if inputs is None:
         # the default range: built, validated and copied to the device once per
         # (steps, step, dtype) (a per-call copy is a fifth of a small linkage's sweep)
-        inputs = _default_inputs_device(lk, steps, step)
+        inputs, n_default = _default_inputs_device(lk, steps, step)
     elif is_traced(inputs):
         inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
     else:
@@ -585,19 +608,27 @@ def simulate(
     eager = not is_traced(lk, inputs)
     check = check and eager and lk not in _CHECKED
 
-    def run(path, check):
+    def run(path, check, n=None):
         # eager: the program without the sequential fallback first (a smaller program to
         # compile); the one with it is compiled and run only if an input needs it
         # inside a transformation: the program itself (compiler options are a top-level jit's)
         args = _plan.arguments(lk) if eager else None  # one program per size class, where it has a plan
         planned = args is not None
+        n = path.shape[0] if n is None else n  # the path's own rows (the default path comes padded)
+        if not eager and path.shape[0] > n:  # inside a transformation: the path itself
+            path = np.asarray(path)[:n]
+        padded = path
+        if eager and path.shape[0] < size_class(n, _LENGTHS):  # one program per length class
+            padded = pad_rows(np.asarray(path), size_class(n, _LENGTHS))
         if planned:
             p, C, max_step = args
-            motion, values, flags, sol = _plan_jit(p, C, path, max_step, branch, condition, True)
-            motion = _unpad(lk, motion)
+            motion, values, flags, sol = _plan_jit(p, C, padded, max_step, branch, condition, True)
+            motion = _unpad(lk, motion, n)
         else:
             program = _simulate_jit if eager else functools.partial(_simulate_program, origin=True)
-            motion, values, flags, sol = program(lk, path, branch, condition, eager)
+            motion, values, flags, sol = program(lk, padded, branch, condition, eager)
+            if eager and padded.shape[0] > n:
+                motion = _first(motion, n)
         if check:
             assert values is not None  # computed in the eager program
             r, Jx = values
@@ -613,18 +644,21 @@ def simulate(
             # some input needs the sequential fallback: run it alone, from the first
             # deferred input (its own small program, compiled only for such sweeps)
             if planned:
-                motion = _unpad(lk, _plan_resume_jit(p, C, sol, max_step, branch, condition or screen))
+                motion = _unpad(lk, _plan_resume_jit(p, C, sol, max_step, branch, condition or screen), n)
             else:
                 motion = _resume_jit(lk, sol, branch, condition or screen)
+                if padded.shape[0] > n:
+                    motion = _first(motion, n)
             suspect = screen  # the screen runs on the host for this motion
         if suspect:  # the host's search, certificate and answer (a candidate, or a failed input)
             motion = _change_points(lk, motion, n_neg if path is inputs else 0, at_change, branch)
-        if deferred and screen and not condition:
-            motion = eqx.tree_at(lambda m: m.condition, motion, jnp.full_like(motion.condition, jnp.nan))
+        if deferred and screen and not condition:  # NaN, made on the host (an eager op compiles per shape)
+            nan = jax.device_put(np.full(motion.condition.shape, np.nan, motion.condition.dtype))
+            motion = eqx.tree_at(lambda m: m.condition, motion, nan)
         return motion
 
-    motion = run(inputs, check)
-    if take is not None and 0 < n_neg < inputs.shape[0] - 1 and not np.asarray(motion.converged[: n_neg + 1]).all():
+    motion = run(inputs, check, n_default)
+    if take is not None and 0 < n_neg < inputs.shape[0] - 1 and not np.asarray(motion.converged)[: n_neg + 1].all():
         # the negative side stopped (a motion limit, a change point): the positive side
         # is continued from the initial configuration on its own, by the same program
         # (the path 0, the positive inputs, padded to the same length by repeating the last)
@@ -771,7 +805,7 @@ def _continued(lk, motion, side, k, x, u, w, at_change, branch):
 
 _states_jit = jit(lambda lk, C: jax.vmap(lk.state)(C))
 # the rows of a sorted path in the order the inputs were given: one program, not a gather per field
-_rows_jit = jit(lambda motion, take: jax.tree.map(lambda a: a[take], motion))
+_rows_jit = jax.jit(lambda motion, take: jax.tree.map(lambda a: a[take], motion), compiler_options=COMPILER_OPTIONS)
 
 
 def path_rows(inputs: np.ndarray):

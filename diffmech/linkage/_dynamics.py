@@ -451,18 +451,24 @@ def _terms_k(x, u, prep, body: _Inertial):
     return M, V, dV, T, Qa, (D[0] - D[1]) / 4
 
 
-def _inertia_slopes(x, u, T, prep, body):
-    """`∂M/∂uᵢ` `(k, k, k)` (leading `i`): jvps of `M` along each closure tangent."""
+def _terms_and_slopes(x, u, prep, body):
+    """Several inputs: `_terms_k` and `∂M/∂uᵢ` `(k, k, k)` (leading `i`), the jvps of `M`
+    along each closure tangent, from one pass (the terms are the jvps' primal, computed
+    once under the `vmap` over the tangents)."""
 
     def along(t, e):
-        return jax.jvp(lambda x_, u_: _terms_k(x_, u_, prep, body)[0], (x, u), (t, e))[1]
+        terms, slopes = jax.jvp(lambda x_, u_: _terms_k(x_, u_, prep, body), (x, u), (t, e))
+        return terms, slopes[0]
 
-    return jax.vmap(along, in_axes=(1, 0))(T, jnp.eye(u.shape[0], dtype=u.dtype))
+    T = _tangents(x, u, prep)
+    return jax.vmap(along, in_axes=(1, 0), out_axes=(None, 0))(T, jnp.eye(u.shape[0], dtype=u.dtype))
 
 
-def _inertia_slope(x, u, tan, prep, body):
-    """`M′(u)`: the jvp of `M` along the closure's tangent `(x′(u), 1)`."""
-    return jax.jvp(lambda x_, u_: _terms(x_, u_, prep, body)[0], (x, u), (tan, jnp.ones_like(u)))[1]
+def _terms_and_slope(x, u, prep, body):
+    """`_terms` and `M′(u)`, the jvp of `M` along the closure's tangent `(x′(u), 1)`, from
+    one pass (the terms are the jvp's primal)."""
+    terms, slopes = jax.jvp(lambda x_, u_: _terms(x_, u_, prep, body), (x, u), (_tangent(x, u, prep), jnp.ones_like(u)))
+    return terms, slopes[0]
 
 
 def generalised_inertia(lk: Linkage, x: Float[Array, " n"], u) -> tuple[Array, Array]:
@@ -521,11 +527,8 @@ def _finite_at_state(owner, out, x, u):
 @filter_jit
 def _generalised_inertia(lk, x, u):
     prep, body = prepare(lk), _inertial(lk)
-    if lk.n_inputs > 1:
-        M, _, _, T, _, _ = _terms_k(x, u, prep, body)
-        return M, _inertia_slopes(x, u, T, prep, body)
-    M, _, _, tan, _, _ = _terms(x, u, prep, body)
-    return M, _inertia_slope(x, u, tan, prep, body)
+    terms, dM = (_terms_and_slopes if lk.n_inputs > 1 else _terms_and_slope)(x, u, prep, body)
+    return terms[0], dM
 
 
 @filter_jit
@@ -539,8 +542,7 @@ def _acceleration_k(t, x, u, udot, prep, body, drive):
     """Several inputs: `ü` `(k,)` from Lagrange's equations
     `M ü + Ṁ u̇ − ½ ∇(u̇ᵀ M u̇) + ∇V = τ + Q − C u̇`, the tangents `(n, k)`, the power
     in and the power dissipated (as `_acceleration`)."""
-    M, _, dV, T, Qa, Cd = _terms_k(x, u, prep, body)
-    dM = _inertia_slopes(x, u, T, prep, body)
+    (M, _, dV, T, Qa, Cd), dM = _terms_and_slopes(x, u, prep, body)
     h = jnp.einsum("i,ijl,l->j", udot, dM, udot) - 0.5 * jnp.einsum("j,ijl,l->i", udot, dM, udot)
     tau = jnp.zeros_like(u) if drive.torque is None else jnp.broadcast_to(drive.torque(t, u, udot), u.shape)
     C = jnp.diag(jnp.broadcast_to(drive.damping, u.shape)) + Cd
@@ -551,8 +553,7 @@ def _acceleration_k(t, x, u, udot, prep, body, drive):
 def _acceleration(t, x, u, udot, prep, body, drive):
     """`ü` from the reduced equation, the tangent, the power of the drive's torque
     and of the applied loads, and the power dissipated by the dampers."""
-    M, _, dV, tan, Qa, Cd = _terms(x, u, prep, body)
-    dM = _inertia_slope(x, u, tan, prep, body)
+    (M, _, dV, tan, Qa, Cd), dM = _terms_and_slope(x, u, prep, body)
     tau = jnp.zeros_like(u) if drive.torque is None else drive.torque(t, u, udot)
     c = drive.damping + Cd
     a = (tau + Qa - c * udot - 0.5 * dM * udot**2 - dV) / M
@@ -1347,18 +1348,17 @@ def _joint_forces(lk, u, udot, uddot, body, plan):
             return X, _poses(X, body)
 
         zero, unit_ = jnp.zeros((), x.dtype), jnp.ones((), x.dtype)
-        (X, (c, f)), (V, (dc, df)) = jax.jvp(path, (zero,), (unit_,))
-        _, (_, (ddc, ddf)) = jax.jvp(lambda s: jax.jvp(path, (s,), (unit_,))[1], (zero,), (unit_,))
+        # the pose, its rate and its acceleration from one second-order pass (a jvp of
+        # the jvp: the first derivative is the outer pass's primal, the second its tangent)
+        (pose, rate), (_, acceleration) = jax.jvp(lambda s: jax.jvp(path, (s,), (unit_,)), (zero,), (unit_,))
+        (X, (c, f)), (V, (_, df)), (_, (ddc, ddf)) = pose, rate, acceleration
         if planar:
             r2 = dot(f, f)
             spin = body.inertia * (cross(f, ddf) / r2 - 2 * dot(f, df) * cross(f, df) / r2**2)
         else:
-
-            def momentum(s):  # about the centres of mass, along the motion
-                frames, rates = jax.jvp(lambda s_: path(s_)[1][1], (s,), (unit_,))
-                return _angular_momentum(frames, rates, body)
-
-            _, spin = jax.jvp(momentum, (zero,), (unit_,))
+            # the rate of the angular momentum about the centres of mass along the motion,
+            # h(f(s), f'(s)) differentiated at s = 0: from the frames' first and second rates
+            _, spin = jax.jvp(lambda F, dF: _angular_momentum(F, dF, body), (f, df), (df, ddf))
         A, b = _kinetostatics(X, V, ddc, spin, c, body, plan, lk)
         if not planar and body.n_rods:
             P = _drop_idle_spins(f[1], body)

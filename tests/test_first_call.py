@@ -152,6 +152,32 @@ def test_a_path_of_another_length_in_its_class_compiles_no_simulation_and_is_the
         assert 0 < int(np.asarray(a.converged).sum()) < 45 and a.result == RESULTS.motion_limit
 
 
+def test_simulate_functional_is_one_program_eagerly_and_under_a_top_level_grad():
+    """`simulate_functional` called eagerly, or differentiated by a `jax.grad` at the top
+    level, compiles its sweep as a few whole programs (op by op, as JAX runs a function
+    that is not jitted, the same calls compiled 150–500 small programs); the gradient is
+    the central difference's."""
+    import equinox as eqx
+    import jax.numpy as jnp
+
+    lk = examples.fourbar()
+    path = jnp.linspace(0.0, 1.0, 7)
+    d, p = lk.names.index("D"), lk.names.index("P")
+
+    def end(dx):  # the tracer's x at the end of the path, the rocker's pivot moved by dx
+        k = eqx.tree_at(lambda k_: k_.coords, lk, lk.coords.at[d, 0].add(dx))
+        return linkage.simulate_functional(k, path).coords[-1, p, 0]
+
+    with compilations() as eager:
+        value = end(0.0)
+    with compilations() as grad:
+        g = jax.grad(end)(0.0)
+    assert len(eager) <= 12 and len(grad) <= 24, (len(eager), len(grad))
+    h = 1e-6
+    fd = (float(end(h)) - float(end(-h))) / (2 * h)
+    assert np.isfinite(float(value)) and abs(float(g) - fd) <= 1e-6 * max(1.0, abs(fd)), (float(g), fd)
+
+
 _PROBE = """
 import sys
 import jax

@@ -260,8 +260,21 @@ def simulate_functional(
 
     **Returns:** a `Motion`.
     """
-    motion, _, _ = _simulate(lk, inputs, branch, condition, fallback, probe=False, origin=True)
+    # a list of numbers: an array argument of the program, not static ones
+    path = np.asarray(inputs, dtype=np.dtype(lk.coords.dtype)) if isinstance(inputs, list | tuple) else inputs
+    motion = _functional_jit(lk, path, branch, condition, fallback)
     return finish(motion, throw, f"linkage {lk.name!r}: simulate")
+
+
+# One program whether called eagerly (op by op, a sweep compiles hundreds of small
+# programs) or under a transformation: inside `jit` it is inlined; under a top-level
+# `grad` or `jvp` the transformed program is compiled whole (the notebook's eager
+# `jax.grad` of a bump-steer angle: 422 small programs before).
+_functional_jit = filter_jit(
+    lambda lk, inputs, branch, condition, fallback: _simulate(
+        lk, inputs, branch, condition, fallback, probe=False, origin=True
+    )[0]
+)
 
 
 def _sweep_options(lk) -> dict:

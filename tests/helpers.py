@@ -1,5 +1,5 @@
-"""Test utilities: central finite differences (the reference for every gradient), and
-the documentation's helper modules (docs/), imported by name."""
+"""Test utilities: central finite differences (the reference for every gradient), the
+documentation's helper modules (docs/), imported by name, and shared descriptions."""
 
 import importlib
 import pathlib
@@ -52,3 +52,19 @@ def assert_round_off_equal(a, b, condition, where=""):
     err = np.abs(a - b).max(axis=-1)
     bad = ~(err <= tol)
     assert not bad.any(), f"{where}: rows {np.flatnonzero(bad)[:10].tolist()} differ by {err[bad][:5]} > {tol[bad][:5]}"
+
+
+# a double rocker (non-Grashof): its crank cannot turn fully, an open curve stops near 1.9 rad
+DOUBLE_ROCKER = {
+    "geometry": "planar",
+    "joints": {
+        "A": {"type": "R", "coords": [0, 0]},
+        "B": {"type": "R", "coords": [0.3, 0]},
+        "C": {"type": "R", "coords": [0.55, 0.2]},
+        "D": {"type": "R", "coords": [0.5, 0]},
+        "P": {"type": "tracer", "coords": [0.4, 0.3]},
+    },
+    "links": {"crank": ["A", "B"], "coupler": ["B", "C", "P"], "rocker": ["C", "D"], "ground": ["A", "D"]},
+    "ground": "ground",
+    "input": "crank",
+}

@@ -7,6 +7,7 @@ import contextlib
 import jax
 import numpy as np
 import pytest
+from helpers import DOUBLE_ROCKER
 
 from diffmech import RESULTS, examples, linkage
 from diffmech._result import code
@@ -106,21 +107,6 @@ def test_a_further_topology_of_the_class_compiles_nothing():
     np.testing.assert_allclose(B[:, 0], np.asarray(b.inputs), rtol=0, atol=1e-15)
 
 
-_DOUBLE_ROCKER = {  # non-Grashof: its crank stops at a motion limit near 1.9 rad
-    "geometry": "planar",
-    "joints": {
-        "A": {"type": "R", "coords": [0, 0]},
-        "B": {"type": "R", "coords": [0.3, 0]},
-        "C": {"type": "R", "coords": [0.55, 0.2]},
-        "D": {"type": "R", "coords": [0.5, 0]},
-        "P": {"type": "tracer", "coords": [0.4, 0.3]},
-    },
-    "links": {"crank": ["A", "B"], "coupler": ["B", "C", "P"], "rocker": ["C", "D"], "ground": ["A", "D"]},
-    "ground": "ground",
-    "input": "crank",
-}
-
-
 @pytest.mark.parametrize("name", ["theo_jansen", "rssr", "double_rocker"])
 def test_a_path_of_another_length_in_its_class_compiles_no_simulation_and_is_the_same_motion(name, monkeypatch):
     """An eager path is padded to its length class by repeating its last input: a path
@@ -131,7 +117,7 @@ def test_a_path_of_another_length_in_its_class_compiles_no_simulation_and_is_the
     configuration, and past a motion limit (the padding repeats a failed input)."""
     from diffmech.linkage import _simulate
 
-    lk = linkage.Linkage.from_dict(_DOUBLE_ROCKER) if name == "double_rocker" else examples.load(name)
+    lk = linkage.Linkage.from_dict(DOUBLE_ROCKER) if name == "double_rocker" else examples.load(name)
     path = np.linspace(-0.5, 3.0, 45) if name != "double_rocker" else np.linspace(0.0, 3.0, 45)
     assert size_class(45, _simulate._LENGTHS) == size_class(41, _simulate._LENGTHS) == 48
     linkage.simulate(lk, inputs=path[:41])

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from helpers import central_diff
+from helpers import DOUBLE_ROCKER, central_diff
 from reference import linkage_absolute as absolute, linkage_reference as ref
 
 import diffmech as dm
@@ -323,20 +323,7 @@ def test_planar_prismatic_input_against_circle_intersection():
 
 def test_motion_limit_is_reported_and_the_branch_kept():
     # a double rocker (non-Grashof): the crank cannot turn fully; the open curve stops
-    spec = {
-        "geometry": "planar",
-        "joints": {
-            "A": {"type": "R", "coords": [0, 0]},
-            "B": {"type": "R", "coords": [0.3, 0]},
-            "C": {"type": "R", "coords": [0.55, 0.2]},
-            "D": {"type": "R", "coords": [0.5, 0]},
-            "P": {"type": "tracer", "coords": [0.4, 0.3]},
-        },
-        "links": {"crank": ["A", "B"], "coupler": ["B", "C", "P"], "rocker": ["C", "D"], "ground": ["A", "D"]},
-        "ground": "ground",
-        "input": "crank",
-    }
-    lk = L.Linkage.from_dict(spec)
+    lk = L.Linkage.from_dict(DOUBLE_ROCKER)
     m = L.simulate(lk)
     ok = np.asarray(m.converged)
     n = int(ok.sum())

@@ -188,6 +188,7 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert "unknown joint 'X'" in c["load_error"]
         assert c["any_order_vs_in_order"] <= 1e-12  # inputs out of order: the in-order rows
         assert c["further_topology_compiled"] == 0 and c["further_topology_rigid"] <= 1e-12  # one program a class
+        assert c["other_length_compiled"] <= 1 and c["other_length_same_rows"]  # one program a length class
     if path.name.startswith(("04_", "05_")):
         assert c["converged"] is True and c["residual"] <= 1e-10
         assert 0.8 < c["order"] < 1.2  # Euler: first order in Δt

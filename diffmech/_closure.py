@@ -996,8 +996,11 @@ class Newton(eqx.Module):
                 return x, f(x), _max_abs(dx) / (1 + _max_abs(x - dx))
 
             # a loop (not unrolled above 4 unknowns): one copy of the step to compile
-            # (Stephenson-II sweep: XLA 2.35 s → 1.74 s, run time unchanged)
-            x, r, last = jax.lax.fori_loop(0, self.steps, step, (x, r, last), unroll=_unroll(x))
+            # (Stephenson-II sweep: XLA 2.35 s → 1.74 s, run time unchanged); none for
+            # no step (a closed form certified as it came: an empty loop still cost the
+            # four-bar's eager sweep 0.1–0.3 s of tracing under `vmap`)
+            if self.steps:
+                x, r, last = jax.lax.fori_loop(0, self.steps, step, (x, r, last), unroll=_unroll(x))
             return x, _max_abs(r), last, exact_start, None
 
         jacobian_of = jacobian(fn)
@@ -1022,6 +1025,9 @@ class Newton(eqx.Module):
             return x + dx, r, J, last, exact_start
 
         init = (x, jnp.zeros_like(x), jnp.zeros((x.shape[-1],) * 2, x.dtype), last, jnp.asarray(False))
+        if not self.steps:  # the one evaluation, without a loop (as above)
+            r, J = fn(x, u, params), jacobian_of(x, u, params)
+            return x, _max_abs(r), last, _max_abs(r) <= eps2, J
         x, r, J, last, exact_start = jax.lax.fori_loop(0, self.steps + 1, body, init, unroll=_unroll(x))
         return x, _max_abs(r), last, exact_start, J
 

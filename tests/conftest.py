@@ -58,6 +58,14 @@ import gc  # noqa: E402
 
 import pytest  # noqa: E402
 
+# Tracing allocates millions of short-lived objects, and Python's default collector
+# thresholds (700, 10, 10) ran its cyclic collector thousands of times a test file: the
+# Bennett, prismatic and double-wishbone tests of test_spatial.py (13 tests, one process)
+# spent 1.92 s of 25.6 s in 2316 collections, and 0.20 s in 9 with these thresholds
+# (24.2 s; 2026-11-29, jax 0.10.2). The caches are still dropped and collected between
+# tests when the code mappings grow (below).
+gc.set_threshold(100_000, 50, 1000)
+
 # worker-seconds per group (tests + notebooks) in a cold run of 2026-11-26 (468 s, --durations=150): linkage 229,
 # synthesis 160, fit 93, parallel 75, fourbar_dynamics 73, fourbar_kinematics 58 (ungrouped, the largest: the
 # README's examples 45, test_shard 37, test_closure 32)

@@ -588,7 +588,12 @@ def _split(y, k):
     return u, udot, y[2 * k], y[2 * k + 1], y[2 * k + 2 :]
 
 
+@eqx.filter_jit
 def _rhs(t, y, args):
+    # jitted (a drive's own function static, by identity): Diffrax traces the vector
+    # field five times in one Jansen solve, each a copy of the closure's Newton steps
+    # and the reduced equation's terms to trace; jitted, it is traced once per
+    # signature (first simulate_dynamics 4.9 -> 4.3-4.5 s, jax 0.10.2, 2026-11-29)
     prep, body, drive = args
     k = prep.lk.n_inputs
     u, udot, _, _, x = _split(y, k)

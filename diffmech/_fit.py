@@ -104,7 +104,11 @@ def _from_u(u, positive):
     return jax.tree.map(lambda a, s: jnp.exp(a) if s else a, u, positive)
 
 
+@eqx.filter_jit
 def _objective(u, problem):
+    # jitted (the loss static, by identity) so that it is traced once per signature:
+    # L-BFGS evaluates it, with its gradient, at four places of a step (the value and
+    # gradient, the line search's trials)
     loss, static, args, positive = problem
     value = loss(eqx.combine(_from_u(u, positive), static), *args)
     if np.shape(value) != ():  # static: named while tracing

@@ -53,7 +53,7 @@ one_program = {{
 }}
 op_by_op = {{  # the same core, its private functions called eagerly
     "root": lambda: _closure._root(slider_crank, x0, 0.5, p, atol=1e-10, xtol=1e-10, max_steps=24)[0].value,
-    "sweep": lambda: _closure._sweep(slider_crank, x0, us, p)[0].value,
+    "sweep": lambda: _closure.sweep_probed(slider_crank, x0, us, p)[0].value,
     "continuation": lambda: _closure._continuation(
         slider_crank, x0, us, p, None, branch=None, atol=1e-10, xtol=1e-10, max_steps=24, condition=True
     ).value,

@@ -96,7 +96,7 @@ def payload(repeats):
         lambda m: _identify._payload_regressor(m, kin, fe, "newton_euler"), nominal, repeats=repeats
     )
     p0 = identify.payload_parameters(nominal)
-    forces = lambda p: par._dynamics._dynamics(
+    forces = lambda p: par._dynamics.solve_dynamics(
         identify.with_payload(nominal, p),
         kin,
         fe,  # noqa: E731

@@ -127,7 +127,7 @@ class Solution(eqx.Module):
         return self
 
 
-def _tolerance(atol: float, dtype) -> float:
+def tolerance(atol: float, dtype) -> float:
     # float32 cannot reach 1e-10: scale the tolerance to the precision in use.
     return max(atol, 1e3 * float(jnp.finfo(dtype).eps))
 
@@ -137,7 +137,7 @@ def _max_abs(v):
     # reduction would split the fused Newton step into several kernels (2x slower);
     # above the unrolled size the step is a loop of kernels anyway, and the chain's
     # 2n operations per call were a tenth of the Stephenson-II program XLA compiles
-    if v.shape[0] > _linalg._UNROLL_MAX:
+    if v.shape[0] > _linalg.UNROLL_MAX:
         return jnp.max(jnp.abs(v))
     m = jnp.abs(v[0])
     for i in range(1, v.shape[0]):
@@ -148,7 +148,7 @@ def _max_abs(v):
 def _unroll(x) -> bool:
     """Unroll a fixed number of Newton steps only for systems that `_linalg` solves
     unrolled (≤ 4 unknowns): larger steps are compiled once, in a loop."""
-    return x.shape[-1] <= _linalg._UNROLL_MAX
+    return x.shape[-1] <= _linalg.UNROLL_MAX
 
 
 def _newton(f, jac, x0, *, atol, xtol, max_steps, min_steps, robust=False, m_tangents=0):
@@ -344,7 +344,7 @@ def _root(
     continuations, whose solutions get their derivatives afterwards, in `_finish`."""
     x0 = jnp.asarray(x0)
     _warn_if_float32(x0)
-    tol = _tolerance(atol, x0.dtype)
+    tol = tolerance(atol, x0.dtype)
 
     def f(x):
         return fn(x, u, params)
@@ -549,7 +549,7 @@ def _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype, acti
     return _Options(
         fn=fn,
         branch=branch,
-        atol=_tolerance(atol, dtype),
+        atol=tolerance(atol, dtype),
         xtol=xtol,
         max_steps=max_steps,
         condition=condition,
@@ -852,7 +852,7 @@ class ClosedForm(AbstractPredictor):
         return Prediction(guess=x, reached=feasible, unreachable=~feasible)
 
 
-def _hermite(x0, x1, v0, v1, h, s):
+def hermite(x0, x1, v0, v1, h, s):
     """Cubic Hermite interpolation at fraction `s` of an interval of length `h`
     between values `x0`, `x1` with slopes `v0`, `v1`."""
     s2, s3 = s * s, s * s * s
@@ -901,7 +901,7 @@ class Coarse(AbstractPredictor):
         nodes_a = jnp.asarray(nodes)
         h = (nodes_a[j + 1] - nodes_a[j]).astype(rows.x.dtype)
         frac = (k - nodes_a[j]).astype(rows.x.dtype) / h
-        guess = jax.vmap(_hermite)(rows.x[j], rows.x[j + 1], dx[j], dx[j + 1], h, frac)
+        guess = jax.vmap(hermite)(rows.x[j], rows.x[j + 1], dx[j], dx[j + 1], h, frac)
         reached = rows.ok[j] & rows.ok[j + 1] & _straight(opts, inputs, nodes)[j]
         guess = jnp.where(reached[:, None], guess, rows.x[j])
         return Prediction(guess=guess, reached=reached, unreachable=jnp.zeros((n_in,), bool))
@@ -1062,7 +1062,7 @@ def has_deferred(status: RESULTS) -> Bool[Array, ""]:
     return jnp.any(_code(status) == _DEFERRED)
 
 
-def _when_needed(need, operands, run, chunk):
+def when_needed(need, operands, run, chunk):
     """`run(operands)` where `need`, else `operands["rows"]` unchanged.
 
     One sweep: a `lax.cond`, skipped when not needed. Under `vmap` (a batch of
@@ -1318,7 +1318,7 @@ def sweep(
     return finish(sol, throw, "closure.sweep")
 
 
-def _sweep(
+def sweep_probed(
     fn,
     x0,
     inputs,
@@ -1421,14 +1421,14 @@ def _sweep(
         sign0=sign0,
         derive=jnp.asarray(branch is not None and branch_sign is None) & (first == 0),
     )
-    rows = _when_needed(need, operands, run, fallback.chunk)
+    rows = when_needed(need, operands, run, fallback.chunk)
     return _finish(opts, inputs, params, rows), probed
 
 
-_sweep_program = eager_program(_sweep)
+_sweep_program = eager_program(sweep_probed)
 
 
-def _resume(
+def resume(
     fn,
     sol: SweepSolution,
     params,

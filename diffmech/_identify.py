@@ -708,7 +708,7 @@ def _payload_regressor(mechanism, kin, f_ext, method):
     p0 = payload_parameters(mechanism)
 
     def forces(p):
-        dyn = pd._dynamics(with_payload(mechanism, p), kin, f_ext, method)
+        dyn = pd.solve_dynamics(with_payload(mechanism, p), kin, f_ext, method)
         return dyn.actuator_forces, dyn
 
     Y, dyn = jax.jacfwd(forces, has_aux=True)(p0)  # Y: (N, a, 10), one forward-mode pass

@@ -4,7 +4,7 @@ The closure core solves many small square systems (4 unknowns for a four-bar, a
 few dozen for a spatial linkage). Batched LAPACK calls on the CPU loop over the
 batch one matrix at a time; an unrolled Gaussian elimination written in array
 operations is instead one fused, SIMD-friendly kernel over the whole batch. Above
-`_UNROLL_MAX` unknowns the unrolled code grows too large: one system is solved by
+`UNROLL_MAX` unknowns the unrolled code grows too large: one system is solved by
 LAPACK, a batch (under `vmap`) by Gaussian elimination in a loop over the columns,
 each step one array operation over the whole batch (above 16 unknowns, one LAPACK
 call per system in a loop, which is faster there).
@@ -26,7 +26,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-_UNROLL_MAX = 4
+UNROLL_MAX = 4
 _UNROLL_LOOP_MAX = (
     16  # batched: elimination (a loop over the columns) up to this size, one LAPACK call per system above
 )
@@ -45,7 +45,7 @@ def solve(A: Float[Array, "n n"], b: Float[Array, "n ..."]) -> Float[Array, "n .
     **Returns:** `x` with the shape of `b`.
     """
     n = A.shape[-1]
-    if n > _UNROLL_MAX:
+    if n > UNROLL_MAX:
         return _solve_large(A, b)
     vector = b.ndim == 1
     out, _ = _solve_unrolled(A, b[:, None] if vector else b)
@@ -54,7 +54,7 @@ def solve(A: Float[Array, "n n"], b: Float[Array, "n ..."]) -> Float[Array, "n .
 
 def step(A: Float[Array, "n n"], b: Float[Array, "n ..."]) -> Float[Array, "n ..."]:
     """`solve(A, b)` for a Newton step, whose result is read several times (the
-    update, its size, the singular-step check): an unrolled solve (≤ `_UNROLL_MAX`
+    update, its size, the singular-step check): an unrolled solve (≤ `UNROLL_MAX`
     unknowns) is element-wise code that XLA:CPU fuses into each of those readers and
     so recomputes in each. Its result is routed through a product with the identity
     (exact for finite values; a non-finite entry stays non-finite), which XLA runs as
@@ -65,7 +65,7 @@ def step(A: Float[Array, "n n"], b: Float[Array, "n ..."]) -> Float[Array, "n ..
     **Arguments:** `A` `(n, n)`; `b` `(n,)` or `(n, k)`. **Returns:** `x` like `b`.
     """
     x = solve(A, b)
-    if A.shape[-1] > _UNROLL_MAX:
+    if A.shape[-1] > UNROLL_MAX:
         return x
     eye = jnp.eye(x.shape[0], dtype=x.dtype)
     return eye @ x
@@ -99,7 +99,7 @@ def solve_det(A: Float[Array, "n n"], B: Float[Array, "n k"]) -> tuple[Float[Arr
     same values); no derivatives (a diagnostic: a sweep's Newton step, branch
     invariant and conditioning from one factorisation of its last Jacobian)."""
     A, B = jax.lax.stop_gradient((A, B.astype(A.dtype)))
-    if A.shape[-1] <= _UNROLL_MAX:
+    if A.shape[-1] <= UNROLL_MAX:
         return _solve_unrolled(A, B)
     return _lu_solve_det(A, B)
 
@@ -146,10 +146,10 @@ def _forward(R, n, width):
 
 def det(A: Float[Array, "n n"]) -> Float[Array, ""]:
     """The determinant of a small square `A` (the same unrolled elimination as
-    `solve`; LAPACK above `_UNROLL_MAX`). Its sign is a branch invariant of a
+    `solve`; LAPACK above `UNROLL_MAX`). Its sign is a branch invariant of a
     closure: it changes only through a singular configuration."""
     n = A.shape[-1]
-    if n > _UNROLL_MAX:
+    if n > UNROLL_MAX:
         return _det_large(A)
     R, sign = _forward([[A[i, j] for j in range(n)] for i in range(n)], n, n)
     d = sign

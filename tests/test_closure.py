@@ -269,7 +269,7 @@ def test_fallback_runs_only_on_the_lanes_that_need_it():
         return o["rows"] + 1.0
 
     def one(need, v):
-        return _closure._when_needed(need, {"rows": v}, run, chunk=16)
+        return _closure.when_needed(need, {"rows": v}, run, chunk=16)
 
     v = jnp.arange(37.0)
     for needed in ([], [3], [0, 5, 17, 36], list(range(20))):
@@ -420,7 +420,7 @@ def test_resumed_deferred_sweep_equals_the_one_program_sweep(invariant):
     kw = dict(branch=invariant, predictor=closure.Coarse(stride=5))
     part = closure.sweep(residual, jnp.array([1.2, 0.0]), us, P, fallback=closure.Deferred(), **kw)
     assert bool(closure.has_deferred(part.status))
-    done = _closure._resume(residual, part, P, branch=invariant)
+    done = _closure.resume(residual, part, P, branch=invariant)
     full = closure.sweep(residual, jnp.array([1.2, 0.0]), us, P, **kw)
     np.testing.assert_array_equal(done.converged, full.converged)
     np.testing.assert_array_equal(done.status._value, full.status._value)

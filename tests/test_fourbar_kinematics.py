@@ -427,13 +427,13 @@ def test_batched_sweep_certifies_the_closed_form_without_the_fallback(monkeypatc
     from diffmech.fourbar import _kinematics as fbkin
 
     needs = []
-    orig = _closure._when_needed
+    orig = _closure.when_needed
 
     def spy(need, operands, run, chunk):
         jax.debug.callback(lambda n: needs.append(np.ravel(np.asarray(n))), need)
         return orig(need, operands, run, chunk)
 
-    monkeypatch.setattr(_closure, "_when_needed", spy)
+    monkeypatch.setattr(_closure, "when_needed", spy)
     rng = np.random.default_rng(0)
     n = 2048
     L = np.column_stack(

@@ -274,7 +274,7 @@ def _closed_form_values(prob: _Problem, d):
         return rigidity_rows(X_, u, prep)
 
     _, res, last, exact, _ = jax.vmap(lambda g, u, X_: newton._correct(rigidity, g, u, X_))(x, inputs, X)
-    atol = _closure._tolerance(1e-10, x.dtype)  # the sweep's default
+    atol = _closure.tolerance(1e-10, x.dtype)  # the sweep's default
     certified = feasible & newton._certified(x, res, last, exact, atol)
     b = jnp.sign(jax.vmap(branch, in_axes=(0, None))(X, prep.C0))
     good = jnp.all(certified & (b == b[0]))
@@ -410,7 +410,7 @@ def _monte_carlo_sums(prob: _Problem, sigma, key, start, stop):
         # (Jansen, 64 samples on one core: 0.037 -> 0.032 ms a sample; 2026-11-28)
         values, good = _closed_form_values(prob, dd)
         rows = (values, jnp.broadcast_to(good, values.shape[:1]))
-        return _closure._when_needed(~good, dict(d=dd, rows=rows), lambda o: prob.evaluate(o["d"]), 8)
+        return _closure.when_needed(~good, dict(d=dd, rows=rows), lambda o: prob.evaluate(o["d"]), 8)
 
     fast = prob.kind == "linkage" and _closed_form_only(prob.design)
     evaluate = closed_form_first if fast else prob.evaluate

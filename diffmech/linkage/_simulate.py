@@ -306,7 +306,7 @@ def _simulate(lk, inputs, branch, condition, fallback, probe, origin=False):
     prep = prepare(lk)
     x0 = lk.x0()
     predictor = _structure.predictor(lk)  # the dyads' closed form, else the generic one
-    sol, probed = _closure._sweep(
+    sol, probed = _closure.sweep_probed(
         prepared_residual,
         x0,
         inputs,
@@ -421,7 +421,7 @@ def _resume_program(lk, sol, branch, condition):
     return _motion(
         lk,
         prep,
-        _closure._resume(prepared_residual, sol, prep, branch=branch_, condition=condition, **_sweep_options(lk)),
+        _closure.resume(prepared_residual, sol, prep, branch=branch_, condition=condition, **_sweep_options(lk)),
     )
 
 
@@ -433,7 +433,7 @@ def _plan_program(plan, C, inputs, max_step, branch, condition, deferred):
     x0 = _plan.state(prep, prep.C0)
     screen = plan.n_inputs == 1
     zero = jnp.zeros(() if plan.n_inputs == 1 else (plan.n_inputs,), inputs.dtype)
-    sol, probed = _closure._sweep(
+    sol, probed = _closure.sweep_probed(
         _plan.residual,
         x0,
         inputs,
@@ -472,7 +472,7 @@ def _plan_resume(plan, C, sol, max_step, branch, condition):
     prep = _plan.prepare(plan, C)
     return _plan_motion(
         prep,
-        _closure._resume(
+        _closure.resume(
             _plan.residual,
             sol,
             prep,

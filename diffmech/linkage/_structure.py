@@ -37,7 +37,7 @@ import numpy as np
 
 from .. import _closure, _screw
 from .._geometry import cross, dot, perp
-from ._model import Linkage, LinkageError
+from ._model import Linkage, LinkageError, assemble_coords, compile_equations
 
 DYADS = ("RRR", "RRP", "RPR", "PRP", "RPP")  # the planar dyads of the closed form, outer–inner–outer
 _ROMAN = {2: "II", 3: "III", 4: "IV", 5: "V", 6: "VI", 7: "VII", 8: "VIII"}
@@ -396,7 +396,6 @@ def _closed_form(topo, names, link_names):
     """One `ClosedForm` per topology (a static field of the sweep: the same object, so
     the compiled program is reused across designs and calls)."""
     steps = analyse(topo, names, link_names).steps
-    from ._model import compile_equations
 
     unknowns = compile_equations(topo, names, link_names).unknowns
     holders = {j: [i for i, js in enumerate(topo.links) if j in js] for j, _, _ in unknowns}
@@ -458,7 +457,6 @@ def _branch_fns(lk: Linkage):
 
 @functools.lru_cache(maxsize=128)
 def _branch_fn(topo, names, link_names):
-    from ._model import assemble_coords
 
     steps = analyse(topo, names, link_names).steps
 
@@ -531,7 +529,6 @@ def _trilateration(topo, names, link_names):
     linkage is not of that kind (an equation other than a distance or a body's own
     carried point, an input held by an equation, an unknown that is not a point, more
     equations than unknowns, or a point left over)."""
-    from ._model import compile_equations
 
     plan = compile_equations(topo, names, link_names)
     if any(kind not in ("dist", "tcarry") and rows.size for kind, rows in plan.groups.items()):
@@ -617,7 +614,6 @@ def _side(X, j, a, b, c):
 @functools.lru_cache(maxsize=128)
 def _spatial_closed_form(topo, names, link_names):
     """The trilateration's `ClosedForm` (one object per topology, as `_closed_form`)."""
-    from ._model import assemble_coords, compile_equations
 
     steps = _trilateration(topo, names, link_names)
     assert steps is not None  # `predictor` asks for this only where there are steps
@@ -664,7 +660,6 @@ def _spatial_branch_fn(topo, names, link_names):
     """The trilateration's branch invariant: each point's side of its centres' plane
     times its side at the initial configuration, the smallest of them (as
     `_branch_fn`)."""
-    from ._model import assemble_coords
 
     steps = _trilateration(topo, names, link_names)
     assert steps is not None
@@ -959,7 +954,6 @@ def _select(est, found):
 @functools.lru_cache(maxsize=128)
 def _searched(topo, names, link_names):
     """One `SearchPredictor` per topology (see `_closed_form`)."""
-    from ._model import compile_equations
 
     steps = analyse(topo, names, link_names).steps
     unknowns = compile_equations(topo, names, link_names).unknowns

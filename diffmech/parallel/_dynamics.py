@@ -185,7 +185,7 @@ def _null_dim(mech):
     return max(0, 6 * len(mech.chains) - passive - 6)
 
 
-def _dynamics(mech: AbstractParallelMechanism, kin: Kinematics, f_ext, method: str) -> Dynamics:
+def solve_dynamics(mech: AbstractParallelMechanism, kin: Kinematics, f_ext, method: str) -> Dynamics:
     theta = kin.labels - mech.home_labels()
 
     def chain_terms(th, thd):
@@ -257,7 +257,7 @@ def _dynamics(mech: AbstractParallelMechanism, kin: Kinematics, f_ext, method: s
     )
 
 
-_dynamics_jit = filter_jit(_dynamics)
+_dynamics_jit = filter_jit(solve_dynamics)
 
 
 def inverse_dynamics(
@@ -306,7 +306,7 @@ def inverse_dynamics(
         if fe.ndim not in (1, 2) or (fe.ndim == 2 and fe.shape[0] != N):
             raise ValueError(f"inverse_dynamics: `external_wrench` must have shape (6,) or ({N}, 6); got {fe.shape}")
     fe = jnp.broadcast_to(fe, (N, 6))
-    dyn = (_dynamics_jit if eager else _dynamics)(mechanism, kin, fe, method)
+    dyn = (_dynamics_jit if eager else solve_dynamics)(mechanism, kin, fe, method)
     if throw and eager:
         conv = np.asarray(dyn.converged)
         if not conv.all():

@@ -508,7 +508,7 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
         tc = take(t)
         h = tc[i + 1] - tc[i]
         frac = (t - tc[i]) / h
-        guess = jax.vmap(_closure._hermite)(xc[i], xc[i + 1], xdc[i], xdc[i + 1], h, frac)
+        guess = jax.vmap(_closure.hermite)(xc[i], xc[i + 1], xdc[i], xdc[i + 1], h, frac)
         j = i + 1
     # (stride 1: the continuation has already converged every sample, so `root` adds no
     # step, only its check and the implicit derivative.) Else Newton from the

@@ -138,7 +138,10 @@ def test_monte_carlo_halves_run_side_by_side_add_up_to_one_pass_over_every_chunk
     chunks = t.samples // A._CHUNK["fourbar"]
     assert t.samples >= 3000 and chunks % A._PARTS == 0
     prob, _ = A._problem("test", fb, THETA, None, POINT)
-    sums = A._monte_carlo_sums(prob, jnp.asarray(sigma), jax.random.key(3), jnp.asarray(0), jnp.asarray(chunks))
+    nominal = A._sensitivity_program(prob)[0]  # the values the public call passes
+    sums = A._monte_carlo_sums(
+        prob, nominal, jnp.asarray(sigma), jax.random.key(3), jnp.asarray(0), jnp.asarray(chunks)
+    )
     mean, cov = A._monte_carlo_statistics(*sums)
     assert np.array_equal(np.asarray(t.valid), np.asarray(sums[0]))
     assert np.allclose(np.asarray(t.mean_shift), np.asarray(mean), rtol=1e-12, atol=1e-15)
@@ -166,8 +169,8 @@ def test_monte_carlo_takes_the_closed_form_where_the_sweep_would_and_the_sweep_e
     # to round-off (the sweep is a compiled program, the closed form here runs op by op:
     # the two round differently, by 3e-16 at most on this machine)
     np.testing.assert_allclose(fast[good], values[good], rtol=0, atol=2e-15)
-    count, total, _ = A._monte_carlo_sums(prob, sigma, key, jnp.asarray(0), jnp.asarray(1))
     nominal = np.asarray(prob.evaluate(jnp.zeros_like(sigma))[0])
+    count, total, _ = A._monte_carlo_sums(prob, jnp.asarray(nominal), sigma, key, jnp.asarray(0), jnp.asarray(1))
     assert np.array_equal(np.asarray(count), ok.sum(axis=0))
     shift = np.where(ok[..., None], values - nominal, 0.0)
     assert np.allclose(np.asarray(total), shift.sum(axis=0), rtol=1e-12, atol=1e-14)

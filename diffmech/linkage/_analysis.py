@@ -395,13 +395,13 @@ def _sensitivity_program(prob: _Problem):
 
 
 @filter_jit
-def _monte_carlo_sums(prob: _Problem, sigma, key, start, stop):
+def _monte_carlo_sums(prob: _Problem, nominal, sigma, key, start, stop):
     """Sums over the chunks `start ≤ i < stop` of `_CHUNK` samples (antithetic pairs;
     chunk `i` draws from `fold_in(key, i)`): per input the number of assembling
-    samples, the sum of their output shifts from the nominal and of the shifts' outer
-    products. `start`, `stop`: arrays (traced: one program for every range, compiled
-    by a call with an empty one)."""
-    nominal, _ = prob.evaluate(jnp.zeros_like(sigma))
+    samples, the sum of their output shifts from the `nominal` values
+    (`_sensitivity_program`'s: a sweep of its own here was a third of the program)
+    and of the shifts' outer products. `start`, `stop`: arrays (traced: one program
+    for every range, compiled by a call with an empty one)."""
     half = _CHUNK[prob.kind] // 2
 
     def closed_form_first(dd):
@@ -441,7 +441,7 @@ def _monte_carlo_statistics(count, total, outer):
     return mean, cov
 
 
-def _monte_carlo(prob: _Problem, sigma, key, chunks: int):
+def _monte_carlo(prob: _Problem, nominal, sigma, key, chunks: int):
     """The Monte Carlo's `(mean shift, covariance, count)` over `chunks` chunks (a
     multiple of `_PARTS`): the chunks in `_PARTS` equal parts, one compiled program
     run on each from its own thread, side by side, and their sums added in a fixed
@@ -450,11 +450,11 @@ def _monte_carlo(prob: _Problem, sigma, key, chunks: int):
     # compiled first, by a call over no chunk: threads that each met an uncompiled
     # program would compile it twice over, side by side
     zero = jnp.zeros((), jnp.int32)
-    jax.block_until_ready(_monte_carlo_sums(prob, sigma, key, zero, zero))
+    jax.block_until_ready(_monte_carlo_sums(prob, nominal, sigma, key, zero, zero))
 
     def part(p):
         start, stop = jnp.asarray(p * per, jnp.int32), jnp.asarray((p + 1) * per, jnp.int32)
-        return jax.block_until_ready(_monte_carlo_sums(prob, sigma, key, start, stop))
+        return jax.block_until_ready(_monte_carlo_sums(prob, nominal, sigma, key, start, stop))
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=min(_PARTS, os.cpu_count() or 1)) as pool:
         sums = list(pool.map(part, range(_PARTS)))
@@ -535,7 +535,7 @@ def tolerance(design, motion, sigma, *, samples: int = 100_000, outputs=None, po
     if samples:
         size = _CHUNK[prob.kind]
         chunks = _PARTS * -(-samples // (_PARTS * size))
-        mean, cov, count = _monte_carlo(prob, sig, jax.random.key(seed), chunks)
+        mean, cov, count = _monte_carlo(prob, values, sig, jax.random.key(seed), chunks)
         drawn = chunks * size
     else:
         mean, cov = jnp.full((N, M), jnp.nan), jnp.full((N, M, M), jnp.nan)

@@ -389,8 +389,10 @@ def _output_names(owner, outputs, available, default) -> tuple[str, ...]:
 def _sensitivity_program(prob: _Problem):
     D = len(prob.dimensions)
     zero = jnp.zeros((D,), prob.inputs.dtype)
-    (values, ok) = prob.evaluate(zero)
-    J = jax.jacfwd(lambda d: prob.evaluate(d)[0])(zero)
+    # the values and their derivatives from one linearisation (a separate evaluation of
+    # the values was a copy of the whole sweep in the program)
+    values, derivative, ok = jax.linearize(prob.evaluate, zero, has_aux=True)
+    J = jax.vmap(derivative, out_axes=-1)(jnp.eye(D, dtype=zero.dtype))
     return values, jnp.where(ok[:, None, None], J, jnp.nan), ok
 
 

@@ -188,11 +188,8 @@ def _null_dim(mech):
 def solve_dynamics(mech: AbstractParallelMechanism, kin: Kinematics, f_ext, method: str) -> Dynamics:
     theta = kin.labels - mech.home_labels()
 
-    def chain_terms(th, thd):
-        return [
-            _chain_bodies(ch, t, td)
-            for ch, t, td in zip(mech.chains, _kin.split_joints(mech, th), _kin.split_joints(mech, thd))
-        ]
+    def chain_terms(th, thd):  # each group of identical chains under one `vmap`
+        return _kin.map_chains(mech, _chain_bodies, (_kin.split_joints(mech, th), _kin.split_joints(mech, thd)))
 
     if kin.method == "exact":
 

@@ -102,6 +102,21 @@ def stacked(mech: AbstractParallelMechanism, group: tuple[int, ...]) -> Chain:
     return jax.tree.unflatten(jax.tree.structure(mech.chains[group[0]]), [jnp.stack(ls) for ls in zip(*leaves)])
 
 
+def map_chains(mech: AbstractParallelMechanism, fn, per_chain=(), shared=()) -> list:
+    """`[fn(chain, *(a[c] for a in per_chain), *shared) for every chain c]`, each group
+    of identical chains (`groups`) under one `vmap`: one copy of `fn` per group in the
+    compiled program, not one per chain (the six legs of a Gough–Stewart platform are
+    one group). `per_chain`: sequences indexed by chain (e.g. `split_joints`'s)."""
+    out: list = [None] * len(mech.chains)
+    for g in groups(mech):
+        args = [jnp.stack([a[c] for c in g]) for a in per_chain]
+        axes = (0,) * (1 + len(per_chain)) + (None,) * len(shared)
+        res = jax.vmap(fn, in_axes=axes)(stacked(mech, g), *args, *shared)
+        for k, c in enumerate(g):
+            out[c] = jax.tree.map(lambda a, k=k: a[k], res)
+    return out
+
+
 def _closure_rows(ch: Chain, th, R, d, scale):
     Rs, ps = chain_poses(ch, th)
     Rc, pc = Rs[-1], ps[-1]
@@ -446,16 +461,11 @@ def _closed_form_state(mech: AbstractParallelMechanism, R_t, d_t):
             R = _upu_torsion(mech.chains[0], R)
             S = mech.chains[-1]
             d = S.points[0] - _screw.matvec(R, S.attach)
-        # the chains of a group solved under one `vmap`, as in `residual` (a Python loop
-        # over the six legs made this four tenths of the exact inverse kinematics' program)
-        legs: list = [None] * len(mech.chains)
-        ok = jnp.asarray(True)
-        for g in groups(mech):
-            th, o = jax.vmap(_chain_closed_form, (0, None, None))(stacked(mech, g), R, d)
-            for k, c in enumerate(g):
-                legs[c] = th[k]
-            ok = ok & jnp.all(o)
-        return jnp.concatenate([*legs, _rotation_log(R), d]), ok
+        # (a Python loop over the six legs made this four tenths of the exact inverse
+        # kinematics' program)
+        legs = map_chains(mech, _chain_closed_form, shared=(R, d))
+        ok = jnp.all(jnp.stack([o for _, o in legs]))
+        return jnp.concatenate([*(t for t, _ in legs), _rotation_log(R), d]), ok
 
     x, ok = jax.vmap(one)(R_t, d_t)
     revolute = np.array([k == "R" for ch in mech.chains for k in ch.kinds] + [False] * 6)

@@ -359,11 +359,8 @@ def body_motion(mechanism: AbstractParallelMechanism, kinematics: Kinematics) ->
         )
 
     def links(th, thd):
-        out = [
-            _chain_bodies(ch, t, td)[1:4]
-            for ch, t, td in zip(mech.chains, _kin.split_joints(mech, th), _kin.split_joints(mech, thd))
-            if ch.body_after
-        ]
+        terms = _kin.map_chains(mech, _chain_bodies, (_kin.split_joints(mech, th), _kin.split_joints(mech, thd)))
+        out = [t[1:4] for ch, t in zip(mech.chains, terms) if ch.body_after]
         return [jnp.concatenate(v) for v in zip(*out)]
 
     n = mech.n_joints

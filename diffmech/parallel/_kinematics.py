@@ -230,11 +230,12 @@ def screw_rates(mech: AbstractParallelMechanism, theta, platform_twist) -> Float
     check_kinematics_arguments("parallel.screw_rates", mech)
     check_shape("parallel.screw_rates", "theta", theta, (mech.n_joints,))
     check_shape("parallel.screw_rates", "platform_twist", platform_twist, (6,))
-    out = []
-    for ch, th in zip(mech.chains, split_joints(mech, theta)):
+
+    def rates(ch, th, V):
         S = chain_screws(ch, th)
-        out.append(_linalg.solve(S.T @ S, S.T @ platform_twist))
-    return jnp.concatenate(out)
+        return _linalg.solve(S.T @ S, S.T @ V)
+
+    return jnp.concatenate(map_chains(mech, rates, (split_joints(mech, theta),), (platform_twist,)))
 
 
 def split_joints(mech, theta):
@@ -297,7 +298,7 @@ def _closure_errors(mech, theta, R, d):
     `theta` against the platform displacement `(R, d)` (the one-step drift)."""
 
     def one(th, R_, d_):
-        rows = [_closure_rows(ch, t, R_, d_, 1.0) for ch, t in zip(mech.chains, split_joints(mech, th))]
+        rows = map_chains(mech, _closure_rows, (split_joints(mech, th),), (R_, d_, 1.0))
         return jnp.max(jnp.abs(jnp.concatenate(rows)))
 
     return jax.vmap(one)(theta, R, d)
@@ -842,7 +843,7 @@ def _pose_screws(mechanism, R, pos):
     th, phi, d = split(mechanism, sol.value)
     R_at = _screw.rotation_vector(phi)
     reached = (R_at, R_at @ mechanism.reference + d)
-    return sol.converged, sol.residual, [chain_screws(ch, t) for ch, t in zip(mechanism.chains, th)], reached
+    return sol.converged, sol.residual, map_chains(mechanism, chain_screws, (th,)), reached
 
 
 def mobility(mechanism: AbstractParallelMechanism, pose=None, *, rtol: float = 1e-9) -> Mobility:

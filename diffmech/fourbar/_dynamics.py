@@ -253,6 +253,9 @@ def _rotate(q, phi):
     return (c[:, None] * qs + s_[:, None] * jax.vmap(perp)(qs)).reshape(6)
 
 
+# each vector field jitted (a drive's own function static, by identity): traced once
+# per signature, not at each of Diffrax's traces of it in a solve (as the linkage's)
+@eqx.filter_jit
 def _rhs_minimal(t, y, args):
     fb, drive, lin = args
     theta_A, Pi = y[0], y[1]
@@ -261,6 +264,7 @@ def _rhs_minimal(t, y, args):
     return jnp.stack([omega, dPi])
 
 
+@eqx.filter_jit
 def _rhs_paper(t, y, args):
     fb, drive, lin = args
     Pi, q = y[0], y[1:]
@@ -269,6 +273,7 @@ def _rhs_paper(t, y, args):
     return jnp.concatenate([dPi[None], omega * tq])
 
 
+@eqx.filter_jit
 def _rhs_lie(t, y, args):
     # y = (Π1, φA, φB, φD) with qᵢ(t) = exp(φᵢ S1) qᵢ(0). SO(2) is abelian, so the
     # Munthe-Kaas form of a Runge–Kutta method is the method applied to the rotation

@@ -120,7 +120,7 @@ def test_throw_means_the_same_under_jit():
 
 def test_a_batch_equals_its_singles():
     r = jnp.asarray([1.3, 1.1])
-    batched = jax.vmap(lambda r_: _closure_sweep({"r": r_, "a": P["a"]}))(r)
+    batched = jax.jit(jax.vmap(lambda r_: _closure_sweep({"r": r_, "a": P["a"]})))(r)  # one program (eagerly: op by op)
     for i in range(2):
         one, k = _closure_case(p={"r": r[i], "a": P["a"]})
         np.testing.assert_array_equal(np.asarray(batched.converged[i]), np.asarray(one.converged))

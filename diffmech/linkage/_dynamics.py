@@ -591,9 +591,8 @@ def _split(y, k):
 @eqx.filter_jit
 def _rhs(t, y, args):
     # jitted (a drive's own function static, by identity): Diffrax traces the vector
-    # field five times in one Jansen solve, each a copy of the closure's Newton steps
-    # and the reduced equation's terms to trace; jitted, it is traced once per
-    # signature (first simulate_dynamics 4.9 -> 4.3-4.5 s, jax 0.10.2, 2026-11-29)
+    # field five times in a solve; jitted, it is traced once per signature (see the
+    # benchmarks page, First answer)
     prep, body, drive = args
     k = prep.lk.n_inputs
     u, udot, _, _, x = _split(y, k)

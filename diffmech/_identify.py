@@ -11,7 +11,7 @@ from jaxtyping import Array, Float
 
 from . import _fit
 from ._validate import check_count, check_finite, check_scalar, check_shape, check_type, is_traced
-from ._xla import filter_jit
+from ._xla import eager_program, filter_jit, host_array
 from .fourbar import _dynamics as fbd, _kinematics as fbk
 from .fourbar._model import FourBar
 from .linkage import _simulate as lks
@@ -312,6 +312,11 @@ def fourbar_base_parameters(fb: FourBar) -> Float[Array, "*batch 8"]:
     (kg·m², kg·m).
     """
     check_type("identify.fourbar_base_parameters", "fb", fb, FourBar, "a FourBar")
+    return _base_parameters(fb)
+
+
+@eager_program  # one program eagerly (op by op: a dozen small ones to compile)
+def _base_parameters(fb: FourBar):
     l1, l2, l3 = fb.lengths[..., 0], fb.lengths[..., 1], fb.lengths[..., 2]
     m, J, rho = fb.masses, fb.inertias, fb.com
     Z = J + m * jnp.sum(rho**2, axis=-1)
@@ -343,7 +348,11 @@ def fourbar_from_base(fb: FourBar, base) -> FourBar:
         raise ValueError(
             f"identify.fourbar_from_base: `base` must have 8 entries (BASE_NAMES); got shape {np.shape(base)}"
         )
-    base = jnp.asarray(base, dtype=fb.lengths.dtype)
+    return _from_base(fb, host_array(base, fb.lengths.dtype))
+
+
+@eager_program
+def _from_base(fb: FourBar, base) -> FourBar:
     l1 = fb.lengths[..., 0]
     ZA, XA, YA, ZB, YB, ZD, XD, YD = (base[..., k] for k in range(8))
     one = jnp.ones_like(ZA)
@@ -374,8 +383,13 @@ def fourbar_regressor(fb: FourBar, theta_A, omega_A, alpha_A) -> Float[Array, "N
             f"got {np.shape(theta_A)}, {np.shape(omega_A)}, {np.shape(alpha_A)}"
         ) from None
 
+    return _regressor(fb, *(host_array(v, fb.lengths.dtype) for v in (theta_A, omega_A, alpha_A)))
+
+
+@eager_program  # one program eagerly (op by op, the Jacobian of the torque compiled ~150 small ones)
+def _regressor(fb: FourBar, theta_A, omega_A, alpha_A):
     def torque(beta):
-        return fbd.crank_torque(fourbar_from_base(fb, beta), theta_A, omega_A, alpha_A)
+        return fbd.crank_torque(_from_base(fb, beta), theta_A, omega_A, alpha_A)
 
     z = jnp.zeros(8, dtype=fb.lengths.dtype)
     return jax.jacfwd(torque)(z).reshape(-1, 8)

@@ -97,6 +97,15 @@ def eager_program(f):
     return call
 
 
+def host_array(v, dtype=None):
+    """`v` as a NumPy array of `dtype` for an eager program's argument (a traced
+    value unchanged): eagerly, `jnp.asarray` with a dtype conversion is an operation,
+    a small program to compile per shape."""
+    if is_traced(v) or (isinstance(v, jax.Array) and (dtype is None or v.dtype == dtype)):
+        return v
+    return np.asarray(v, dtype=dtype)
+
+
 def row(tree, k: int):
     """Row `k` of every array leaf of a concrete pytree, taken on the host and put back
     on the device (eagerly, `a[k]` on a JAX array is an operation: a small program to

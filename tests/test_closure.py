@@ -46,9 +46,9 @@ def test_implicit_gradients_match_closed_form_and_finite_differences():
         return closure.root(residual, jnp.array([1.0, 0.5]), theta[0], p).value
 
     theta = jnp.array([0.3, 1.3, 0.4])
-    J_impl = jax.jacrev(f)(theta)
-    J_fwd = jax.jacfwd(f)(theta)
-    J_exact = jax.jacfwd(lambda t: exact(t[0], {"r": t[1], "a": t[2]}))(theta)
+    J_impl = jax.jit(jax.jacrev(f))(theta)  # each one program (op by op: ~40 small ones)
+    J_fwd = jax.jit(jax.jacfwd(f))(theta)
+    J_exact = jax.jit(jax.jacfwd(lambda t: exact(t[0], {"r": t[1], "a": t[2]})))(theta)
     J_fd = central_diff(lambda t: f(jnp.asarray(t)), theta)
     assert rel_err(J_impl, J_exact) < 1e-12
     assert rel_err(J_fwd, J_exact) < 1e-12
@@ -374,11 +374,11 @@ def test_coarse_predictor_is_the_hermite_interpolant_of_the_exact_solution():
     # of a tangent at Newton's last iterate), an O(h⁴) predictor
     us = jnp.linspace(-1.0, 1.0, 41)
     opts = _closure._Options(fn=residual, branch=None, atol=1e-10, xtol=1e-10, max_steps=24)
-    pred = closure.Coarse(stride=6).predict(opts, jnp.array([1.2, 0.0]), us, P)
+    pred = jax.jit(lambda x0: closure.Coarse(stride=6).predict(opts, x0, us, P))(jnp.array([1.2, 0.0]))
     assert bool(jnp.all(pred.reached))
     u = np.asarray(us)
-    x = np.asarray(jax.vmap(exact, (0, None))(us, P))
-    dx = np.asarray(jax.vmap(jax.jacfwd(exact), (0, None))(us, P))
+    x = np.asarray(jax.jit(jax.vmap(exact, (0, None)))(us, P))
+    dx = np.asarray(jax.jit(jax.vmap(jax.jacfwd(exact), (0, None)))(us, P))
     nodes = list(range(0, 41, 6)) + [40]
     want = np.empty_like(x)
     for a, b in zip(nodes[:-1], nodes[1:]):

@@ -273,3 +273,34 @@ def test_eager_programs_take_new_numbers_without_compiling_and_inline_in_a_progr
     c_max = (0.3**2 + 0.5**2 - (0.3 + 0.3) ** 2) / (2 * 0.3 * 0.5)
     assert float(inside) == pytest.approx(np.arccos(c_max), abs=1e-15)
     assert float(jnp.asarray(inside)) == float(fourbar.crank_limits(fb).theta_max)
+
+
+def test_eager_entry_points_compile_one_program_not_one_per_operation():
+    """A public function called eagerly compiles one program on its first call with
+    new shapes, not one per JAX operation (op by op, `linkage.rates` compiled 141
+    small programs, 5 s for Stephenson-II; `fourbar.crank_torque` ~100). Shapes no
+    other test uses (23 samples), so that programs compiled before cannot hide the
+    count."""
+    from diffmech import FourBar, fourbar, identify
+
+    fb = FourBar(lengths=(0.12, 0.25, 0.26, 0.30))
+    th = np.linspace(0.1, 1.2, 23)
+    lk = examples.rssr()
+    motion = linkage.simulate(lk, steps=23)
+    x0 = lk.x0()
+    q = np.asarray(fourbar.assemble(fb, th))
+    framed = [n for n, f in zip(lk.link_names, lk.plan.frames) if f is not None]  # not the S–S rod
+    calls = {
+        "fourbar.crank_torque": lambda: fourbar.crank_torque(fb, th, 1.0 + 0 * th, 0 * th),
+        "fourbar.closure_residual": lambda: fourbar.closure_residual(fb, q),
+        "identify.fourbar_regressor": lambda: identify.fourbar_regressor(fb, th, 1.0 + 0 * th, 0 * th),
+        "identify.fourbar_base_parameters": lambda: identify.fourbar_base_parameters(
+            FourBar(lengths=np.tile([0.12, 0.25, 0.26, 0.30], (23, 1)))
+        ),
+        "linkage.rates": lambda: linkage.rates(lk, x0, 0.0, 1.0, 0.0),
+        "linkage.link_pose": lambda: linkage.link_pose(lk, motion, framed[-1]),
+    }
+    for name, call in calls.items():
+        with compilations() as seen:
+            jax.block_until_ready(call())
+        assert len(seen) <= 1, (name, len(seen))

@@ -117,13 +117,13 @@ def test_non_grashof_sweep_stops_at_the_crank_limit():
     assert s.result == dm.closure.RESULTS.motion_limit or s.result == dm.closure.RESULTS.branch_switch
     assert float(jnp.max(fbk.closure_residual(fb, s.q[:k]))) <= 1e-15
     # the sweep's conditioning (in closed form) is the core's: J by differentiation, inverted
-    want = jax.vmap(lambda x, t: dm.closure.condition(fbk.residual, x, t, fb))(s.q[:k, 2:], th[:k])
+    want = jax.jit(jax.vmap(lambda x, t: dm.closure.condition(fbk.residual, x, t, fb)))(s.q[:k, 2:], th[:k])
     np.testing.assert_allclose(np.asarray(s.condition[:k]), np.asarray(want), rtol=1e-12)
     assert bool(jnp.all(jnp.isnan(s.condition[k:])))  # none past the limit
     # and off the closure, at any (qB, qD), every column of J⁻¹ in turn the largest (l2 ≠ l3)
     xs = jnp.asarray(np.random.default_rng(3).normal(size=(64, 4)))
     other = dm.FourBar(lengths=(0.3, 0.8, 0.4, 0.9))
-    want = jax.vmap(lambda x: dm.closure.condition(fbk.residual, x, 0.0, other))(xs)
+    want = jax.jit(jax.vmap(lambda x: dm.closure.condition(fbk.residual, x, 0.0, other)))(xs)
     np.testing.assert_allclose(np.asarray(fbk.condition_number(xs, other)), np.asarray(want), rtol=1e-12)
     # the closure Jacobian becomes ill-conditioned at the limit (B, C, D collinear)
     near = fbk.solve(fb, lim.theta_max - 1e-8, condition=True, throw=False)
@@ -206,16 +206,20 @@ def test_printed_eq29_sign_is_wrong():
 # ----------------------------------------------------------------- gradients
 
 
+def _qBD(lengths, theta):
+    return fbk.solve(dm.FourBar(lengths=lengths), theta, condition=False).value
+
+
+# each one program for every angle (op by op, a Jacobian compiled ~60 small programs)
+_qBD_jacrev, _qBD_jacfwd = jax.jit(jax.jacrev(_qBD)), jax.jit(jax.jacfwd(_qBD))
+
+
 @pytest.mark.parametrize("theta", [0.0, 1.3, 4.4])
 def test_implicit_gradients_wrt_lengths_match_central_differences(theta):
-    def qBD(lengths):
-        fb = dm.FourBar(lengths=lengths)
-        return fbk.solve(fb, jnp.asarray(theta), condition=False).value
-
-    L = jnp.array([0.12, 0.25, 0.26, 0.30])
-    J = np.asarray(jax.jacrev(qBD)(L))
-    J_fwd = np.asarray(jax.jacfwd(qBD)(L))
-    J_fd = central_diff(lambda l: np.asarray(qBD(jnp.asarray(l))), np.asarray(L), h=1e-6)
+    L, th = jnp.array([0.12, 0.25, 0.26, 0.30]), jnp.asarray(theta)
+    J = np.asarray(_qBD_jacrev(L, th))
+    J_fwd = np.asarray(_qBD_jacfwd(L, th))
+    J_fd = central_diff(lambda l: np.asarray(_qBD(jnp.asarray(l), th)), np.asarray(L), h=1e-6)
     for j in range(4):  # per length
         assert rel_err(J[:, j], J_fd[:, j]) <= 1e-6, j
     np.testing.assert_allclose(J, J_fwd, rtol=1e-12, atol=1e-14)
@@ -302,7 +306,7 @@ def test_batched_sweep_in_chunks_equals_each_design_alone(monkeypatch):
         return jnp.sum(jnp.where(s.converged, s.q[..., 4] + 2 * s.q[..., 3], 0.0))
 
     ok = L[[0, 3, 4, 5, 6]]  # the designs that turn fully (no mask boundary to move)
-    g = np.asarray(jax.grad(f)(jnp.asarray(ok)))
+    g = np.asarray(jax.jit(jax.grad(f))(jnp.asarray(ok)))
     fd = central_diff(lambda le: float(f(jnp.asarray(le))), ok, 1e-6)
     assert rel_err(g, fd) <= 1e-6
 
@@ -498,6 +502,6 @@ def test_eager_sweep_of_a_design_first_seen_concrete_still_differentiates():
     def f(L):
         return jnp.sum(fbk.sweep(dm.FourBar(lengths=L), th, condition=False).q[:, 4])
 
-    g = jax.grad(f)(L0)
+    g = jax.jit(jax.grad(f))(L0)  # traced (a new object), as under any transformation
     fd = central_diff(f, L0, 1e-6)
     assert float(jnp.max(jnp.abs(g - fd))) <= 1e-7 * max(1.0, float(jnp.max(jnp.abs(fd))))

@@ -6,12 +6,13 @@ papers (Eqs. 13 and 18 of seed 004) and finite differences."""
 
 import functools
 
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from diffmech import MotionLimitError, parallel as par, screw
+from diffmech import MotionLimitError, _screw, parallel as par, screw
 from diffmech.closure import RESULTS
 from diffmech.parallel import _dynamics
 
@@ -162,7 +163,9 @@ def test_stewart_against_dasgupta_newton_euler():
     legs = np.asarray(kin.labels[:, 3::6]) + 0.05
     assert np.abs(legs - ref.leg_lengths(np.asarray(traj.times))).max() < 1e-12
     # joint rates: least squares on the screw matrices = implicit function theorem
-    sr = jax.vmap(lambda th, V: par.screw_rates(mech, th, V))(kin.labels - mech.home_labels(), kin.platform_twist)
+    sr = jax.jit(jax.vmap(lambda th, V: par.screw_rates(mech, th, V)))(
+        kin.labels - mech.home_labels(), kin.platform_twist
+    )
     assert np.abs(sr - kin.rates).max() <= 1e-10 * np.abs(kin.rates).max()
     # accelerations (jvp) against a central difference of the rates
     fd = (kin.rates[2:] - kin.rates[:-2]) / (2 * DT)
@@ -200,7 +203,7 @@ def test_wrench_solve_and_its_condition_number_against_numpy(mech):
     Ss = [jnp.asarray(rng.normal(size=(6, ch.n))) for ch in mech.chains]
     Hs = [jnp.asarray(rng.normal(size=(ch.n, 6))) for ch in mech.chains]
     hP = jnp.asarray(rng.normal(size=6))
-    wrenches, _, cond, res = _dynamics._solve(mech, Ss, Hs, hP)
+    wrenches, _, cond, res = eqx.filter_jit(_dynamics._solve)(mech, Ss, Hs, hP)  # one program, not ~80
     C = len(mech.chains)
     rows, rhs = [], []
     for c, (ch, S, H) in enumerate(zip(mech.chains, Ss, Hs)):
@@ -230,9 +233,20 @@ def test_wrench_solve_and_its_condition_number_against_numpy(mech):
     assert float(res) <= 1e-14
 
 
+# each one program (op by op, an eager vmap compiles each primitive: ~30 and ~100 small programs)
+_rotations = jax.jit(jax.vmap(_screw.rotation_vector))
+_screw_rates = eqx.filter_jit(lambda mech, th, V: jax.vmap(lambda t, v: par.screw_rates(mech, t, v))(th, V))
+
+
 def _energy_power_residual(mech, kin, dyn, load):
     """Σ actuator power + external power − d(kinetic + potential energy)/dt, with the
-    energy's rate taken by jvp of an energy function of the closure state (no wrenches)."""
+    energy's rate taken by jvp of an energy function of the closure state (no wrenches).
+    (One compiled program: op by op, the eager vmaps compiled ~130 small ones.)"""
+    return float(_power_balance(mech, kin, dyn, jnp.asarray(load)))
+
+
+@eqx.filter_jit
+def _power_balance(mech, kin, dyn, load):
 
     def energy(x, xd):
         th, thd = x[: mech.n_joints], xd[: mech.n_joints]
@@ -264,7 +278,7 @@ def _energy_power_residual(mech, kin, dyn, load):
     v_ref = V[:, 3:] + jnp.cross(V[:, :3], ref)
     p_ext = v_ref @ load[:3] + V[:, :3] @ load[3:]
     scale = jnp.abs(p_act).max() + jnp.abs(p_ext).max() + jnp.abs(dE).max()
-    return float(jnp.abs(p_act + p_ext - dE).max() / scale)
+    return jnp.abs(p_act + p_ext - dE).max() / scale
 
 
 def test_stewart_power_balance():
@@ -277,10 +291,12 @@ def test_3ups_upu_s_momentum_screw_equals_newton_euler_and_power_balance():
     traj = par.tilt_circle(mech, jnp.arange(0.0, DURATION, DT))
     kin = par.inverse_kinematics(mech, traj)
     assert bool(kin.converged.all()) and float(kin.residual.max()) <= 1e-10
-    sr = jax.vmap(lambda th, V: par.screw_rates(mech, th, V))(kin.labels - mech.home_labels(), kin.platform_twist)
+    sr = jax.jit(jax.vmap(lambda th, V: par.screw_rates(mech, th, V)))(
+        kin.labels - mech.home_labels(), kin.platform_twist
+    )
     assert np.abs(sr - kin.rates).max() <= 1e-10 * np.abs(kin.rates).max()
     # the platform pivots about O, its normal follows the prescribed tilt
-    E = jax.vmap(lambda R, d: R @ mech.reference + d)(kin.platform_R, kin.platform_d)
+    E = np.einsum("nij,j->ni", kin.platform_R, mech.reference) + np.asarray(kin.platform_d)  # on the host
     assert np.abs(E - traj.position).max() < 1e-12
     A = par.inverse_dynamics(mech, traj, UPU_LOAD, kinematics=kin, method="momentum")
     B = par.inverse_dynamics(mech, traj, UPU_LOAD, kinematics=kin, method="newton_euler")
@@ -387,7 +403,6 @@ def test_stewart_legs_in_closed_form_close_every_chain_at_random_poses():
     chain's product of exponentials (`residual`, independent of the subproblems) to
     round-off at random poses, up to a half turn; the rotation vector's log is the
     inverse of `rotation_vector` there too."""
-    from diffmech import _screw
     from diffmech.parallel import _kinematics as K
 
     mech = par.StewartPlatform()
@@ -396,7 +411,7 @@ def test_stewart_legs_in_closed_form_close_every_chain_at_random_poses():
     axes /= np.linalg.norm(axes, axis=1, keepdims=True)
     angles = np.concatenate([[0.0], rng.uniform(0, 0.6, 59), [np.pi / 2, 3.0, np.pi - 1e-9, np.pi]])
     phi = jnp.asarray(axes * angles[:, None])
-    R = jax.vmap(_screw.rotation_vector)(phi)
+    R = _rotations(phi)
     d = jnp.asarray(rng.uniform(-0.01, 0.01, size=(64, 3))).at[0].set(0.0)
     x, ok = jax.jit(K._closed_form_state)(mech, R, d)
     assert bool(ok.all())
@@ -406,7 +421,7 @@ def test_stewart_legs_in_closed_form_close_every_chain_at_random_poses():
     assert float(jnp.abs(x[1:60, : mech.n_joints]).max()) < 1.5
     r = jax.jit(jax.vmap(lambda x_, R_, d_: K.residual(x_, (R_, d_), mech)))(x, R, d)
     assert float(jnp.abs(r).max()) <= 1e-14
-    back = jax.vmap(_screw.rotation_vector)(jax.jit(jax.vmap(K._rotation_log))(R))
+    back = _rotations(jax.jit(jax.vmap(K._rotation_log))(R))
     assert float(jnp.abs(back - R).max()) <= 1e-14
     # the leg lengths against the pose directly
     legs = np.asarray(x[:, 3 : mech.n_joints : 6]) + np.asarray(
@@ -434,7 +449,7 @@ def test_3ups_upu_s_legs_in_closed_form_close_every_chain_and_fix_the_free_turn(
     n = 16
     az, tilt = rng.uniform(0, 2 * np.pi, n), rng.uniform(0, 0.35, n)
     phi = np.stack([np.cos(az), np.sin(az), np.zeros(n)], axis=1) * tilt[:, None]
-    R = jax.vmap(_screw.rotation_vector)(jnp.asarray(phi))
+    R = _rotations(jnp.asarray(phi))
     normal = R[:, :, 2]
     spin = jax.vmap(_screw.rotation)(normal, jnp.asarray(rng.uniform(-0.15, 0.15, n)))
     R2 = jnp.einsum("nij,njk->nik", spin, R)  # the same normals, another turn about them
@@ -445,7 +460,7 @@ def test_3ups_upu_s_legs_in_closed_form_close_every_chain_and_fix_the_free_turn(
     assert bool(ok.all()) and bool(ok2.all())
     r = jax.jit(jax.vmap(lambda x_, R_, d_: K.residual(x_, (R_, d_), mech)))(x, R, d)
     assert float(jnp.abs(r).max()) <= 1e-14
-    Rs = jax.vmap(_screw.rotation_vector)(x[:, -6:-3])
+    Rs = _rotations(x[:, -6:-3])
     assert float(jnp.abs(Rs[:, :, 2] - normal).max()) <= 1e-14
     assert float(jnp.abs(x2 - x).max()) <= 1e-13
     newton = jax.jit(

@@ -243,12 +243,17 @@ def test_a_padded_state_keeps_the_linkages_own_equations_and_conditioning(monkey
         # every form's rows in the linkage's own order (each dyad kind's forms: lines
         # carried, offsets, angles, units; the sphere's frames and carried elements),
         # the padding slots x itself
+        # the two residuals of each linkage in one program (op by op: ~25 small ones each)
+        residuals = eqx.filter_jit(
+            lambda p, C, x, other: (
+                _plan.residual(x, 0.3, _plan.prepare(p, C)),
+                _model.residual(x[: other.n_unknowns], 0.3, other),
+            )
+        )
         for other in (lk, *(linkage(name) for name in ("slider_crank", "slotted", "yoke", "spherical_watt1"))):
-            prep = _plan.prepare(_plan.plan(other), jnp.asarray(_plan.coords(other)))
             n, n_pad = other.n_unknowns, _plan.plan(other).shape("slot")[0]
-            x = jnp.concatenate([other.x0() + 0.01, jnp.full((n_pad - n,), 0.25)])
-            r = _plan.residual(x, 0.3, prep)
-            want = _model.residual(other.x0() + 0.01, 0.3, other)
+            x = np.concatenate([np.asarray(other.x0()) + 0.01, np.full((n_pad - n,), 0.25)])
+            r, want = residuals(_plan.plan(other), np.asarray(_plan.coords(other)), x, other)
             np.testing.assert_allclose(np.asarray(r[:n]), np.asarray(want), rtol=0, atol=1e-14)
             np.testing.assert_array_equal(np.asarray(r[n:]), 0.25)
     finally:

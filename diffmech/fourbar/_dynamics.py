@@ -39,7 +39,7 @@ from .._validate import (
     check_type,
     is_traced,
 )
-from .._xla import filter_jit
+from .._xla import eager_program, filter_jit, host_array
 from . import _kinematics as _k
 from ._model import FourBar
 
@@ -159,7 +159,12 @@ def crank_torque(fb: FourBar, theta_A, omega_A, alpha_A) -> Float[Array, "*n"]:
         raise ValueError(
             f"fourbar.crank_torque: the shapes of theta_A, omega_A, alpha_A do not broadcast; got {shapes}"
         )
-    th, w, a = jnp.broadcast_arrays(*(jnp.asarray(v, dtype=fb.lengths.dtype) for v in (theta_A, omega_A, alpha_A)))
+    return _crank_torque(fb, *(host_array(v, fb.lengths.dtype) for v in (theta_A, omega_A, alpha_A)))
+
+
+@eager_program  # one program eagerly (op by op: ~100 small ones to compile)
+def _crank_torque(fb: FourBar, theta_A, omega_A, alpha_A):
+    th, w, a = jnp.broadcast_arrays(theta_A, omega_A, alpha_A)
 
     def one(th_, w_, a_):
         q, ok = closure_q(fb, th_)

@@ -18,7 +18,7 @@ from .. import _closure, _linalg
 from .._geometry import attitude, cross, perp
 from .._result import RESULTS, AbstractResult, BranchSwitchError, MotionLimitError, code as _result_code, finish
 from .._validate import as_floats, check_finite, check_scalar, check_shape, check_trailing, is_traced, is_traced_module
-from .._xla import COMPILER_OPTIONS, eager_program, filter_jit, jit
+from .._xla import COMPILER_OPTIONS, eager_program, filter_jit, host_array, jit
 from ._model import FourBar
 
 # --------------------------------------------------------------------------- closure
@@ -355,6 +355,11 @@ def closure_residual(fb: FourBar, q: Float[Array, "*n 6"]) -> Float[Array, "*n"]
     **Returns:** the error per configuration, shape `q.shape[:-1]`.
     """
     check_trailing("fourbar.closure_residual", "q", q, (6,))
+    return _closure_residual(fb, host_array(q))
+
+
+@eager_program  # one program eagerly (op by op: ~20 small ones to compile)
+def _closure_residual(fb: FourBar, q):
     l = _lengths_like(fb, q)
     qA, qB, qD = q[..., 0:2], q[..., 2:4], q[..., 4:6]
     e1 = jnp.array([1.0, 0.0], dtype=q.dtype)

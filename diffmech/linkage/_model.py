@@ -337,6 +337,12 @@ def compile_equations(topo: _Topology, names: tuple, link_names: tuple) -> _Plan
 # --------------------------------------------------------------------------- the module
 
 
+@eager_program  # eagerly one program (op by op: a slice per solved joint and their concatenation)
+def _x0(lk) -> Float[Array, " n"]:
+    """`Linkage.x0`."""
+    return lk.state(_initial(lk))
+
+
 @eager_program  # eagerly one program (op by op: a dozen small ones for a drawing or a file)
 def _initial(lk) -> Float[Array, "J 3"]:
     """`Linkage.initial`."""
@@ -466,9 +472,7 @@ class Linkage(eqx.Module):
         """An over-constrained description must close at its initial configuration,
         its input must determine it (`∂Φ/∂x` of full column rank) and move it (the
         rank of `[∂Φ/∂x, ∂Φ/∂u]` no more than the unknowns: mobility 1)."""
-        x, u = self.x0(), self.zero_input()
-        r = np.asarray(full_residual(x, u, prepare(self)))
-        Jx, Ju = jacobians(x, u, self)
+        r, Jx, Ju = map(np.asarray, _redundancy_values(self))
         m, n = Jx.shape
         if not np.all(np.abs(r) <= 1e-10):
             raise LinkageError(
@@ -697,7 +701,7 @@ class Linkage(eqx.Module):
 
     def x0(self) -> Float[Array, " n"]:
         """The initial state: the initial coordinates of the solved joints."""
-        return self.state(self.initial())
+        return _x0(self)
 
 
 # --------------------------------------------------------------------------- frames, tracers, residual
@@ -918,6 +922,15 @@ def jacobians(x, u, lk):
     Jx = jax.jacfwd(full_residual)(x, u, prep)
     Ju = jax.jacfwd(full_residual, argnums=1)(x, u, prep)
     return Jx, Ju
+
+
+@filter_jit
+def _redundancy_values(lk):
+    """The residual of every equation and `(∂Φ/∂x, ∂Φ/∂u)` at the initial
+    configuration: one program (op by op, an over-constrained linkage's check compiled
+    dozens of small ones: Bennett's construction 2.4 s)."""
+    x, u = lk.x0(), lk.zero_input()
+    return (full_residual(x, u, prepare(lk)),) + jacobians(x, u, lk)
 
 
 def rank_info(Jx, Ju, rtol):

@@ -25,7 +25,7 @@ from .._validate import (
     check_shape,
     is_traced,
 )
-from .._xla import COMPILER_OPTIONS, filter_jit, jit, pad_rows, size_class
+from .._xla import COMPILER_OPTIONS, eager_program, filter_jit, host_array, jit, pad_rows, size_class
 from . import _change, _plan, _structure
 from ._equations import orthonormal
 from ._model import (
@@ -150,9 +150,14 @@ def link_pose(lk: Linkage, result, link: str) -> tuple[Array, Array]:
     frame = lk.plan.frames[lk.link_names.index(link)]
     if frame is None:
         raise ValueError(f"linkage.link_pose: link {link!r} has no frame (an S–S rod's spin is idle)")
+    return _link_pose(lk, host_array(result.coords), frame=tuple(frame))
+
+
+@eager_program  # one program eagerly (op by op: ~20 small ones to compile)
+def _link_pose(lk: Linkage, X, *, frame):
     kind, *el = frame
     d = lk.dim
-    X, X0 = jnp.asarray(result.coords), lk.initial()
+    X0 = lk.initial()
 
     def basis(C):  # the frame's orthonormal axes, as columns
         if kind == "pp":
@@ -933,8 +938,8 @@ def rates(
     `Motion.coords`.
     """
     dt = lk.coords.dtype
-    check_shape("linkage.rates", "x", x, lk.x0().shape)
-    shape = lk.zero_input().shape
+    check_shape("linkage.rates", "x", x, (lk.n_unknowns,))
+    shape = () if lk.n_inputs == 1 else (lk.n_inputs,)  # `zero_input`'s (eagerly, an array made is a program)
     for name, v in (("u", u), ("udot", udot), ("uddot", uddot)):
         if not shape:
             check_scalar("linkage.rates", name, v)
@@ -942,7 +947,13 @@ def rates(
             raise ValueError(
                 f"linkage.rates: `{name}` must be a scalar or one value per input, shape {shape}; got {np.shape(v)}"
             )
-    u, udot, uddot = (jnp.broadcast_to(jnp.asarray(v, dt), shape) for v in (u, udot, uddot))
+    return _linkage_rates(lk, host_array(x, dt), *(host_array(v, dt) for v in (u, udot, uddot)))
+
+
+@eager_program  # one program eagerly (op by op: 141 small ones to compile, 5 s for Stephenson-II)
+def _linkage_rates(lk: Linkage, x, u, udot, uddot):
+    dt, shape = lk.coords.dtype, lk.zero_input().shape
+    u, udot, uddot = (jnp.broadcast_to(v, shape) for v in (u, udot, uddot))
     prep = prepare(lk)
     xdot, xddot = _closure.rates(prepared_residual, x, u, prep, udot, uddot)
 

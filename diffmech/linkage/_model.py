@@ -337,6 +337,12 @@ def compile_equations(topo: _Topology, names: tuple, link_names: tuple) -> _Plan
 # --------------------------------------------------------------------------- the module
 
 
+@eager_program  # eagerly one program (op by op: the equations' constants and each joint's placement)
+def _full(lk, x, u) -> Float[Array, "J 3"]:
+    """`Linkage.full`."""
+    return joint_coords(x, u, prepare(lk))
+
+
 @eager_program  # eagerly one program (op by op: a slice per solved joint and their concatenation)
 def _x0(lk) -> Float[Array, " n"]:
     """`Linkage.x0`."""
@@ -690,8 +696,7 @@ class Linkage(eqx.Module):
 
     def full(self, x: Float[Array, " n"], u) -> Float[Array, "J 3"]:
         """All coordinates (tracers included) from the solved state `x` at input `u`."""
-        prep = prepare(self)
-        return joint_coords(x, u, prep)
+        return _full(self, x, u)
 
     def state(self, C: Float[Array, "J 3"]) -> Float[Array, " n"]:
         """The solved state `x` read from all coordinates `C` (e.g. a row of
@@ -722,6 +727,7 @@ def tracer_rows(plan, kind):
     return np.array(rows, dtype=int).reshape(-1, TRACERS[kind].width)
 
 
+@eager_program  # eagerly one program (op by op: each equation kind's constants, a dozen small ones)
 def prepare(lk: Linkage) -> _Prepared:
     """The constants of every equation and tracer, from the initial coordinates."""
     C0 = lk.initial()

@@ -727,8 +727,8 @@ def _first_change(lk, motion, side):
         candidates.append(f - 1)  # a sample on (or just past) a change point, where Newton cannot converge
     X = None
     for i in sorted(set(candidates)):
-        if X is None:
-            X = np.asarray(_states_jit(lk, motion.coords[side]))
+        if X is None:  # (the rows taken on the host: eagerly, indexing a device array is a small program)
+            X = np.asarray(_states_jit(lk, np.asarray(motion.coords)[side]))
         j = i + 1 if (i + 1 < len(side) and ok[i + 1] and r[i + 1] < r[i]) else i
         found = _change.locate_change(lk, X[j], float(U[j]))
         if found is None:
@@ -752,7 +752,7 @@ def _past_change(lk, motion, side, k, x, u, w, at_change, branch):
     U = np.asarray(motion.inputs, dtype=float)
     on = side[k:][np.abs(np.abs(U[side[k:]]) - abs(u)) <= 1e-9 * (1 + abs(u))]
     if on.size:
-        C = lk.full(jnp.asarray(x, lk.coords.dtype), jnp.asarray(u, lk.coords.dtype))
+        C = lk.full(np.asarray(x, lk.coords.dtype), np.asarray(u, lk.coords.dtype))
         motion = _set_rows(motion, on, coords=C, converged=True, status=code(RESULTS.successful))
         k += on.size
         if k >= len(side):
@@ -765,19 +765,21 @@ def _past_change(lk, motion, side, k, x, u, w, at_change, branch):
     status = np.full(rows.shape, code(RESULTS.not_reached))
     status[0] = code(RESULTS.change_point)
     residual = np.full(rows.shape, np.nan)
-    residual[0] = motion.residual[rows[0]]  # the first input beyond keeps its own, as at a motion limit
-    last = motion.coords[side[k - 1]]
+    residual[0] = np.asarray(motion.residual)[rows[0]]  # the first input beyond keeps its own, as at a motion limit
+    last = np.asarray(motion.coords)[side[k - 1]]
     return _set_rows(motion, rows, coords=last, converged=False, status=status, condition=np.nan, residual=residual)
 
 
 def _set_rows(motion, rows, **values):
     """`motion` with the given fields (`coords`, `converged`, `status` as codes,
-    `condition`, `residual`) replaced in its `rows` (values broadcast to them)."""
+    `condition`, `residual`) replaced in its `rows` (values broadcast to them), on the
+    host (eagerly, a scatter per field and shape is a small program to compile)."""
     names = tuple(values)
 
     def new(name):
-        field = code(motion.status) if name == "status" else getattr(motion, name)
-        out = jnp.asarray(field).at[rows].set(jnp.asarray(values[name]).astype(field.dtype))
+        field = np.array(code(motion.status) if name == "status" else getattr(motion, name))
+        field[rows] = np.asarray(values[name]).astype(field.dtype)
+        out = jax.device_put(field)
         return as_results(out) if name == "status" else out
 
     return eqx.tree_at(lambda m: tuple(getattr(m, n) for n in names), motion, tuple(new(n) for n in names))
@@ -798,7 +800,7 @@ def _continued(lk, motion, side, k, x, u, w, at_change, branch):
     # the incoming direction: the secant through the last two samples before (the last
     # one may be the change point itself), or the rate at input 0
     if k >= 2:
-        a, b = np.asarray(_states_jit(lk, motion.coords[side[k - 2 : k]]))
+        a, b = np.asarray(_states_jit(lk, np.asarray(motion.coords)[side[k - 2 : k]]))
         incoming = np.concatenate([b - a, [U[side[k - 1]] - U[side[k - 2]]]])
     else:
         xdot = np.asarray(_closure.velocity(prepared_residual, lk.x0(), lk.zero_input(), prepare(lk), 1.0))

@@ -47,6 +47,36 @@ def run_child(code: str, *args: str, timeout: float = 900) -> dict:
     return json.loads(r.stdout.strip().splitlines()[-1])
 
 
+def compare_eager(code: str, names, path: str, repeats: int, atol: float) -> dict:
+    """The eager-call benchmarks' driver: each of `names` run by `code` (a child taking
+    `mode name`, printing `first_s`, `warm_ms`, `programs` and `value*` entries) op by
+    op and as one program, each mode in a fresh process; the same answer (`value*`
+    within `atol`, relative above 1), the two ratios, a table, written to `path`."""
+    import datetime
+    import json
+
+    res = {"jax": jax.__version__, "date": datetime.date.today().isoformat(), "repeats": repeats, "rows": {}}
+    width = max(len(n) for n in names) + 2
+    print(f"jax {res['jax']}, {res['date']}; first call (compile included) and warm median, each in a fresh process")
+    print(f"{'entry point':{width}s} {'mode':11s} {'first call':>11s} {'warm':>10s} {'programs':>9s}")
+    for name in names:
+        row = {mode: run_child(code, mode, name) for mode in ("op_by_op", "one_program")}
+        for mode, r in row.items():
+            print(f"{name:{width}s} {mode:11s} {r['first_s']:10.2f}s {r['warm_ms']:8.3f}ms {r['programs']:9d}")
+        for key in (k for k in row["op_by_op"] if k.startswith("value")):  # the same answer
+            a, b = row["op_by_op"][key], row["one_program"][key]
+            assert abs(a - b) <= atol * max(1.0, abs(a)), (name, key, a, b)
+        row["first_call_ratio"] = row["op_by_op"]["first_s"] / row["one_program"]["first_s"]
+        row["warm_ratio"] = row["op_by_op"]["warm_ms"] / row["one_program"]["warm_ms"]
+        res["rows"][name] = row
+        ratios = f"first call {row['first_call_ratio']:.1f}x, warm {row['warm_ratio']:.0f}x faster"
+        print(f"{'':{width}s} one program: {ratios}")
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+    print("wrote", path)
+    return res
+
+
 def write_results(path: str, rows: dict) -> dict:
     """`rows` with the date, the jax version and the core count, written to `path` (JSON)."""
     import datetime

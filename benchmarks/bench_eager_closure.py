@@ -14,14 +14,11 @@ Writes benchmarks/results/eager_closure.json.
 """
 
 import argparse
-import datetime
-import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks._timing import ROOT, child_env
+from benchmarks._timing import ROOT, compare_eager
 
 CHILD = """
 import json, statistics, sys, time
@@ -77,30 +74,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=20)
     args = ap.parse_args()
-    import jax
-
-    res = {"jax": jax.__version__, "date": datetime.date.today().isoformat(), "repeats": args.repeats, "rows": {}}
-    code = CHILD.format(root=ROOT, repeats=args.repeats)
-    print(f"jax {res['jax']}, {res['date']}; first call (compile included) and warm median, each in a fresh process")
-    print(f"{'entry point':14s} {'mode':11s} {'first call':>11s} {'warm':>10s} {'programs':>9s}")
-    for name in ("root", "sweep", "continuation"):
-        row = {}
-        for mode in ("op_by_op", "one_program"):
-            out = subprocess.run(
-                [sys.executable, "-c", code, mode, name], env=child_env(), capture_output=True, text=True, check=True
-            )
-            r = json.loads(out.stdout.strip().splitlines()[-1])
-            row[mode] = r
-            print(f"{name:14s} {mode:11s} {r['first_s']:10.2f}s {r['warm_ms']:8.2f}ms {r['programs']:9d}")
-        assert abs(row["op_by_op"]["value0"] - row["one_program"]["value0"]) <= 1e-14  # the same solution
-        row["first_call_ratio"] = row["op_by_op"]["first_s"] / row["one_program"]["first_s"]
-        row["warm_ratio"] = row["op_by_op"]["warm_ms"] / row["one_program"]["warm_ms"]
-        res["rows"][name] = row
-        print(f"{'':14s} one program: first call {row['first_call_ratio']:.1f}x, warm {row['warm_ratio']:.1f}x faster")
     path = os.path.join(ROOT, "benchmarks", "results", "eager_closure.json")
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
-    print("wrote", path)
+    compare_eager(
+        CHILD.format(root=ROOT, repeats=args.repeats), ("root", "sweep", "continuation"), path, args.repeats, atol=1e-14
+    )
 
 
 if __name__ == "__main__":

@@ -13,14 +13,11 @@ Writes benchmarks/results/eager_entry_points.json.
 """
 
 import argparse
-import datetime
-import json
 import os
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from benchmarks._timing import ROOT, child_env
+from benchmarks._timing import ROOT, compare_eager
 
 CHILD = """
 import json, statistics, sys, time
@@ -51,11 +48,12 @@ entries = {{
                                    lambda s: identify.fourbar_regressor(fb, th, np.ones(50), np.zeros(50)),
                                    [(dm._identify, "_regressor"), (dm._identify, "_from_base"), (fd, "_crank_torque")]),
     "linkage.rates": (lambda: (lambda lk: (lk, lk.x0()))(examples.stephenson2()),
-                      lambda s: linkage.rates(s[0], s[1], 0.0, 1.0, 0.0), [(_simulate, "_linkage_rates")]),
+                      lambda s: linkage.rates(s[0], s[1], 0.0, 1.0, 0.0),
+                      [(_simulate, "_linkage_rates"), (_simulate, "prepare")]),
     "linkage.link_pose": (lambda: (lambda lk: (lk, linkage.simulate(lk)))(examples.theo_jansen()),
                           lambda s: linkage.link_pose(s[0], s[1], s[0].link_names[2]), [(_simulate, "_link_pose")]),
     "examples.bennett()": (lambda: None, lambda s: examples.bennett().coords,
-                           [(_model, "_redundancy_values"), (_model, "_x0")]),
+                           [(_model, "_redundancy_values"), (_model, "_x0"), (_model, "prepare")]),
 }}
 setup, call, programs = entries[name]
 s = setup()
@@ -91,32 +89,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeats", type=int, default=20)
     args = ap.parse_args()
-    import jax
-
-    res = {"jax": jax.__version__, "date": datetime.date.today().isoformat(), "repeats": args.repeats, "rows": {}}
-    code = CHILD.format(root=ROOT, repeats=args.repeats)
-    print(f"jax {res['jax']}, {res['date']}; first call (compile included) and warm median, each in a fresh process")
-    print(f"{'entry point':28s} {'mode':11s} {'first call':>11s} {'warm':>10s} {'programs':>9s}")
-    for name in NAMES:
-        row = {}
-        for mode in ("op_by_op", "one_program"):
-            out = subprocess.run(
-                [sys.executable, "-c", code, mode, name], env=child_env(), capture_output=True, text=True, check=True
-            )
-            r = json.loads(out.stdout.strip().splitlines()[-1])
-            row[mode] = r
-            print(f"{name:28s} {mode:11s} {r['first_s']:10.2f}s {r['warm_ms']:8.3f}ms {r['programs']:9d}")
-        for key in ("value0", "value_last"):  # the same answer (to round-off: two programs may round apart)
-            a, b = row["op_by_op"][key], row["one_program"][key]
-            assert abs(a - b) <= 1e-12 * max(1.0, abs(a)), (name, key, a, b)
-        row["first_call_ratio"] = row["op_by_op"]["first_s"] / row["one_program"]["first_s"]
-        row["warm_ratio"] = row["op_by_op"]["warm_ms"] / row["one_program"]["warm_ms"]
-        res["rows"][name] = row
-        print(f"{'':28s} one program: first call {row['first_call_ratio']:.1f}x, warm {row['warm_ratio']:.0f}x faster")
     path = os.path.join(ROOT, "benchmarks", "results", "eager_entry_points.json")
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
-    print("wrote", path)
+    compare_eager(CHILD.format(root=ROOT, repeats=args.repeats), NAMES, path, args.repeats, atol=1e-12)
 
 
 if __name__ == "__main__":

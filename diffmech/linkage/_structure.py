@@ -457,7 +457,6 @@ def _branch_fns(lk: Linkage):
 
 @functools.lru_cache(maxsize=128)
 def _branch_fn(topo, names, link_names):
-
     steps = analyse(topo, names, link_names).steps
 
     def of_coords(X, C0):

@@ -284,6 +284,7 @@ WRONG = [
     (lambda: linkage.simulate_dynamics(LK, 0.0, 0.1, rtol=-1.0), "`rtol`"),
     (lambda: linkage.simulate_dynamics(LK, np.zeros(3), 0.1), "`udot0`"),
     (lambda: linkage.joint_forces(LK, np.linspace(0.0, 1.0, 5), np.ones(3)), "`udot`"),
+    (lambda: linkage.joint_forces(LK, linkage.simulate(STEPH, steps=3)), "`u` is not a motion of 'fourbar'"),
     (lambda: linkage.solve(LK, 0.3, guess=np.zeros(3)), "`guess`"),
     (lambda: linkage.mobility(LK, np.zeros(3)), "`x`"),
     (lambda: linkage.mobility(LK, rtol=-1.0), "`rtol`"),

@@ -10,6 +10,7 @@ change points of `linkage.singularities`."""
 import math
 import warnings
 
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -348,3 +349,32 @@ def test_bounds_that_cannot_fit_the_targets_are_named():
         except synthesis.InfeasibleError:
             pass
     assert any("pinned at its bounds" in str(w.message) for w in caught)
+
+
+def test_joint_forces_along_a_motion_are_at_its_own_configurations_past_a_change_point():
+    # the parallelogram turned at its change points (onto the anti-parallelogram and
+    # back): the joint forces of that motion are at its own rows (a sweep from its
+    # inputs fails past the second, crank at 2π). Massless, a force F at C held by the motor: τ = −F · dC/du,
+    # dC/du by a five-point stencil on the motion's own rows (no implicit function theorem)
+    spec = _fourbar(1.0, 2.0, 1.0, 2.0, math.pi / 3).to_dict()
+    for name in ("crank", "coupler", "rocker"):
+        spec["links"][name] = {"joints": spec["links"][name], "mass": 1.0, "inertia": 0.1, "com": [0.0, 0.0]}
+    spec["gravity"], F = [0.0, 0.0], np.array([3.0, -5.0])
+    spec["loads"] = [{"type": "force", "joint": "C", "link": "rocker", "force": F.tolist()}]
+    lk = diffmech.Linkage.from_dict(spec)
+    massless = eqx.tree_at(lambda k: (k.masses, k.inertias), lk, (0 * lk.masses, 0 * lk.inertias))
+    u = np.linspace(0.0, 2 * math.pi, 181)  # the parallelogram test's path and program
+    turn = linkage.simulate(lk, inputs=u, at_change="turn")
+    assert bool(np.all(turn.converged))
+    jf = linkage.joint_forces(massless, turn, 0.0, 0.0, throw=False)
+    crank = math.pi / 3 + u
+    C, h = np.asarray(turn["C"]), u[1] - u[0]
+    i = np.arange(4, len(u) - 4)
+
+    def stencil(k):  # five points k rows apart: error O((k h)⁴)
+        return (8 * (C[i + k] - C[i - k]) - (C[i + 2 * k] - C[i - 2 * k])) / (12 * k * h)
+
+    slope = stencil(1) + (stencil(1) - stencil(2)) / 15  # Richardson: O(h⁶)
+    away = (np.abs(crank[i] - math.pi) > 0.2) & (np.abs(crank[i] - 2 * math.pi) > 0.2)  # smooth rows
+    assert bool(np.all(np.asarray(jf.converged)[i[away]]))
+    np.testing.assert_allclose(np.asarray(jf.torque)[i[away]], -(slope @ F)[away], rtol=1e-5, atol=1e-6)

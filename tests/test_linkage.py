@@ -639,7 +639,8 @@ def test_joint_forces_agree_with_the_multiplier_model_and_the_reduced_equation(n
     lk = getattr(dm.examples, name)()
     t = np.arange(50) / 50.0
     u, ud, udd = 2 * np.pi * t, np.full(50, 2 * np.pi), 3.0 * np.sin(2 * np.pi * t)
-    jf = L.joint_forces(lk, u, ud, udd)
+    m = L.simulate(lk, inputs=u)
+    jf = L.joint_forces(lk, m, ud, udd)  # along the motion: its configurations
     assert bool(jnp.all(jf.converged))
     ref_ = absolute.inverse(absolute.load(absolute._data_path(name)), t, u, ud, udd)
     scale = float(np.abs(ref_["torque"]).max())
@@ -652,7 +653,7 @@ def test_joint_forces_agree_with_the_multiplier_model_and_the_reduced_equation(n
     np.testing.assert_allclose(np.asarray(jf.shaking_moment), ref_["shaking_moment"], atol=1e-9 * scale)
     # Lagrange's reduced equation at the same configurations
     for k in (0, 17, 33):
-        x = L.solve(lk, u[k]).value if k == 0 else lk.state(L.simulate(lk, inputs=u[: k + 1]).coords[k])
+        x = lk.state(m.coords[k])
         M, dM = L.generalised_inertia(lk, x, u[k])
         _, dV = L.potential(lk, x, u[k])
         tau = float(M * udd[k] + 0.5 * dM * ud[k] ** 2 + dV)
@@ -1047,9 +1048,10 @@ def test_spatial_joint_forces_match_the_rods_and_lagrange():
     ]
     lk = L.Linkage.from_dict(spec)
     u, ud, udd = np.linspace(0.0, 0.3, 6), np.full(6, 0.7), np.linspace(-1.0, 1.0, 6)
-    jf = L.joint_forces(lk, u, ud, udd)
+    m = L.simulate(lk, inputs=u, condition=False)  # the program of conf below
+    jf = L.joint_forces(lk, m, ud, udd)  # along the motion: its configurations
     massless = eqx.tree_at(lambda k: (k.masses, k.inertias), lk, (0 * lk.masses, 0 * lk.inertias))
-    static = L.joint_forces(massless, u, 0.0, 0.0)
+    static = L.joint_forces(massless, m, 0.0, 0.0)
     assert bool(jnp.all(jf.converged)) and jf.reactions.shape == (6, 20, 6)
 
     h = 1e-4

@@ -255,9 +255,9 @@ def test_bennett_driven_at_a_joint_between_two_moving_links_keeps_bennetts_relat
 
     V = [potential(X) for X in C[1:6]]
     want = (8 * (V[3] - V[1]) - (V[4] - V[0])) / (12 * h)
-    jf = L.joint_forces(lk, jnp.array([0.5]))
-    assert bool(jf.converged[0])
-    assert abs(float(jf.torque[0]) - want) <= 1e-7 * abs(want), (float(jf.torque[0]), want)
+    jf = L.joint_forces(lk, m)  # along the motion: its configurations (u = 0.5 in row 3)
+    assert bool(jf.converged[3])
+    assert abs(float(jf.torque[3]) - want) <= 1e-7 * abs(want), (float(jf.torque[3]), want)
 
 
 def test_a_bennett_design_off_its_condition_is_rigid_by_name_and_by_status():
@@ -326,11 +326,11 @@ def test_spatial_joint_forces_drive_torque_is_the_closed_form_lagrangians():
     # the over-constrained Bennett linkage: its reactions are indeterminate (least norm,
     # three free), its motor torque is not: the reduced equation's, from M(u) and V(u)
     ben = dm.examples.bennett()
-    m = L.simulate(ben)  # the closure test's program: 180 inputs of 2°, every 30th used
-    jb = L.joint_forces(ben, m.inputs[::30], w, alpha)
+    m = L.simulate(ben)  # the closure test's program: 180 inputs of 2°, every 30th checked
+    jb = L.joint_forces(ben, m, w, alpha)  # along the motion: its configurations
     assert jb.redundancy == 3
-    for i, th in enumerate(np.asarray(m.inputs[::30])):
-        x = ben.state(m.coords[30 * i])
+    for i in range(0, 180, 30):
+        th, x = m.inputs[i], ben.state(m.coords[i])
         (M, dM), (_, dV) = L.generalised_inertia(ben, x, th), L.potential(ben, x, th)
         want = float(M * alpha + 0.5 * dM * w**2 + dV)
         assert abs(float(jb.torque[i]) - want) <= 1e-9 * max(1.0, abs(want)), (th, float(jb.torque[i]), want)
@@ -420,12 +420,12 @@ def test_cardan_joint_forces_drive_torque_is_the_reduced_equations():
     # the universal joint transmits a force and the couple along its axes' normal; the
     # input torque from every shaft's Newton–Euler balance against M(u), V(u) (Lagrange)
     lk = dm.examples.cardan()
-    m = L.simulate(lk)  # the Hooke test's program; every 30th input
+    m = L.simulate(lk)  # the Hooke test's program; every 30th input checked
     w, alpha = 2.0, 0.5
-    jf = L.joint_forces(lk, m.inputs[::30], w, alpha)
+    jf = L.joint_forces(lk, m, w, alpha)  # along the motion: its configurations
     assert bool(np.all(jf.converged)) and jf.redundancy == 3
-    for i, th in enumerate(np.asarray(m.inputs[::30])):
-        x = lk.state(m.coords[30 * i])
+    for i in range(0, 180, 30):
+        th, x = m.inputs[i], lk.state(m.coords[i])
         (M, dM), (_, dV) = L.generalised_inertia(lk, x, th), L.potential(lk, x, th)
         want = float(M * alpha + 0.5 * dM * w**2 + dV)
         assert abs(float(jf.torque[i]) - want) <= 1e-9 * max(1.0, abs(want)), (th, float(jf.torque[i]), want)
@@ -536,8 +536,8 @@ def test_rscr_follows_its_closure_condition_and_its_drive_torque_is_the_lagrangi
             R, p = L.link_pose(lk, m, link)
             np.testing.assert_allclose(np.asarray(R[i]), want[link][0], atol=1e-10, err_msg=(th, link))
     w, alpha = 2.0, 0.5
-    jf = L.joint_forces(lk, m.inputs[::45], w, alpha)  # the notebook's program
-    for th, tau in zip(np.asarray(m.inputs[::90]), np.asarray(jf.torque[::2])):
+    jf = L.joint_forces(lk, m, w, alpha)  # along the motion (the notebook's program)
+    for th, tau in zip(np.asarray(m.inputs[::90]), np.asarray(jf.torque[::90])):
         M, dM, dV = rscr_energy_terms(th)
         want = M * alpha + 0.5 * dM * w**2 + dV
         assert abs(tau - want) <= 1e-6 * max(1.0, abs(want)), (th, tau, want)
@@ -555,7 +555,7 @@ def test_rscr_follows_its_closure_condition_and_its_drive_torque_is_the_lagrangi
             np.asarray(jf.reaction(joint, link))[:, :3],
             atol=1e-12 * scale,
         )
-    e = np.asarray(m.coords[::45, lk.names.index("C.axis")] - m.coords[::45, lk.names.index("C")])
+    e = np.asarray(m.coords[:, lk.names.index("C.axis")] - m.coords[:, lk.names.index("C")])
     np.testing.assert_allclose(
         np.asarray(jf.frames[:, jf.pairs.index(("C", "coupler")), :, 2]),
         e / np.linalg.norm(e, axis=1, keepdims=True),
@@ -719,7 +719,7 @@ def test_spatial_prismatic_joint_slides_without_turning_and_drives_by_its_force(
     Cs = C0 + u[:, None] * e
     lhs = Cs[:, 0] * np.cos(th) + Cs[:, 1] * np.sin(th)
     np.testing.assert_allclose(lhs, (np.sum(Cs * Cs, axis=1) + 1 - 2.5**2) / 2, atol=1e-10)
-    jf = L.joint_forces(lk, u)
+    jf = L.joint_forces(lk, m)  # along the motion: its configurations
     want = 9.81 * e[2] * (0.7 / 2 + 1.5)
     np.testing.assert_allclose(np.asarray(jf.torque), want, rtol=1e-10)
     # the P joint's reaction on the slider, in its frame: no force along its axis (the

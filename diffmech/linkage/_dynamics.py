@@ -62,7 +62,7 @@ from .._xla import eager_program, filter_jit
 from . import _schema
 from ._equations import normals, orthonormal
 from ._model import Linkage, joint_coords, prepare, prepared_residual
-from ._simulate import Motion, joint_path, simulate_functional, widths
+from ._simulate import Motion, check_motion, joint_path, simulate_functional, widths
 
 
 def rod_mass_properties(
@@ -1227,8 +1227,8 @@ def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> 
     motion `u(t)`, `u̇`, `ü` (arrays `(N,)`, broadcast), from every moving link's
     Newton–Euler balance (gravity, inertia, the applied loads) solved as one linear
     system per configuration. The configurations come from the closure core (a
-    sweep through `u` from the initial configuration), the links' accelerations
-    from its implicit-function-theorem rates. Jittable, vmappable over designs,
+    sweep through `u` from the initial configuration) or, for a `Motion`, are its
+    own; the links' accelerations come from the implicit-function-theorem rates. Jittable, vmappable over designs,
     differentiable (lengths, masses, inertias). `throw` as every solve's (default
     True: a prescribed motion the linkage cannot follow raises).
 
@@ -1246,11 +1246,15 @@ def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> 
 
     **Arguments:** `lk`: the linkage; `u`, `udot`, `uddot`: the input's value, rate and
     acceleration (`(N,)` arrays or scalars, in the input's units; for `k` inputs `u`
-    `(N, k)`, the rates scalars, `(k,)` or `(N, k)`); `u` may be a `Motion` from
-    `simulate` (its inputs); `throw`: raise if the closure fails at an input.
+    `(N, k)`, the rates scalars, `(k,)` or `(N, k)`); `u` may be a `Motion` of `lk` from
+    `simulate`: the forces along it, at its configurations (the branch it took, a
+    change point it passed), without sweeping again; they are the motion's, held
+    fixed: for a gradient with respect to the design, pass the inputs (or a motion
+    from `simulate_functional` of the same design); `throw`: raise if the closure fails at an input.
     """
-    if isinstance(u, Motion):  # a motion from simulate: its inputs
-        u = u.inputs
+    motion = None
+    if isinstance(u, Motion):  # a motion from simulate: its configurations, not a second sweep
+        motion, u = check_motion("linkage.joint_forces", lk, u, "u"), u.inputs
     dt = lk.coords.dtype
     k = lk.n_inputs
     path = "(N,)" if k == 1 else f"(N, {k})"
@@ -1281,7 +1285,7 @@ def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> 
             f"joint_forces: {plan.n_unknowns} unknowns for {plan.n_equations} independent equations in {lk.name!r}: a "
             "planar or spatial linkage whose joints all carry load has as many"
         )
-    out = _joint_forces(lk, u, udot, uddot, body, plan)
+    out = _joint_forces(lk, u if motion is None else motion, udot, uddot, body, plan)
     return finish(out, throw, f"linkage {lk.name!r}: joint_forces")
 
 
@@ -1338,9 +1342,12 @@ def _drop_idle_spins(e, body: _Inertial):
 
 @filter_jit
 def _joint_forces(lk, u, udot, uddot, body, plan):
+    """The joint forces along `u`: a `Motion` of `lk` (its configurations), or inputs,
+    whose configurations come from a sweep from the initial one (input 0:
+    `simulate_functional` starts there)."""
     prep = prepare(lk)
-    # the configurations by a sweep from the initial one (input 0: simulate_functional starts there)
-    motion = simulate_functional(lk, u, condition=False)
+    motion = u if isinstance(u, Motion) else simulate_functional(lk, u, condition=False)
+    u = motion.inputs
     planar = plan.width == 3
 
     def one(C, u_, ud, udd):

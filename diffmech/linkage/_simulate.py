@@ -970,19 +970,27 @@ def _linkage_rates(lk: Linkage, x, u, udot, uddot):
 
 
 @filter_jit
+def check_motion(owner: str, lk: Linkage, motion, name: str = "motion") -> Motion:
+    """`motion` if it is a `Motion` of `lk` (its joints' rows and its inputs'
+    shape), else a `ValueError` from `owner` naming the argument `name`."""
+    if not isinstance(motion, Motion):
+        raise ValueError(f"{owner}: `{name}` must be a Motion (from linkage.simulate); got {motion!r}")
+    rows = jax.eval_shape(lambda: lk.full(lk.x0(), lk.zero_input())).shape
+    inputs = motion.coords.shape[:1] + ((lk.n_inputs,) if lk.n_inputs > 1 else ())
+    if motion.coords.shape[1:] != rows or motion.inputs.shape != inputs:
+        raise ValueError(
+            f"{owner}: `{name}` is not a motion of {lk.name!r} (its joints {motion.coords.shape[1:]} and inputs "
+            f"{motion.inputs.shape[1:]}, the linkage's {rows} and {inputs[1:]})"
+        )
+    return motion
+
+
 def motion_rates(lk: Linkage, motion: Motion, udot=1.0, uddot=0.0):
     """`rates` at every step of a `Motion` (rows of unconverged steps are NaN):
     velocities and accelerations `(N, J, 3)` of the linkage `lk` along its `motion`
     (from `simulate`) for an input rate `udot` (and `uddot`): a number, one per input
     `(k,)`, or one per step (the inputs' shape, `(N,)` or `(N, k)`)."""
-    if not isinstance(motion, Motion):
-        raise ValueError(f"linkage.motion_rates: `motion` must be a Motion (from linkage.simulate); got {motion!r}")
-    rows = jax.eval_shape(lambda: lk.full(lk.x0(), lk.zero_input())).shape
-    if motion.coords.shape[1:] != rows:
-        raise ValueError(
-            f"linkage.motion_rates: `motion` is not a motion of {lk.name!r} (its joints {motion.coords.shape[1:]}, "
-            f"the linkage's {rows})"
-        )
+    check_motion("linkage.motion_rates", lk, motion)
     dt = lk.coords.dtype
     U = motion.inputs.astype(dt)
     try:

@@ -118,3 +118,15 @@ class TorqueSeries(eqx.Module):
 
     def __call__(self, t, u, udot):
         return _interp(t, self.times, self.values)[0] + jnp.zeros_like(udot)
+
+
+def as_affine(torque):
+    """No torque, a `ConstantTorque` or an `AffineTorque` as one `AffineTorque` (`τ = a
+    − b u̇` with `b = 0`, or `a = b = 0`: the same numbers, `0 · u̇` adding an exact
+    zero): a program is compiled per law's structure, so free motion and these laws
+    then share one; any other law or function is returned as it is."""
+    if torque is None:
+        return AffineTorque(0.0, 0.0)
+    if isinstance(torque, ConstantTorque):
+        return AffineTorque(torque.torque, jnp.zeros_like(torque.torque))
+    return torque

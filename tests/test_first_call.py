@@ -241,10 +241,22 @@ def test_drive_laws_are_data_other_numbers_compile_nothing():
         g = fourbar.simulate(
             fb, q0, 0.0, 0.2, saveat=np.linspace(0.0, 0.2, 5), drive=fourbar.Drive(fourbar.ConstantTorque(0.2))
         )
+        # free motion, a constant torque, another damping: the same law's program
+        free = linkage.simulate_dynamics(lk, 0.0, 1.0, 0.2, **kw)
+        c = linkage.simulate_dynamics(
+            lk, 0.0, 1.0, 0.2, drive=linkage.Drive(torque=linkage.ConstantTorque(0.8), damping=0.1), **kw
+        )
+        h = fourbar.simulate(fb, q0, 0.0, 0.2, saveat=np.linspace(0.0, 0.2, 5))
     assert seen == [], len(seen)
-    assert bool(np.all(a.converged)) and bool(np.all(b.converged)) and bool(np.all(f.converged & g.converged))
+    sims = (a, b, free, c)
+    assert all(bool(np.all(s.converged)) for s in sims) and bool(np.all(f.converged & g.converged & h.converged))
     assert float(b.u[-1]) > float(a.u[-1])  # more torque, further
-    assert float(a.energy_error) < 1e-8 and float(b.energy_error) < 1e-8
+    assert all(float(s.energy_error) < 1e-8 for s in sims)
+    # the work of each law: none free; τ Δu for a constant torque; the damper's loss
+    assert float(np.max(np.abs(np.asarray(free.work)))) == 0.0
+    np.testing.assert_allclose(np.asarray(c.work), 0.8 * (np.asarray(c.u) - float(c.u[0])), rtol=1e-12, atol=1e-15)
+    assert float(c.dissipated[-1]) > 0.0 and float(free.dissipated[-1]) == 0.0
+    assert float(h.energy_drift) < 1e-8  # free: the energy kept
 
 
 def test_eager_programs_take_new_numbers_without_compiling_and_inline_in_a_program():
@@ -299,6 +311,7 @@ def test_eager_entry_points_compile_one_program_not_one_per_operation():
         ),
         "linkage.rates": lambda: linkage.rates(lk, x0, 0.0, 1.0, 0.0),
         "linkage.link_pose": lambda: linkage.link_pose(lk, motion, framed[-1]),
+        "linkage.motion_rates": lambda: linkage.motion_rates(lk, motion, 1.0, 0.5),
     }
     for name, call in calls.items():
         with compilations() as seen:

@@ -619,7 +619,8 @@ def test_dynamics_agree_with_an_absolute_coordinate_multiplier_model(name):
     def torque(t, u, w):
         return 50.0 - 5.0 * w
 
-    for drive, tq in ((None, None), (L.Drive(torque=torque), torque)):
+    # the motor as the law τ = 50 − 5 u̇ (free motion and the law: one compiled program)
+    for drive, tq in ((None, None), (L.Drive(torque=L.AffineTorque(50.0, 5.0)), torque)):
         sim = L.simulate_dynamics(lk, 0.0, 5.0, saveat=T5, drive=drive, rtol=1e-12, atol=1e-14)
         ref_ = absolute.forward(model, np.asarray(T5), torque=tq)
         assert bool(jnp.all(sim.converged))

@@ -28,6 +28,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from .. import _closure
+from .._drives import as_affine
 from .._geometry import attitude, perp
 from .._result import RESULTS, AbstractResult, finish, save_status
 from .._validate import (
@@ -184,7 +185,8 @@ class Drive(eqx.Module):
     - `torque`: `torque(t, theta_A, omega_A) -> τ` (N m on the crank about A), or None;
       a function, or a drive law whose numbers are data (`ConstantTorque`,
       `AffineTorque`, `ServoTorque`, `TorqueSeries`: other numbers, the same compiled
-      program; each new function object compiles again);
+      program; each new function object compiles again; no torque, a `ConstantTorque`
+      and an `AffineTorque` run one program);
     - `damping` `(4,)`: coefficients (cA, cB, cC, cD) (N m s) of the joints A
       (crank–ground), B (coupler–crank), C (rocker–coupler), D (rocker–ground).
     """
@@ -447,6 +449,8 @@ def simulate(
     xp = array_module(q0, Pi0, t0, t1, saveat, rtol, atol)
     ts = xp.linspace(t0, t1, 501, dtype=dt) if saveat is None else xp.asarray(saveat, dtype=dt)
     drive = drive if drive is not None else Drive()
+    # free motion, a constant and an affine torque as one law: one compiled program
+    drive = Drive(torque=as_affine(drive.torque), damping=drive.damping)
     adjoint = adjoint if adjoint is not None else diffrax.RecursiveCheckpointAdjoint()
     out = _simulate(
         fb,

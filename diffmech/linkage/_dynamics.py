@@ -45,6 +45,7 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from .. import _closure, _linalg
+from .._drives import as_affine
 from .._geometry import cross, dot, perp, unit
 from .._result import RESULTS, AbstractResult, as_results, code, finish, save_status
 from .._screw import vee
@@ -58,7 +59,7 @@ from .._validate import (
     check_shape,
     is_traced,
 )
-from .._xla import eager_program, filter_jit
+from .._xla import eager_program, filter_jit, host_array
 from . import _schema
 from ._equations import normals, orthonormal
 from ._model import Linkage, joint_coords, prepare, prepared_residual
@@ -323,7 +324,9 @@ class Drive(eqx.Module):
     `torque` is a function, or a drive law whose numbers are data (`ConstantTorque`,
     `AffineTorque`, `ServoTorque`, `TorqueSeries`): a law with other numbers runs the
     same compiled program, while each new function object (a `lambda` written again in
-    a loop) compiles again; define a function once and reuse it, or use a law.
+    a loop) compiles again; define a function once and reuse it, or use a law. No
+    torque, a `ConstantTorque` and an `AffineTorque` run one program (all three are
+    `τ = a − b u̇` to the compiler), for any damping.
 
     **Fields:** `torque`, `damping` as above.
     """
@@ -733,6 +736,9 @@ def simulate_dynamics(
     xp = array_module(u0, udot0, t1, saveat, rtol, atol)
     ts = xp.linspace(0.0, t1, 201, dtype=dt) if saveat is None else xp.asarray(saveat, dtype=dt)
     shape = () if k == 1 else (k,)
+    # free motion, a constant and an affine torque as one law, the damping an array:
+    # one compiled program for all of them and for any of their numbers
+    drive = Drive(torque=as_affine(drive.torque), damping=host_array(drive.damping, dt))
     out = _simulate_dynamics(
         lk,
         xp.broadcast_to(xp.asarray(u0, dt), shape),

@@ -969,13 +969,12 @@ def _linkage_rates(lk: Linkage, x, u, udot, uddot):
     return vel, acc
 
 
-@filter_jit
 def check_motion(owner: str, lk: Linkage, motion, name: str = "motion") -> Motion:
     """`motion` if it is a `Motion` of `lk` (its joints' rows and its inputs'
     shape), else a `ValueError` from `owner` naming the argument `name`."""
     if not isinstance(motion, Motion):
         raise ValueError(f"{owner}: `{name}` must be a Motion (from linkage.simulate); got {motion!r}")
-    rows = jax.eval_shape(lambda: lk.full(lk.x0(), lk.zero_input())).shape
+    rows = lk.coords.shape  # every joint and tracer: the rows `lk.full` gives
     inputs = motion.coords.shape[:1] + ((lk.n_inputs,) if lk.n_inputs > 1 else ())
     if motion.coords.shape[1:] != rows or motion.inputs.shape != inputs:
         raise ValueError(
@@ -991,19 +990,25 @@ def motion_rates(lk: Linkage, motion: Motion, udot=1.0, uddot=0.0):
     (from `simulate`) for an input rate `udot` (and `uddot`): a number, one per input
     `(k,)`, or one per step (the inputs' shape, `(N,)` or `(N, k)`)."""
     check_motion("linkage.motion_rates", lk, motion)
-    dt = lk.coords.dtype
-    U = motion.inputs.astype(dt)
-    try:
-        ud, udd = (jnp.broadcast_to(jnp.asarray(v, dt), U.shape) for v in (udot, uddot))
+    dt, shape = lk.coords.dtype, motion.inputs.shape
+    try:  # on the host when concrete: eagerly, a broadcast is a small program of its own
+        ud, udd = (
+            jnp.broadcast_to(v, shape) if is_traced(v) else np.broadcast_to(np.asarray(v, dt), shape)
+            for v in (udot, uddot)
+        )
     except ValueError:
         raise ValueError(
             f"linkage.motion_rates: `udot` and `uddot` must be numbers, one per input or one per step (the inputs' "
-            f"shape {U.shape}); got {np.shape(udot)} and {np.shape(uddot)}"
+            f"shape {shape}); got {np.shape(udot)} and {np.shape(uddot)}"
         ) from None
+    return _motion_rates(lk, motion, ud, udd)
 
+
+@eager_program
+def _motion_rates(lk, motion, ud, udd):
     def one(u, C, v, a):
         return rates(lk, lk.state(C), u, v, a)
 
-    vel, acc = jax.vmap(one)(U, motion.coords, ud, udd)
+    vel, acc = jax.vmap(one)(motion.inputs.astype(ud.dtype), motion.coords, ud, udd)
     ok = motion.converged[:, None, None]
     return jnp.where(ok, vel, jnp.nan), jnp.where(ok, acc, jnp.nan)

@@ -334,7 +334,7 @@ class Drive(eqx.Module):
     # not static: a drive law (`AffineTorque`, ...: an Equinox module) is traced, its
     # numbers arrays; a plain function, not an array, stays static to `eqx.filter_jit`
     torque: Callable | None = None
-    damping: Float[Array, ""] | float = 0.0
+    damping: Float[Array, ""] | np.ndarray | float = 0.0
 
     def __check_init__(self):
         if self.torque is not None and not callable(self.torque):

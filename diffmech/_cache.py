@@ -1,9 +1,23 @@
 """diffmech's folder on disk and JAX's persistent compilation cache for its programs."""
 
+import dataclasses
+import functools
+import hashlib
 import os
 import pathlib
+import pickle
+import platform
+from collections.abc import Callable
+from importlib.metadata import version
+from typing import Any
 
+import equinox as eqx
 import jax
+import numpy as np
+from jax.experimental.serialize_executable import deserialize_and_load, serialize
+
+from ._validate import is_traced
+from ._xla import COMPILER_OPTIONS
 
 # a program that compiles in at least this long is kept (most of diffmech's take 0.1-3 s)
 MIN_COMPILE_TIME = 0.05
@@ -23,8 +37,10 @@ def cache(path=None, *, min_compile_time: float = MIN_COMPILE_TIME) -> pathlib.P
     """Turn on JAX's persistent compilation cache: every program that compiles in
     `min_compile_time` seconds or more is written to `path`, and a later process (a
     notebook's kernel restarted, a script run again) loads it instead of compiling
-    it: a first answer in a fraction of the time (see the getting-started page). Call
-    it first, before anything compiles; the CLI calls it unless `--no-cache`.
+    it: a first answer in a fraction of the time (see the getting-started page). The
+    simulation programs of `linkage.simulate` are also kept compiled (`path/programs`):
+    a later process loads them without tracing or lowering them. Call it first, before
+    anything compiles; the CLI calls it unless `--no-cache`.
 
     **Arguments:** `path`: the folder (default `<diffmech's cache folder>/jax`:
     `$DIFFMECH_CACHE/jax`, `~/.cache/diffmech/jax`); `min_compile_time`: seconds
@@ -42,7 +58,143 @@ def cache(path=None, *, min_compile_time: float = MIN_COMPILE_TIME) -> pathlib.P
     jax.config.update("jax_compilation_cache_dir", str(folder))
     jax.config.update("jax_persistent_cache_min_compile_time_secs", float(min_compile_time))
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+    global _PROGRAM_FOLDER
+    _PROGRAM_FOLDER = folder / "programs"
     return folder
+
+
+# --------------------------------------------------------------------------- compiled programs on disk
+#
+# JAX's persistent cache keys a program by its lowered text: a later process still traces
+# and lowers it before the cache can answer (the Jansen leg's `linkage.simulate`, 1.05 s
+# of its 1.25 s with the cache warm). The size-class programs of the library (one per
+# class, whatever the topology) are kept here as compiled executables, keyed by what
+# determines them without tracing: the program's name, its static options, the
+# structure and the shapes and dtypes of its arguments, and everything the compiled code
+# depends on (this package's source, JAX's, jaxlib's and Equinox's versions, the XLA
+# flags and compiler options, the float width, the device and the CPU's features). A
+# later process loads the executable (0.14-0.17 s) instead of tracing, lowering and
+# compiling it. Only arguments made of arrays and of this package's own classes are
+# kept: no user code can reach a kept program.
+
+_PROGRAM_FOLDER: pathlib.Path | None = None
+_LOADED: dict[str, tuple[Any, Any]] = {}
+
+
+@functools.cache
+def _environment() -> str:
+    """Everything a compiled program depends on besides its arguments, as a digest."""
+    h = hashlib.sha256()
+    package = pathlib.Path(__file__).parent
+    for f in sorted(package.rglob("*.py")):
+        h.update(str(f.relative_to(package)).encode())
+        h.update(f.read_bytes())
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as info:
+            flags = next((line for line in info if line.startswith("flags")), "")
+    except OSError:
+        flags = platform.processor()
+    device = jax.devices()[0]
+    for part in (
+        jax.__version__,
+        version("jaxlib"),
+        version("equinox"),
+        os.environ.get("XLA_FLAGS", ""),
+        repr(COMPILER_OPTIONS),
+        str(getattr(jax.config, "jax_enable_x64")),
+        str(getattr(jax.config, "jax_numpy_dtype_promotion")),
+        device.platform,
+        device.device_kind,
+        flags,
+    ):
+        h.update(part.encode())
+    return h.hexdigest()
+
+
+def _own(tree) -> bool:
+    """Whether every node of a pytree is a container or one of this package's classes."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (tuple, list)):
+            todo.extend(node)
+        elif isinstance(node, dict):
+            todo.extend(node.values())
+        elif isinstance(node, eqx.Module):
+            if type(node).__module__ == "equinox._enum":  # a status: this package's enumeration's
+                if not getattr(node, "_enumeration").__module__.startswith("diffmech."):
+                    return False
+                todo.append(getattr(node, "_value"))
+            elif type(node).__module__.startswith("diffmech."):
+                todo.extend(getattr(node, f.name) for f in dataclasses.fields(node))
+            else:
+                return False
+        elif not (node is None or isinstance(node, (np.ndarray, np.generic, jax.Array, str, int, float, bool))):
+            return False
+    return True
+
+
+def program(name: str, f: Callable, jitted: Callable, args: tuple, static: tuple):
+    """`f(*args, *static)` as `jitted` computes it (`static`: its static arguments,
+    after the others), from the compiled program kept on disk when `cache()` is on and
+    every argument is concrete and this package's own (see above); else `jitted(*args,
+    *static)` itself."""
+    if _PROGRAM_FOLDER is None or is_traced(args) or not _own(args):
+        return jitted(*args, *static)
+    leaves, tree = jax.tree.flatten(args)
+    avals = [(np.shape(a), str(np.asarray(a).dtype if isinstance(a, np.generic) else a.dtype)) for a in leaves]
+    key = hashlib.sha256(repr((name, _environment(), str(tree), static, avals)).encode()).hexdigest()
+    entry = _LOADED.get(key)
+    if entry is None:
+        entry = _load(key) or _compile(key, f, tree, leaves, static)
+        _LOADED[key] = entry
+    compiled, out_tree = entry
+    return jax.tree.unflatten(out_tree, compiled(*leaves))
+
+
+def _load(key: str):
+    """The executable kept under `key` and its output's structure, or None."""
+    assert _PROGRAM_FOLDER is not None
+    try:
+        blob = (_PROGRAM_FOLDER / f"{key}.bin").read_bytes()
+        (payload, in_tree, out_tree), skeleton = pickle.loads(blob)
+        return deserialize_and_load(payload, in_tree, out_tree), jax.tree.structure(skeleton)
+    except Exception:  # missing, partly written, or from another build: compile it
+        return None
+
+
+def _compile(key: str, f: Callable, tree, leaves: list, static: tuple):
+    """Compile `f` on flat arguments, keep it under `key` (written whole, then renamed)."""
+    assert _PROGRAM_FOLDER is not None
+    box = {}
+
+    def flat(*leaves_):
+        out, box["tree"] = jax.tree.flatten(f(*jax.tree.unflatten(tree, leaves_), *static))
+        return out
+
+    flat.__name__ = flat.__qualname__ = getattr(f, "__name__", "program")  # the program's name in JAX's logs
+    lowered = jax.jit(flat, compiler_options=COMPILER_OPTIONS).lower(*leaves)
+    # only self-contained XLA code is kept: a custom call (LAPACK, a host callback) is a
+    # handler that a later process registers only when it traces such an operation
+    # (loaded untraced, a Bennett linkage's LU solve crashed the process)
+    keep = "custom_call" not in lowered.as_text()
+    compiled = lowered.compile()
+    if not keep:
+        return compiled, box["tree"]
+    skeleton = jax.tree.unflatten(box["tree"], [0] * box["tree"].num_leaves)  # a picklable stand-in
+    try:
+        blob = pickle.dumps((serialize(compiled), skeleton))
+    except Exception:  # a program XLA cannot serialise: not kept
+        return compiled, box["tree"]
+    try:
+        _PROGRAM_FOLDER.mkdir(parents=True, exist_ok=True)
+        tmp = _PROGRAM_FOLDER / f"{key}.{os.getpid()}.tmp"
+        tmp.write_bytes(blob)
+        tmp.replace(_PROGRAM_FOLDER / f"{key}.bin")
+    except OSError:  # a read-only or full disk: this process still has the program
+        pass
+    return compiled, box["tree"]
 
 
 def enabled_for_cli() -> bool:

@@ -3,6 +3,7 @@
 builds one per call: a bundled example is a fresh `Linkage` each time)."""
 
 import contextlib
+import pathlib
 
 import jax
 import numpy as np
@@ -200,6 +201,58 @@ def test_the_persistent_cache_serves_a_second_process(tmp_path):
     assert any(tmp_path.iterdir())
     with pytest.raises(ValueError, match="min_compile_time"):
         __import__("diffmech").cache(tmp_path, min_compile_time=-1)
+
+
+_KEPT = """
+import sys
+import jax
+jax.config.update("jax_enable_x64", True)
+import numpy as np
+import diffmech as dm
+from diffmech import examples, linkage
+sys.path.insert(0, sys.argv[2])
+from test_first_call import _other_topologies
+traced = []
+jax.monitoring.register_event_duration_secs_listener(
+    lambda e, d, fun_name=None, **k: traced.append(fun_name) if e.endswith("jaxpr_trace_duration") else None
+)
+dm.cache(sys.argv[1])
+for name in sys.argv[3:]:
+    lk = examples.fourbar() if name == "fourbar" else _other_topologies()[0]
+    traced.clear()
+    m = linkage.simulate(lk)
+    np.save(f"{sys.argv[1]}/{name}.{len(sys.argv)}.npy", np.asarray(m.coords))
+    print(name, traced.count("_plan_program"), int(m.converged.sum()))
+"""
+
+
+def test_kept_programs_answer_a_later_process_without_tracing(tmp_path):
+    """With `diffmech.cache(path)` the size-class simulation program is kept compiled
+    on disk: a later process simulates the same linkage, and another topology of its
+    class, without tracing, lowering or compiling it, and gets the same motion, bit for
+    bit (the same executable), as the process that compiled it and as this one."""
+    import subprocess
+    import sys
+
+    tests = str(pathlib.Path(__file__).parent)
+
+    def run(*names):
+        r = subprocess.run(
+            [sys.executable, "-c", _KEPT, str(tmp_path), tests, *names], capture_output=True, text=True, timeout=300
+        )
+        assert r.returncode == 0, r.stderr[-2000:]
+        return [line.split() for line in r.stdout.splitlines()]
+
+    first = run("fourbar")
+    later = run("fourbar", "rocker_tracer")
+    assert first[0][:2] == ["fourbar", "1"] and first[0][2] == "180"  # traced and compiled once
+    assert later == [["fourbar", "0", "180"], ["rocker_tracer", "0", "180"]]  # loaded: nothing traced
+    assert len(list((tmp_path / "programs").glob("*.bin"))) == 1
+    kept, compiled = np.load(tmp_path / "fourbar.5.npy"), np.load(tmp_path / "fourbar.4.npy")
+    np.testing.assert_array_equal(kept, compiled)
+    here = {"fourbar": linkage.simulate(examples.fourbar()), "rocker_tracer": linkage.simulate(_other_topologies()[0])}
+    for name, m in here.items():
+        np.testing.assert_allclose(np.load(tmp_path / f"{name}.5.npy"), np.asarray(m.coords), rtol=0, atol=1e-13)
 
 
 def test_drive_laws_are_data_other_numbers_compile_nothing():

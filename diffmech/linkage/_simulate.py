@@ -3,7 +3,6 @@ the input as one jitted scan, mobility from the Jacobian's rank, and exact rates
 the implicit function theorem."""
 
 import dataclasses
-import functools
 import math
 from typing import ClassVar
 
@@ -13,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from .. import _closure
+from .. import _cache, _closure
 from .._result import RESULTS, AbstractResult, as_results, code, finish
 from .._validate import (
     Recent,
@@ -640,11 +639,17 @@ def simulate(
             padded = pad_rows(np.asarray(path), size_class(n, _LENGTHS))
         if planned:
             p, C, max_step = args
-            motion, values, flags, sol = _plan_jit(p, C, padded, max_step, branch, condition, True)
+            motion, values, flags, sol = _cache.program(
+                "plan", _plan_program, _plan_jit, (p, C, padded, max_step), (branch, condition, True)
+            )
             motion = _unpad(lk, motion, n)
         else:
-            program = _simulate_jit if eager else functools.partial(_simulate_program, origin=True)
-            motion, values, flags, sol = program(lk, padded, branch, condition, eager)
+            if eager:
+                motion, values, flags, sol = _cache.program(
+                    "simulate", _simulate_program, _simulate_jit, (lk, padded), (branch, condition, True)
+                )
+            else:
+                motion, values, flags, sol = _simulate_program(lk, padded, branch, condition, False, origin=True)
             if eager and padded.shape[0] > n:
                 motion = _first(motion, n)
         if check:
@@ -662,9 +667,14 @@ def simulate(
             # some input needs the sequential fallback: run it alone, from the first
             # deferred input (its own small program, compiled only for such sweeps)
             if planned:
-                motion = _unpad(lk, _plan_resume_jit(p, C, sol, max_step, branch, condition or screen), n)
+                resumed = _cache.program(
+                    "plan_resume", _plan_resume, _plan_resume_jit, (p, C, sol, max_step), (branch, condition or screen)
+                )
+                motion = _unpad(lk, resumed, n)
             else:
-                motion = _resume_jit(lk, sol, branch, condition or screen)
+                motion = _cache.program(
+                    "resume", _resume_program, _resume_jit, (lk, sol), (branch, condition or screen)
+                )
                 if padded.shape[0] > n:
                     motion = _first(motion, n)
             suspect = screen  # the screen runs on the host for this motion

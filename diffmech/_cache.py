@@ -38,7 +38,7 @@ def cache(path=None, *, min_compile_time: float = MIN_COMPILE_TIME) -> pathlib.P
     `min_compile_time` seconds or more is written to `path`, and a later process (a
     notebook's kernel restarted, a script run again) loads it instead of compiling
     it: a first answer in a fraction of the time (see the getting-started page). The
-    simulation programs of `linkage.simulate` are also kept compiled (`path/programs`):
+    programs of `linkage.simulate` and `fourbar.sweep` are also kept compiled (`path/programs`):
     a later process loads them without tracing or lowering them. Call it first, before
     anything compiles; the CLI calls it unless `--no-cache`.
 

@@ -169,20 +169,27 @@ _PROBE = """
 import sys
 import jax
 jax.config.update("jax_enable_x64", True)
-hits = []
+hits, traced = [], []
 HIT = "/jax/compilation_cache/cache_hits"
 jax.monitoring.register_event_listener(lambda e, **k: hits.append(e) if e == HIT else None)
+jax.monitoring.register_event_duration_secs_listener(
+    lambda e, d, fun_name=None, **k: traced.append(fun_name) if e.endswith("jaxpr_trace_duration") else None
+)
 import jax.numpy as jnp
 import diffmech as dm
 dm.cache(sys.argv[1])
-s = dm.fourbar.sweep(dm.FourBar(lengths=jnp.array([0.12, 0.25, 0.26, 0.30])), jnp.linspace(0.0, 6.0, 97))
-print(len(hits), int(s.converged.sum()))
+fb = dm.FourBar(lengths=jnp.array([0.12, 0.25, 0.26, 0.30]))
+s = dm.fourbar.sweep(fb, jnp.linspace(0.0, 6.0, 97))  # a kept program (diffmech's)
+swept = traced.count("_sweep_lengths_program")
+dm.fourbar.rates(fb, s.q[0], 0.0, 1.0)  # from JAX's cache
+print(len(hits), swept, int(s.converged.sum()))
 """
 
 
 def test_the_persistent_cache_serves_a_second_process(tmp_path):
     """`diffmech.cache(path)`: the first process writes its programs there, a second
-    one loads the sweep's program from it instead of compiling it."""
+    one loads them instead of compiling them (the rates' from JAX's cache; the sweep's
+    kept compiled by diffmech, not even traced)."""
     import subprocess
     import sys
 
@@ -195,9 +202,10 @@ def test_the_persistent_cache_serves_a_second_process(tmp_path):
     ]
     for r in runs:
         assert r.returncode == 0, r.stderr[-2000:]
-    (cold, n0), (warm, n1) = (map(int, r.stdout.split()) for r in runs)
+    (cold, swept0, n0), (warm, swept1, n1) = (map(int, r.stdout.split()) for r in runs)
     assert n0 == n1 == 97
-    assert cold == 0 and warm >= 1
+    assert cold == 0 and warm >= 1  # JAX's cache served the second process
+    assert swept0 == 1 and swept1 == 0  # the sweep's program was loaded compiled, not traced
     assert any(tmp_path.iterdir())
     with pytest.raises(ValueError, match="min_compile_time"):
         __import__("diffmech").cache(tmp_path, min_compile_time=-1)

@@ -14,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from .. import _closure, _linalg
+from .. import _cache, _closure, _linalg
 from .._geometry import attitude, cross, perp
 from .._result import RESULTS, AbstractResult, BranchSwitchError, MotionLimitError, code as _result_code, finish
 from .._validate import as_floats, check_finite, check_scalar, check_shape, check_trailing, is_traced, is_traced_module
@@ -523,7 +523,9 @@ def sweep(fb: FourBar, theta_A_values, *, condition: bool = True, throw: bool = 
     # eager: the program without the sequential fallback first (half the compile time);
     # the one with it is compiled and run only if an input needs it. The flags are read
     # through NumPy: `bool()` of a JAX scalar costs 5 µs more, a sixth of the sweep
-    out, flags = _sweep_jit(fb.lengths, theta, condition, True, fb.branch)
+    out, flags = _cache.program(
+        "fourbar_sweep", _sweep_lengths_program, _sweep_jit, (fb.lengths, theta), (condition, True, fb.branch)
+    )
     flags = int(np.asarray(flags))
     if flags & 2:
         raise ValueError(f"sweep: `theta_A_values` must be finite; got {theta}")

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from .. import _closure, _linalg, _screw
+from .. import _cache, _closure, _linalg, _screw
 from .._result import RESULTS, AbstractResult, MotionLimitError, SingularError, code
 from .._validate import check_scalar, check_shape, check_type, is_traced
 from .._xla import COMPILER_OPTIONS, filter_jit, jit
@@ -710,7 +710,8 @@ def inverse_kinematics(
     elif isinstance(stride, bool) or not isinstance(stride, (int, np.integer)) or stride < 1:
         raise ValueError(f"parallel.inverse_kinematics: `stride` must be an integer ≥ 1 or None; got {stride!r}")
     if method == "exact":
-        kin = (_exact_jit if eager else _exact)(mechanism, trajectory, stride)
+        args = (mechanism, trajectory)
+        kin = _cache.program("exact", _exact, _exact_jit, args, (stride,)) if eager else _exact(*args, stride)
     else:
         kin = (_one_step_jit if eager else _one_step)(mechanism, trajectory)
     if throw and eager:

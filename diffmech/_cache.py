@@ -7,12 +7,14 @@ import os
 import pathlib
 import pickle
 import platform
+import re
 from collections.abc import Callable
 from importlib.metadata import version
 from typing import Any
 
 import equinox as eqx
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
@@ -38,9 +40,10 @@ def cache(path=None, *, min_compile_time: float = MIN_COMPILE_TIME) -> pathlib.P
     `min_compile_time` seconds or more is written to `path`, and a later process (a
     notebook's kernel restarted, a script run again) loads it instead of compiling
     it: a first answer in a fraction of the time (see the getting-started page). The
-    programs of `linkage.simulate` and `fourbar.sweep` are also kept compiled (`path/programs`):
-    a later process loads them without tracing or lowering them. Call it first, before
-    anything compiles; the CLI calls it unless `--no-cache`.
+    programs of `linkage.simulate`, `fourbar.sweep` and `parallel.inverse_kinematics`
+    are also kept compiled (`path/programs`): a later process loads them without
+    tracing or lowering them. Call it first, before anything compiles; the CLI calls
+    it unless `--no-cache`.
 
     **Arguments:** `path`: the folder (default `<diffmech's cache folder>/jax`:
     `$DIFFMECH_CACHE/jax`, `~/.cache/diffmech/jax`); `min_compile_time`: seconds
@@ -158,10 +161,19 @@ def _load(key: str):
     assert _PROGRAM_FOLDER is not None
     try:
         blob = (_PROGRAM_FOLDER / f"{key}.bin").read_bytes()
-        (payload, in_tree, out_tree), skeleton = pickle.loads(blob)
-        return deserialize_and_load(payload, in_tree, out_tree), jax.tree.structure(skeleton)
+        (payload, in_tree, out_tree), skeleton, lapack = pickle.loads(blob)
     except Exception:  # missing, partly written, or from another build: compile it
         return None
+    if lapack:
+        _lapack_ready()
+    return deserialize_and_load(payload, in_tree, out_tree), jax.tree.structure(skeleton)
+
+
+@functools.cache
+def _lapack_ready() -> None:
+    """Have JAX set up its LAPACK calls, as it does when it lowers the first LAPACK
+    operation of a process (here a 2×2 solve, lowered, not compiled)."""
+    jax.jit(jnp.linalg.solve).lower(np.eye(2), np.ones(2))
 
 
 def _compile(key: str, f: Callable, tree, leaves: list, static: tuple):
@@ -175,16 +187,18 @@ def _compile(key: str, f: Callable, tree, leaves: list, static: tuple):
 
     flat.__name__ = flat.__qualname__ = getattr(f, "__name__", "program")  # the program's name in JAX's logs
     lowered = jax.jit(flat, compiler_options=COMPILER_OPTIONS).lower(*leaves)
-    # only self-contained XLA code is kept: a custom call (LAPACK, a host callback) is a
-    # handler that a later process registers only when it traces such an operation
-    # (loaded untraced, a Bennett linkage's LU solve crashed the process)
-    keep = "custom_call" not in lowered.as_text()
+    # XLA code and LAPACK calls only: a custom call is a handler the process must have
+    # set up. JAX sets LAPACK up when it lowers the first LAPACK operation, so a loaded
+    # program with LAPACK calls runs after `_lapack_ready` (without it, a Bennett
+    # linkage's LU solve crashed the process); a host callback cannot be kept at all
+    text = lowered.as_text()
+    targets = set(re.findall(r"custom_call @([\w.]+)", text)) | set(re.findall(r'call_target_name = "([^"]+)"', text))
     compiled = lowered.compile()
-    if not keep:
+    if not all(t.startswith("lapack_") for t in targets):
         return compiled, box["tree"]
     skeleton = jax.tree.unflatten(box["tree"], [0] * box["tree"].num_leaves)  # a picklable stand-in
     try:
-        blob = pickle.dumps((serialize(compiled), skeleton))
+        blob = pickle.dumps((serialize(compiled), skeleton, bool(targets)))
     except Exception:  # a program XLA cannot serialise: not kept
         return compiled, box["tree"]
     try:

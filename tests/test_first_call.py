@@ -226,19 +226,21 @@ jax.monitoring.register_event_duration_secs_listener(
 )
 dm.cache(sys.argv[1])
 for name in sys.argv[3:]:
-    lk = examples.fourbar() if name == "fourbar" else _other_topologies()[0]
+    lk = {"fourbar": examples.fourbar, "rscr": examples.rscr}.get(name, lambda: _other_topologies()[0])()
     traced.clear()
     m = linkage.simulate(lk)
     np.save(f"{sys.argv[1]}/{name}.{len(sys.argv)}.npy", np.asarray(m.coords))
-    print(name, traced.count("_plan_program"), int(m.converged.sum()))
+    print(name, traced.count("_plan_program") + traced.count("_simulate_program"), int(m.converged.sum()))
 """
 
 
 def test_kept_programs_answer_a_later_process_without_tracing(tmp_path):
-    """With `diffmech.cache(path)` the size-class simulation program is kept compiled
-    on disk: a later process simulates the same linkage, and another topology of its
-    class, without tracing, lowering or compiling it, and gets the same motion, bit for
-    bit (the same executable), as the process that compiled it and as this one."""
+    """With `diffmech.cache(path)` the simulation programs are kept compiled on disk: a
+    later process simulates the same linkages, and another topology of the four-bar's
+    size class, without tracing, lowering or compiling them, and gets the same motions,
+    bit for bit (the same executables), as the process that compiled them, and as this
+    one. The RSCR's program has LAPACK calls, which a process sets up when it lowers
+    one: loaded without that, such a program crashed the process."""
     import subprocess
     import sys
 
@@ -251,16 +253,16 @@ def test_kept_programs_answer_a_later_process_without_tracing(tmp_path):
         assert r.returncode == 0, r.stderr[-2000:]
         return [line.split() for line in r.stdout.splitlines()]
 
-    first = run("fourbar")
-    later = run("fourbar", "rocker_tracer")
-    assert first[0][:2] == ["fourbar", "1"] and first[0][2] == "180"  # traced and compiled once
-    assert later == [["fourbar", "0", "180"], ["rocker_tracer", "0", "180"]]  # loaded: nothing traced
-    assert len(list((tmp_path / "programs").glob("*.bin"))) == 1
-    kept, compiled = np.load(tmp_path / "fourbar.5.npy"), np.load(tmp_path / "fourbar.4.npy")
-    np.testing.assert_array_equal(kept, compiled)
+    first = run("fourbar", "rscr")
+    later = run("fourbar", "rocker_tracer", "rscr")
+    assert first == [["fourbar", "1", "180"], ["rscr", "1", "180"]]  # traced and compiled once
+    assert later == [["fourbar", "0", "180"], ["rocker_tracer", "0", "180"], ["rscr", "0", "180"]]  # loaded
+    assert len(list((tmp_path / "programs").glob("*.bin"))) == 2
+    for name in ("fourbar", "rscr"):
+        np.testing.assert_array_equal(np.load(tmp_path / f"{name}.6.npy"), np.load(tmp_path / f"{name}.5.npy"))
     here = {"fourbar": linkage.simulate(examples.fourbar()), "rocker_tracer": linkage.simulate(_other_topologies()[0])}
     for name, m in here.items():
-        np.testing.assert_allclose(np.load(tmp_path / f"{name}.5.npy"), np.asarray(m.coords), rtol=0, atol=1e-13)
+        np.testing.assert_allclose(np.load(tmp_path / f"{name}.6.npy"), np.asarray(m.coords), rtol=0, atol=1e-13)
 
 
 def test_drive_laws_are_data_other_numbers_compile_nothing():

@@ -103,10 +103,14 @@ def _environment() -> str:
         jax.__version__,
         version("jaxlib"),
         version("equinox"),
+        version("diffrax"),
+        version("optimistix"),
+        version("lineax"),
         os.environ.get("XLA_FLAGS", ""),
         repr(COMPILER_OPTIONS),
         str(getattr(jax.config, "jax_enable_x64")),
         str(getattr(jax.config, "jax_numpy_dtype_promotion")),
+        str(getattr(jax.config, "jax_default_matmul_precision")),
         device.platform,
         device.device_kind,
         flags,
@@ -146,6 +150,8 @@ def program(name: str, f: Callable, jitted: Callable, args: tuple, static: tuple
     if _PROGRAM_FOLDER is None or is_traced(args) or not _own(args):
         return jitted(*args, *static)
     leaves, tree = jax.tree.flatten(args)
+    if not all(isinstance(a, (np.ndarray, np.generic, jax.Array)) for a in leaves):  # a number a jit keeps static
+        return jitted(*args, *static)
     avals = [(np.shape(a), str(np.asarray(a).dtype if isinstance(a, np.generic) else a.dtype)) for a in leaves]
     key = hashlib.sha256(repr((name, _environment(), str(tree), static, avals)).encode()).hexdigest()
     entry = _LOADED.get(key)

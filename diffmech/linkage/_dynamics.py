@@ -44,7 +44,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from .. import _closure, _linalg
+from .. import _cache, _closure, _linalg
 from .._drives import as_affine
 from .._geometry import cross, dot, perp, unit
 from .._result import RESULTS, AbstractResult, as_results, code, finish, save_status
@@ -1291,7 +1291,8 @@ def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> 
             f"joint_forces: {plan.n_unknowns} unknowns for {plan.n_equations} independent equations in {lk.name!r}: a "
             "planar or spatial linkage whose joints all carry load has as many"
         )
-    out = _joint_forces(lk, u if motion is None else motion, udot, uddot, body, plan)
+    args = (lk, u if motion is None else motion, udot, uddot, body, plan)
+    out = _cache.program("joint_forces", _joint_forces_program, _joint_forces, args, ())
     return finish(out, throw, f"linkage {lk.name!r}: joint_forces")
 
 
@@ -1346,8 +1347,7 @@ def _drop_idle_spins(e, body: _Inertial):
     return jax.scipy.linalg.block_diag(*blocks)
 
 
-@filter_jit
-def _joint_forces(lk, u, udot, uddot, body, plan):
+def _joint_forces_program(lk, u, udot, uddot, body, plan):
     """The joint forces along `u`: a `Motion` of `lk` (its configurations), or inputs,
     whose configurations come from a sweep from the initial one (input 0:
     `simulate_functional` starts there)."""
@@ -1427,3 +1427,6 @@ def _joint_forces(lk, u, udot, uddot, body, plan):
         pairs=tuple((lk.names[j], lk.link_names[k]) for j, k in plan.pairs),
         redundancy=plan.redundancy,
     )
+
+
+_joint_forces = filter_jit(_joint_forces_program)

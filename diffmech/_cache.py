@@ -40,8 +40,9 @@ def cache(path=None, *, min_compile_time: float = MIN_COMPILE_TIME) -> pathlib.P
     `min_compile_time` seconds or more is written to `path`, and a later process (a
     notebook's kernel restarted, a script run again) loads it instead of compiling
     it: a first answer in a fraction of the time (see the getting-started page). The
-    programs of `linkage.simulate`, `linkage.joint_forces`, `fourbar.sweep` and
-    `parallel.inverse_kinematics` are also kept compiled (`path/programs`): a later process loads them without
+    programs of `linkage.simulate`, `linkage.joint_forces`, `linkage.sensitivity`,
+    `linkage.tolerance`, `fourbar.sweep` and `parallel.inverse_kinematics` are also
+    kept compiled (`path/programs`): a later process loads them without
     tracing or lowering them. Call it first, before anything compiles; the CLI calls
     it unless `--no-cache`.
 

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float, Int
 
-from .. import _closure
+from .. import _cache, _closure
 from .._validate import UnknownNameError, as_floats, check_count, is_traced
 from .._xla import filter_jit, jit
 from . import _simulate, _structure
@@ -385,8 +385,7 @@ def _output_names(owner, outputs, available, default) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- programs
 
 
-@filter_jit
-def _sensitivity_program(prob: _Problem):
+def _sensitivity_values(prob: _Problem):
     D = len(prob.dimensions)
     zero = jnp.zeros((D,), prob.inputs.dtype)
     # the values and their derivatives from one linearisation (a separate evaluation of
@@ -396,8 +395,7 @@ def _sensitivity_program(prob: _Problem):
     return values, jnp.where(ok[:, None, None], J, jnp.nan), ok
 
 
-@filter_jit
-def _monte_carlo_sums(prob: _Problem, nominal, sigma, key, start, stop):
+def _monte_carlo_program(prob: _Problem, nominal, sigma, key, start, stop):
     """Sums over the chunks `start ≤ i < stop` of `_CHUNK` samples (antithetic pairs;
     chunk `i` draws from `fold_in(key, i)`): per input the number of assembling
     samples, the sum of their output shifts from the `nominal` values
@@ -431,6 +429,21 @@ def _monte_carlo_sums(prob: _Problem, nominal, sigma, key, start, stop):
     N, M = nominal.shape
     init = (jnp.zeros((N,), jnp.int32), jnp.zeros((N, M), nominal.dtype), jnp.zeros((N, M, M), nominal.dtype))
     return jax.lax.fori_loop(start, stop, one_chunk, init)
+
+
+_sensitivity_jit, _monte_carlo_jit = filter_jit(_sensitivity_values), filter_jit(_monte_carlo_program)
+
+
+def _sensitivity_program(prob: _Problem):
+    """The outputs' values and their derivatives (`_sensitivity_values`), one program
+    (kept compiled on disk with `diffmech.cache()`)."""
+    return _cache.program("sensitivity", _sensitivity_values, _sensitivity_jit, (prob,), ())
+
+
+def _monte_carlo_sums(prob: _Problem, nominal, sigma, key, start, stop):
+    """`_monte_carlo_program`, one program (kept compiled on disk with `diffmech.cache()`)."""
+    args = (prob, nominal, sigma, key, start, stop)
+    return _cache.program("monte_carlo", _monte_carlo_program, _monte_carlo_jit, args, ())
 
 
 @jit

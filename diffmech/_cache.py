@@ -71,15 +71,17 @@ def cache(path=None, *, min_compile_time: float = MIN_COMPILE_TIME) -> pathlib.P
 #
 # JAX's persistent cache keys a program by its lowered text: a later process still traces
 # and lowers it before the cache can answer (the Jansen leg's `linkage.simulate`, 1.05 s
-# of its 1.25 s with the cache warm). The size-class programs of the library (one per
-# class, whatever the topology) are kept here as compiled executables, keyed by what
-# determines them without tracing: the program's name, its static options, the
-# structure and the shapes and dtypes of its arguments, and everything the compiled code
-# depends on (this package's source, JAX's, jaxlib's and Equinox's versions, the XLA
-# flags and compiler options, the float width, the device and the CPU's features). A
-# later process loads the executable (0.14-0.17 s) instead of tracing, lowering and
+# of its 1.25 s with the cache warm). The library's main programs (`linkage.simulate`'s
+# size-class ones serve every topology of their class) are kept here as compiled
+# executables, keyed by what determines them without tracing: the program's name, its
+# static options, the structure and the shapes and dtypes of its arguments, and
+# everything the compiled code depends on (this package's source; the versions of JAX,
+# jaxlib, Equinox, Diffrax, Optimistix and Lineax; the XLA flags and compiler options;
+# the float width, promotion and matmul precision; the device and the CPU's features).
+# A later process loads the executable (0.14-0.17 s) instead of tracing, lowering and
 # compiling it. Only arguments made of arrays and of this package's own classes are
-# kept: no user code can reach a kept program.
+# kept: no user code can reach a kept program. Anything that fails on this path falls
+# back to the program's own jit, which then raises what it raises.
 
 _PROGRAM_FOLDER: pathlib.Path | None = None
 _LOADED: dict[str, tuple[Any, Any]] = {}
@@ -157,7 +159,10 @@ def program(name: str, f: Callable, jitted: Callable, args: tuple, static: tuple
     key = hashlib.sha256(repr((name, _environment(), str(tree), static, avals)).encode()).hexdigest()
     entry = _LOADED.get(key)
     if entry is None:
-        entry = _load(key) or _compile(key, f, tree, leaves, static)
+        try:
+            entry = _load(key) or _compile(key, f, tree, leaves, static)
+        except Exception:  # the program's own jit: its errors, as without the cache
+            return jitted(*args, *static)
         _LOADED[key] = entry
     compiled, out_tree = entry
     return jax.tree.unflatten(out_tree, compiled(*leaves))
@@ -173,7 +178,10 @@ def _load(key: str):
         return None
     if lapack:
         _lapack_ready()
-    return deserialize_and_load(payload, in_tree, out_tree), jax.tree.structure(skeleton)
+    try:
+        return deserialize_and_load(payload, in_tree, out_tree), jax.tree.structure(skeleton)
+    except Exception:  # from an incompatible build after all: compile it
+        return None
 
 
 @functools.cache

@@ -265,6 +265,28 @@ def test_kept_programs_answer_a_later_process_without_tracing(tmp_path):
         np.testing.assert_allclose(np.load(tmp_path / f"{name}.6.npy"), np.asarray(m.coords), rtol=0, atol=1e-13)
 
 
+def test_a_kept_program_that_fails_falls_back_to_the_programs_own_jit(tmp_path, monkeypatch):
+    """The kept-program path never breaks a call: a file that does not load is
+    compiled again, and a failure while compiling flat falls back to the program's
+    own jit (whose result, or error, the caller gets)."""
+    from diffmech import _cache
+
+    monkeypatch.setattr(_cache, "_PROGRAM_FOLDER", tmp_path)
+    keys = []
+
+    def failing(key, *args):
+        keys.append(key)
+        raise RuntimeError("cannot compile flat")
+
+    monkeypatch.setattr(_cache, "_compile", failing)
+    x = np.arange(3.0)
+    out = _cache.program("plus", lambda v, k: v + k, jax.jit(lambda v, k: v + k, static_argnums=1), (x,), (2,))
+    np.testing.assert_array_equal(np.asarray(out), x + 2)
+    assert len(keys) == 1 and not _cache._LOADED.get(keys[0])
+    (tmp_path / f"{keys[0]}.bin").write_bytes(b"not a kept program")
+    assert _cache._load(keys[0]) is None  # compiled again, not a crash
+
+
 def test_drive_laws_are_data_other_numbers_compile_nothing():
     """The drive laws give the torque their formulas say (against NumPy's
     interpolation), and a law with other numbers runs the same compiled program, for

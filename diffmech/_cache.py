@@ -16,7 +16,6 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental.serialize_executable import deserialize_and_load, serialize
 
 from ._validate import is_traced
 from ._xla import COMPILER_OPTIONS
@@ -179,6 +178,8 @@ def _load(key: str):
     if lapack:
         _lapack_ready()
     try:
+        from jax.experimental.serialize_executable import deserialize_and_load  # only with the cache on
+
         return deserialize_and_load(payload, in_tree, out_tree), jax.tree.structure(skeleton)
     except Exception:  # from an incompatible build after all: compile it
         return None
@@ -213,6 +214,8 @@ def _compile(key: str, f: Callable, tree, leaves: list, static: tuple):
         return compiled, box["tree"]
     skeleton = jax.tree.unflatten(box["tree"], [0] * box["tree"].num_leaves)  # a picklable stand-in
     try:
+        from jax.experimental.serialize_executable import serialize  # only with the cache on
+
         blob = pickle.dumps((serialize(compiled), skeleton, bool(targets)))
     except Exception:  # a program XLA cannot serialise: not kept
         return compiled, box["tree"]

@@ -42,7 +42,7 @@ from .._validate import UnknownNameError, as_floats, check_count, is_traced
 from .._xla import filter_jit, jit
 from . import _simulate, _structure
 from ._model import Linkage, assemble_coords, carry_tracers, prepare, rigidity_rows
-from ._simulate import Motion, path_rows, simulate_functional, widths
+from ._simulate import Motion, check_motion, path_rows, simulate_functional, widths
 
 # samples per chunk of the Monte Carlo (antithetic pairs: half of them drawn). A
 # linkage's sweeps run best 64 at a time on the CPU, as `linkage_sweep` found (Theo
@@ -684,8 +684,8 @@ def transmission(lk: Linkage, motion) -> Transmission:
         )
     if not isinstance(motion, Motion):
         motion = simulate(lk, inputs=motion, condition=False)
-    elif motion.names != lk.names or motion.widths != widths(lk) or motion.coords.shape[1] != lk.coords.shape[0]:
-        raise ValueError(f"{owner}: `motion` is not a motion of {lk.name!r} (its joints differ)")
+    else:
+        check_motion(owner, lk, motion)
     kinds = ("RRR",) if lk.geometry == "spherical" else ("RRR", "RRP")
     steps = [(i, s) for i, s in enumerate(analyse(lk.topology, lk.names, lk.link_names).steps) if s[0] in kinds]
     X = motion.coords

@@ -980,16 +980,19 @@ def _linkage_rates(lk: Linkage, x, u, udot, uddot):
 
 
 def check_motion(owner: str, lk: Linkage, motion, name: str = "motion") -> Motion:
-    """`motion` if it is a `Motion` of `lk` (its joints' rows and its inputs'
-    shape), else a `ValueError` from `owner` naming the argument `name`."""
+    """`motion` if it is a `Motion` of `lk` (its joints by name and width, its rows
+    and its inputs' shape), else a `ValueError` from `owner` naming the argument
+    `name`."""
     if not isinstance(motion, Motion):
         raise ValueError(f"{owner}: `{name}` must be a Motion (from linkage.simulate); got {motion!r}")
     rows = lk.coords.shape  # every joint and tracer: the rows `lk.full` gives
     inputs = motion.coords.shape[:1] + ((lk.n_inputs,) if lk.n_inputs > 1 else ())
-    if motion.coords.shape[1:] != rows or motion.inputs.shape != inputs:
+    joints = tuple(motion.names) == tuple(lk.names) and tuple(motion.widths) == tuple(widths(lk))
+    if not joints or motion.coords.shape[1:] != rows or motion.inputs.shape != inputs:
         raise ValueError(
-            f"{owner}: `{name}` is not a motion of {lk.name!r} (its joints {motion.coords.shape[1:]} and inputs "
-            f"{motion.inputs.shape[1:]}, the linkage's {rows} and {inputs[1:]})"
+            f"{owner}: `{name}` is not a motion of {lk.name!r} (its joints {list(motion.names)[:8]} with coordinates "
+            f"{motion.coords.shape[1:]} and inputs {motion.inputs.shape[1:]}; the linkage's {list(lk.names)[:8]}, "
+            f"{rows} and {inputs[1:]})"
         )
     return motion
 

@@ -40,7 +40,7 @@ from .._validate import UnknownNameError
 from .._xla import filter_jit
 from ._change import RANK, arm2, at_configuration, locate, turn_rate
 from ._model import Linkage, joint_coords, prepare, prepared_residual
-from ._simulate import Motion, simulate, widths
+from ._simulate import Motion, check_motion, simulate
 
 KINDS = ("input", "output", "change")
 
@@ -175,8 +175,8 @@ def singularities(lk: Linkage, motion, *, outputs=None, near: float = 0.05) -> S
     pivots = [] if lk.geometry == "spatial" else _output_pivots(lk, outputs)
     if not isinstance(motion, Motion):
         motion = simulate(lk, inputs=motion, condition=False, throw=False)
-    elif motion.names != lk.names or motion.widths != widths(lk) or motion.coords.shape[1] != lk.coords.shape[0]:
-        raise ValueError(f"{owner}: `motion` is not a motion of {lk.name!r} (its joints differ)")
+    else:
+        check_motion(owner, lk, motion)
     if jnp.ndim(motion.inputs) != 1:
         raise ValueError(f"{owner}: `motion` must be one sweep (inputs of shape (N,)); got {jnp.shape(motion.inputs)}")
     ok = np.asarray(motion.converged)

@@ -18,7 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._validate import is_traced
-from ._xla import COMPILER_OPTIONS
+from ._xla import COMPILER_OPTIONS, filter_jit
 
 # a program that compiles in at least this long is kept (most of diffmech's take 0.1-3 s)
 MIN_COMPILE_TIME = 0.05
@@ -167,6 +167,26 @@ def program(name: str, f: Callable, jitted: Callable, args: tuple, static: tuple
     return jax.tree.unflatten(out_tree, compiled(*leaves))
 
 
+def kept(static: int = 0):
+    """Decorator: `f` as a program of its own (`filter_jit`) whose eager calls go
+    through `program` (kept on disk when `cache()` is on); its last `static`
+    positional arguments are static. Called positionally only; under a
+    transformation it is inlined as `filter_jit(f)` is."""
+
+    def wrap(f: Callable) -> Callable:
+        jitted = filter_jit(f)
+        name = f"{f.__module__}.{f.__qualname__}"
+
+        @functools.wraps(f)
+        def call(*args):
+            k = len(args) - static
+            return program(name, f, jitted, args[:k], args[k:])
+
+        return call
+
+    return wrap
+
+
 def _load(key: str):
     """The executable kept under `key` and its output's structure, or None."""
     assert _PROGRAM_FOLDER is not None
@@ -201,7 +221,9 @@ def _compile(key: str, f: Callable, tree, leaves: list, static: tuple):
         out, box["tree"] = jax.tree.flatten(f(*jax.tree.unflatten(tree, leaves_), *static))
         return out
 
-    flat.__name__ = flat.__qualname__ = getattr(f, "__name__", "program")  # the program's name in JAX's logs
+    # the program's name in JAX's logs, and in its persistent cache's key: a new build
+    # of this package names its programs anew (see `_HITS`)
+    flat.__name__ = flat.__qualname__ = f"{getattr(f, '__name__', 'program')}_{_environment()[:12]}"
     lowered = jax.jit(flat, compiler_options=COMPILER_OPTIONS).lower(*leaves)
     # XLA code and LAPACK calls only: a custom call is a handler the process must have
     # set up. JAX sets LAPACK up when it lowers the first LAPACK operation, so a loaded
@@ -209,8 +231,10 @@ def _compile(key: str, f: Callable, tree, leaves: list, static: tuple):
     # linkage's LU solve crashed the process); a host callback cannot be kept at all
     text = lowered.as_text()
     targets = set(re.findall(r"custom_call @([\w.]+)", text)) | set(re.findall(r'call_target_name = "([^"]+)"', text))
+    _listen()
+    hits = _HITS[0]
     compiled = lowered.compile()
-    if not all(t.startswith("lapack_") for t in targets):
+    if _HITS[0] != hits or not all(t.startswith("lapack_") for t in targets):
         return compiled, box["tree"]
     skeleton = jax.tree.unflatten(box["tree"], [0] * box["tree"].num_leaves)  # a picklable stand-in
     try:
@@ -227,6 +251,25 @@ def _compile(key: str, f: Callable, tree, leaves: list, static: tuple):
     except OSError:  # a read-only or full disk: this process still has the program
         pass
     return compiled, box["tree"]
+
+
+# An executable that JAX's persistent cache answered, serialised again, lacks its
+# machine code: a later process that loaded it failed with "Function iota.41_kernel not
+# found" (jax 0.10.2; after the package's source changed, with JAX's cache warm). Only a
+# program compiled here is kept (`_HITS`): its name carries this build's digest, so
+# that JAX's cache has no entry for it unless this folder lost its file.
+_HITS = [0]
+
+
+@functools.cache
+def _listen() -> None:
+    """Count JAX's persistent-cache hits (`_HITS`), from the first compilation on."""
+
+    def hit(event: str, **_) -> None:
+        if event == "/jax/compilation_cache/cache_hits":
+            _HITS[0] += 1
+
+    jax.monitoring.register_event_listener(hit)
 
 
 def enabled_for_cli() -> bool:

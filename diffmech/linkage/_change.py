@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _cache
 from .._result import RESULTS, code
 from .._xla import filter_jit
 from ._model import Linkage, joint_coords, prepare, prepared_residual
@@ -59,7 +60,7 @@ def _systems(kind, pivot):
     return G
 
 
-@filter_jit
+@_cache.kept()
 def at_configuration(lk: Linkage, x, u):
     """At one configuration: the residual, `[J_x J_u]` and every joint's coordinates."""
     prep = prepare(lk)
@@ -68,8 +69,10 @@ def at_configuration(lk: Linkage, x, u):
     return prepared_residual(x, u, prep), jnp.concatenate([Jx, Ju[:, None]], axis=1), joint_coords(x, u, prep)
 
 
-@filter_jit
-def _newton_parts(kind, pivot, z, lk, c):
+@_cache.kept(static=1)
+def _newton_parts(z, lk, c, pivot, kind):
+    # `pivot`: the output's (ground pivot, point) joint rows as data, so that every
+    # output link of a linkage shares one program
     prep = prepare(lk)
     n = lk.x0().shape[0]
     G = _systems(kind, pivot)
@@ -80,8 +83,9 @@ def locate(kind, pivot, lk, z, c, n, iterations=40):
     """Newton (Gauss–Newton for a change point) on the host; (z, residual, last |Δu|, ok)."""
     du = np.inf
     z = np.asarray(z, dtype=float)
+    rows = np.asarray(pivot if pivot else (0, 0), dtype=np.int32)
     for _ in range(iterations):
-        G, J = (np.asarray(a) for a in _newton_parts(kind, pivot, jnp.asarray(z), lk, jnp.asarray(c)))
+        G, J = (np.asarray(a) for a in _newton_parts(z, lk, np.asarray(c, float), rows, kind))
         if not (np.all(np.isfinite(G)) and np.all(np.isfinite(J))):
             return z, np.inf, np.inf, False
         dz = np.linalg.lstsq(J, -G, rcond=None)[0]
@@ -89,7 +93,7 @@ def locate(kind, pivot, lk, z, c, n, iterations=40):
         du = abs(dz[n])
         if du <= 1e-15 * max(1.0, abs(z[n])) and np.max(np.abs(dz)) <= 1e-13 * max(1.0, np.max(np.abs(z))):
             break
-    res = float(np.max(np.abs(np.asarray(at_configuration(lk, jnp.asarray(z[:n]), jnp.asarray(z[n]))[0]))))
+    res = float(np.max(np.abs(np.asarray(at_configuration(lk, z[:n], z[n])[0]))))
     return z, res, du, bool(res <= 1e-10 and du <= 1e-12)
 
 
@@ -202,12 +206,12 @@ def locate_change(lk: Linkage, x: np.ndarray, u: float):
     `(x*, u*, w)` where it converges to a rank drop of `[J_x J_u]` (relative smallest
     singular value below `RANK`), else None."""
     n = x.shape[0]
-    M = np.asarray(at_configuration(lk, jnp.asarray(x), jnp.asarray(u))[1])
+    M = np.asarray(at_configuration(lk, np.asarray(x, float), np.asarray(u, float))[1])
     w = np.linalg.svd(M)[0][:, -1]
     z, _, _, good = locate("change", (), lk, np.concatenate([x, [u], w]), w, n)
     if not good:
         return None
-    sv = np.linalg.svd(np.asarray(at_configuration(lk, jnp.asarray(z[:n]), jnp.asarray(z[n]))[1]), compute_uv=False)
+    sv = np.linalg.svd(np.asarray(at_configuration(lk, z[:n], z[n])[1]), compute_uv=False)
     if not sv[-1] <= RANK * sv[0]:
         return None
     return z[:n], float(z[n]), z[n + 1 :]
@@ -230,7 +234,7 @@ def branch_tangents(lk: Linkage, x: np.ndarray, u: float, w: np.ndarray):
     """The two branches' unit tangents `(n + 1,)` in `(x, u)` at a change point (the
     roots of the algebraic bifurcation equation), or None where they are not two real
     ones (a change point of higher order)."""
-    M = np.asarray(at_configuration(lk, jnp.asarray(x), jnp.asarray(u))[1])
+    M = np.asarray(at_configuration(lk, np.asarray(x, float), np.asarray(u, float))[1])
     N = np.linalg.svd(M)[2][-2:].T  # the null space of [J_x J_u]: two columns at a change point
     q = lambda d: float(_curvature(lk, jnp.asarray(x), jnp.asarray(u), jnp.asarray(w), jnp.asarray(d)))  # noqa: E731
     a11, a22 = q(N[:, 0]), q(N[:, 1])

@@ -36,8 +36,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
+from .. import _cache
 from .._validate import UnknownNameError
-from .._xla import filter_jit
 from ._change import RANK, arm2, at_configuration, locate, turn_rate
 from ._model import Linkage, joint_coords, prepare, prepared_residual
 from ._simulate import Motion, check_motion, simulate
@@ -119,8 +119,8 @@ def _output_pivots(lk: Linkage, outputs) -> list[tuple[str, int, int]]:
     return out
 
 
-@filter_jit
-def _scan(lk: Linkage, X, U, pivots):
+@_cache.kept()
+def _scan(lk: Linkage, X, U):
     """Per sample: J_x, J_u and every output's rate (array code, no LAPACK)."""
     prep = prepare(lk)
 
@@ -133,7 +133,7 @@ def _scan(lk: Linkage, X, U, pivots):
     return Jx, Ju
 
 
-@filter_jit
+@_cache.kept(static=1)
 def _rates(lk: Linkage, X, U, V, pivots):
     prep = prepare(lk)
 
@@ -145,7 +145,7 @@ def _rates(lk: Linkage, X, U, V, pivots):
     return jax.vmap(one)(X, U, V)
 
 
-@filter_jit
+@_cache.kept()
 def _states(lk: Linkage, coords):
     return jax.vmap(lk.state)(coords)
 
@@ -184,7 +184,7 @@ def singularities(lk: Linkage, motion, *, outputs=None, near: float = 0.05) -> S
     N = U.shape[0]
     X = np.asarray(_states(lk, motion.coords))
     piv = tuple((g, o) for _, g, o in pivots)
-    Jx, Ju = (np.asarray(a) for a in _scan(lk, X, jnp.asarray(U), piv))
+    Jx, Ju = (np.asarray(a) for a in _scan(lk, X, U))
     n = Jx.shape[-1]
     s = np.linalg.svd(Jx, compute_uv=False)
     margin = np.where(ok, s[:, -1] / s[:, 0], np.nan)
@@ -192,7 +192,7 @@ def singularities(lk: Linkage, motion, *, outputs=None, near: float = 0.05) -> S
     with np.errstate(all="ignore"):
         V = -np.linalg.solve(Jx, Ju[..., None])[..., 0]
     V = np.where(np.isfinite(V), V, 0.0)
-    rates = np.asarray(_rates(lk, X, jnp.asarray(U), jnp.asarray(V), piv)).reshape(N, len(pivots))
+    rates = np.asarray(_rates(lk, X, U, V, piv)).reshape(N, len(pivots))
     rates = np.where(ok[:, None], rates, np.nan)
 
     step = np.nanmax(np.abs(np.diff(U))) if N > 1 else 1.0
@@ -208,7 +208,7 @@ def singularities(lk: Linkage, motion, *, outputs=None, near: float = 0.05) -> S
         found.append((kind, link, u, z[:n], res, du))
 
     def full_jacobian(x, u):
-        return np.asarray(at_configuration(lk, jnp.asarray(x, dtype=float), jnp.asarray(u, dtype=float))[1])
+        return np.asarray(at_configuration(lk, np.asarray(x, float), np.asarray(u, float))[1])
 
     def change_from(x, u):
         w = np.linalg.svd(full_jacobian(x, u))[0][:, -1]
@@ -254,12 +254,10 @@ def singularities(lk: Linkage, motion, *, outputs=None, near: float = 0.05) -> S
                 if good:
                     add("output", name, z, res, du)
     found.sort(key=lambda e: e[2])
-    coords = (
-        jnp.stack(
-            [at_configuration(lk, jnp.asarray(e[3], dtype=float), jnp.asarray(e[2], dtype=float))[2] for e in found]
-        )
+    coords = jnp.asarray(
+        np.stack([np.asarray(at_configuration(lk, np.asarray(e[3], float), np.asarray(e[2], float))[2]) for e in found])
         if found
-        else jnp.zeros((0,) + lk.coords.shape, lk.coords.dtype)
+        else np.zeros((0,) + lk.coords.shape, lk.coords.dtype)
     )
     f64 = lambda v: jnp.asarray(np.asarray(v, dtype=float))  # noqa: E731
     return Singularities(

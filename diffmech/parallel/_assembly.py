@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int
 
-from .. import _linalg, _screw
+from .. import _cache, _linalg, _screw
 from .._result import RESULTS, as_results, code
 from .._validate import as_floats, is_traced
 from .._xla import eager_program, filter_jit
@@ -277,6 +277,14 @@ def forward_kinematics(
         if not np.all(np.isfinite(v)) or not np.all(v > 0):
             bad = tuple(int(i) for i in np.argwhere(~(np.isfinite(v) & (v > 0)))[0])
             raise ValueError(f"{owner}: `leg_lengths` must be finite and positive; entry {bad} is {v[bad]}")
-    lengths = jnp.asarray(leg_lengths, dtype=float)
+    lengths = leg_lengths if is_traced(leg_lengths) else np.asarray(leg_lengths, dtype=float)
+    return _assemblies(
+        lengths, mech, np.asarray(seed, dtype=np.int64 if lengths.dtype == np.float64 else np.int32), int(starts)
+    )
+
+
+@_cache.kept(static=1)
+def _assemblies(lengths, mech, seed, starts):
+    # one program, kept compiled (`diffmech.cache`): the anchors, the starts, the solve
     a, c = anchors(mech)
-    return _solve(lengths, a, c, mech.reference, _starts(jax.random.key(seed), int(starts)))
+    return _solve(lengths, a, c, mech.reference, _starts(jax.random.key(seed), starts))

@@ -35,10 +35,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from .. import _linalg, _screw
+from .. import _cache, _linalg, _screw
 from .._result import RESULTS, AbstractResult, SingularError
 from .._validate import check_array, check_shape, is_traced
-from .._xla import filter_jit
 from . import _kinematics as _kin
 from ._kinematics import Kinematics
 from ._model import AbstractParallelMechanism, Chain
@@ -254,7 +253,7 @@ def solve_dynamics(mech: AbstractParallelMechanism, kin: Kinematics, f_ext, meth
     )
 
 
-_dynamics_jit = filter_jit(solve_dynamics)
+_dynamics_jit = _cache.kept(static=1)(solve_dynamics)
 
 
 def inverse_dynamics(
@@ -293,16 +292,18 @@ def inverse_dynamics(
     )
     N = kin.times.shape[0]
     fe = (
-        jnp.zeros(6, dtype=kin.times.dtype)
+        np.zeros(6, dtype=kin.times.dtype)
         if external_wrench is None
-        else jnp.asarray(external_wrench, dtype=kin.times.dtype)
+        else external_wrench
+        if is_traced(external_wrench)
+        else np.asarray(external_wrench, dtype=kin.times.dtype)
     )
     eager = not is_traced(mechanism, kin, fe)
     if eager:
         check_array("inverse_dynamics", "external_wrench", fe, (6,))
         if fe.ndim not in (1, 2) or (fe.ndim == 2 and fe.shape[0] != N):
             raise ValueError(f"inverse_dynamics: `external_wrench` must have shape (6,) or ({N}, 6); got {fe.shape}")
-    fe = jnp.broadcast_to(fe, (N, 6))
+    fe = (jnp if is_traced(fe) else np).broadcast_to(fe, (N, 6))
     dyn = (_dynamics_jit if eager else solve_dynamics)(mechanism, kin, fe, method)
     if throw and eager:
         conv = np.asarray(dyn.converged)

@@ -32,7 +32,7 @@ from jaxtyping import Array, Bool, Float
 from .. import _cache, _closure, _linalg, _screw
 from .._result import RESULTS, AbstractResult, MotionLimitError, SingularError, code
 from .._validate import check_scalar, check_shape, check_type, is_traced
-from .._xla import COMPILER_OPTIONS, filter_jit, jit
+from .._xla import COMPILER_OPTIONS, jit
 from . import _trajectory
 from ._model import AbstractParallelMechanism, Chain, StewartPlatform, ThreeUPSUPUS
 
@@ -829,7 +829,7 @@ def _null(M, rtol):
     return vt[r:], r
 
 
-@filter_jit
+@_cache.kept()
 def _pose_screws(mechanism, R, pos):
     """Close the chains at the pose (R, pos) from home by Newton, one compiled program;
     returns (converged, residual, screw matrix of every chain, the platform's pose

@@ -29,9 +29,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from .. import _linalg
+from .. import _cache, _linalg
 from .._validate import as_floats, check_array
-from .._xla import eager_program, filter_jit
+from .._xla import eager_program
 from ._model import AbstractParallelMechanism
 
 
@@ -144,7 +144,7 @@ def _jacobian_det(p, R, a, b, scale):
     return _linalg.det(jnp.concatenate([_moment((B - p[..., None, :]) / scale, v), v], axis=-1))
 
 
-@filter_jit
+@_cache.kept()
 def _grid(points, R, a, b, lo, hi, home_u, joint_angle, scale):
     # at home the platform frame is the base frame: the legs' home directions serve both ends
     home_w = home_u
@@ -168,7 +168,7 @@ def _grid(points, R, a, b, lo, hi, home_u, joint_angle, scale):
     return jax.vmap(one)(points)
 
 
-@filter_jit
+@_cache.kept()
 def _refine(points, normal_plane, R, a, b, scale):
     """Newton along the in-plane gradient of det J onto its zero set."""
 
@@ -245,7 +245,7 @@ def workspace(
     a, b, lo, hi, scale, home_u = _setup(mech, planar)
     mesh = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1)
     shape = mesh.shape[:-1]
-    rho, reason, det = _grid(jnp.asarray(mesh.reshape(-1, len(axes))), R, a, b, lo, hi, home_u, float(ja), scale)
+    rho, reason, det = _grid(mesh.reshape(-1, len(axes)), R, a, b, lo, hi, home_u, np.asarray(ja, float), scale)
     reason = np.asarray(reason).reshape(shape)
     det = np.asarray(det).reshape(shape)
     cell = float(np.prod([abs(ax[1] - ax[0]) if ax.size > 1 else 0.0 for ax in axes]))
@@ -256,7 +256,7 @@ def workspace(
         if not np.isfinite(level):
             raise ValueError(f"{owner}: `section` must be finite; got {section!r}")
         pts = np.stack(np.meshgrid(axes[0], axes[1], [level], indexing="ij"), axis=-1)[:, :, 0]
-        plane = np.asarray(_grid(jnp.asarray(pts.reshape(-1, 3)), R, a, b, lo, hi, home_u, float(ja), scale)[2])
+        plane = np.asarray(_grid(pts.reshape(-1, 3), R, a, b, lo, hi, home_u, np.asarray(ja, float), scale)[2])
         plane = plane.reshape(pts.shape[:2])
     locus, locus_det = _locus(axes, plane, level, R, a, b, scale, planar)
     return Workspace(
@@ -302,7 +302,7 @@ def _locus(axes, plane, level, R, a, b, scale, planar):
     mask = np.ones(d)
     if not planar:
         mask[2] = 0.0  # stay in the section
-    q, f = (np.asarray(v) for v in _refine(jnp.asarray(P), jnp.asarray(mask), R, a, b, scale))
+    q, f = (np.asarray(v) for v in _refine(P, mask, R, a, b, scale))
     out, vals, k = [], [], 0
     for n in ends:
         out += [q[k : k + n], np.full((1, d), np.nan)]

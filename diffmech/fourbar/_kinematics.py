@@ -18,7 +18,7 @@ from .. import _cache, _closure, _linalg
 from .._geometry import attitude, cross, perp
 from .._result import RESULTS, AbstractResult, BranchSwitchError, MotionLimitError, code as _result_code, finish
 from .._validate import as_floats, check_finite, check_scalar, check_shape, check_trailing, is_traced, is_traced_module
-from .._xla import COMPILER_OPTIONS, eager_program, filter_jit, host_array, jit
+from .._xla import COMPILER_OPTIONS, eager_program, host_array, jit
 from ._model import FourBar
 
 # --------------------------------------------------------------------------- closure
@@ -270,7 +270,7 @@ def _over_angles(one, fb, theta):
     return jax.tree.map(lambda v: v.reshape(fb.batch_shape + theta.shape + v.shape[len(fb.batch_shape) + 1 :]), out)
 
 
-@filter_jit
+@_cache.kept()
 def _assemble_jit(fb, theta_A):
     def one(fb_, th):
         sol = solve(fb_, th, condition=False, throw=False)
@@ -292,8 +292,10 @@ def assemble(fb: FourBar, theta_A) -> Float[Array, "*batch 6"]:
     """
     if not is_traced(theta_A):
         as_floats("fourbar.assemble", "theta_A", theta_A)
-    theta = jnp.asarray(theta_A, dtype=fb.lengths.dtype)
-    if is_traced(fb, theta):
+    traced = is_traced(fb, theta_A)
+    # eagerly a host array (an eager `jnp.asarray` is a small program of its own)
+    theta = (jnp if traced else np).asarray(theta_A, dtype=fb.lengths.dtype)
+    if traced:
 
         def one(fb_, th):
             return _full_q(th, solve(fb_, th, condition=False, throw=True).value)

@@ -8,6 +8,8 @@ import pathlib
 import pickle
 import platform
 import re
+import sys
+import types
 from collections.abc import Callable
 from importlib.metadata import version
 from typing import Any
@@ -39,10 +41,11 @@ def cache(path=None, *, min_compile_time: float = MIN_COMPILE_TIME) -> pathlib.P
     `min_compile_time` seconds or more is written to `path`, and a later process (a
     notebook's kernel restarted, a script run again) loads it instead of compiling
     it: a first answer in a fraction of the time (see the getting-started page). The
-    programs of `linkage.simulate`, `linkage.joint_forces`, `linkage.sensitivity`,
-    `linkage.tolerance`, `fourbar.sweep` and `parallel.inverse_kinematics` are also
-    kept compiled (`path/programs`): a later process loads them without
-    tracing or lowering them. Call it first, before anything compiles; the CLI calls
+    main programs of the eager entry points (the kinematics, joint forces, tolerances
+    and singular points of linkages, four-bars and parallel mechanisms, synthesis and
+    identification; not the dynamics, see the getting-started page) are also kept
+    compiled (`path/programs`): a later process loads them without tracing or
+    lowering them. Call it first, before anything compiles; the CLI calls
     it unless `--no-cache`.
 
     **Arguments:** `path`: the folder (default `<diffmech's cache folder>/jax`:
@@ -78,8 +81,9 @@ def cache(path=None, *, min_compile_time: float = MIN_COMPILE_TIME) -> pathlib.P
 # jaxlib, Equinox, Diffrax, Optimistix and Lineax; the XLA flags and compiler options;
 # the float width, promotion and matmul precision; the device and the CPU's features).
 # A later process loads the executable (0.14-0.17 s) instead of tracing, lowering and
-# compiling it. Only arguments made of arrays and of this package's own classes are
-# kept: no user code can reach a kept program. Anything that fails on this path falls
+# compiling it. Only arguments made of arrays and of this package's own classes,
+# module-level functions and named objects are kept (`_describe`): no user code can
+# reach a kept program. Anything that fails on this path falls
 # back to the program's own jit, which then raises what it raises.
 
 _PROGRAM_FOLDER: pathlib.Path | None = None
@@ -108,6 +112,7 @@ def _environment() -> str:
         version("diffrax"),
         version("optimistix"),
         version("lineax"),
+        version("optax"),
         os.environ.get("XLA_FLAGS", ""),
         repr(COMPILER_OPTIONS),
         str(getattr(jax.config, "jax_enable_x64")),
@@ -121,45 +126,68 @@ def _environment() -> str:
     return h.hexdigest()
 
 
-def _own(tree) -> bool:
-    """Whether every node of a pytree is a container or one of this package's classes."""
-    todo = [tree]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (tuple, list)):
-            todo.extend(node)
-        elif isinstance(node, dict):
-            todo.extend(node.values())
-        elif isinstance(node, eqx.Module):
-            if type(node).__module__ == "equinox._enum":  # a status: this package's enumeration's
-                if not getattr(node, "_enumeration").__module__.startswith("diffmech."):
-                    return False
-                todo.append(getattr(node, "_value"))
-            elif type(node).__module__.startswith("diffmech."):
-                todo.extend(getattr(node, f.name) for f in dataclasses.fields(node))
-            else:
-                return False
-        elif not (node is None or isinstance(node, (np.ndarray, np.generic, jax.Array, str, int, float, bool))):
-            return False
-    return True
+# objects this package made and named (`named`): an optimiser built from its name
+_NAMED: dict[int, tuple[Any, str]] = {}
+
+
+def named(obj, label: str):
+    """`obj`, known to the key of a kept program by `label` (an object this package
+    builds from the label alone, kept alive here, as `fit`'s named optimisers)."""
+    _NAMED[id(obj)] = (obj, label)
+    return obj
+
+
+def _describe(node) -> str | None:
+    """A text that determines the non-array part of a program's arguments: numbers
+    and strings, containers, this package's classes, enumerations and module-level
+    functions, and `named` objects; None for anything else (a user's function or
+    class: such a program is not kept)."""
+    if node is None or isinstance(node, (bool, int, float, complex, str)):
+        return repr(node)
+    if id(node) in _NAMED and _NAMED[id(node)][0] is node:
+        return _NAMED[id(node)][1]
+    kind = f"{type(node).__module__}.{type(node).__qualname__}"
+    if isinstance(node, (tuple, list)):
+        parts = [_describe(v) for v in node]
+        return None if None in parts else f"{kind}({', '.join(parts)})"  # pyright: ignore[reportCallIssue, reportArgumentType]
+    if isinstance(node, dict):
+        items = [(repr(k), _describe(v)) for k, v in sorted(node.items(), key=lambda kv: repr(kv[0]))]
+        return None if any(v is None for _, v in items) else "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+    if isinstance(node, eqx.Module):
+        if type(node).__module__ == "equinox._enum":  # a status: this package's enumeration's
+            enumeration = getattr(node, "_enumeration")
+            ok = enumeration.__module__.startswith("diffmech.")
+            return f"{enumeration.__qualname__}[{_describe(getattr(node, '_value'))}]" if ok else None
+        if not type(node).__module__.startswith("diffmech."):
+            return None
+        parts = [_describe(getattr(node, f.name)) for f in dataclasses.fields(node)]
+        return None if None in parts else f"{kind}({', '.join(parts)})"  # pyright: ignore[reportCallIssue, reportArgumentType]
+    if isinstance(node, types.FunctionType) and node.__module__.startswith("diffmech."):
+        module = sys.modules.get(node.__module__)
+        return f"{node.__module__}.{node.__qualname__}" if getattr(module, node.__qualname__, None) is node else None
+    return None
 
 
 def program(name: str, f: Callable, jitted: Callable, args: tuple, static: tuple):
     """`f(*args, *static)` as `jitted` computes it (`static`: its static arguments,
-    after the others), from the compiled program kept on disk when `cache()` is on and
-    every argument is concrete and this package's own (see above); else `jitted(*args,
-    *static)` itself."""
-    if _PROGRAM_FOLDER is None or is_traced(args) or not _own(args):
+    after the others), from the compiled program kept on disk when `cache()` is on,
+    every argument is concrete and its non-array part is this package's own (see
+    `_describe`); else `jitted(*args, *static)` itself. As `eqx.filter_jit`, arrays
+    (NumPy's too) are traced and everything else is static: part of the key."""
+    if _PROGRAM_FOLDER is None or is_traced(args):
         return jitted(*args, *static)
-    leaves, tree = jax.tree.flatten(args)
-    if not all(isinstance(a, (np.ndarray, np.generic, jax.Array)) for a in leaves):  # a number a jit keeps static
+    # (a named object whole: rebuilt as a pytree, it would not be the object named)
+    dynamic, fixed = eqx.partition(args, eqx.is_array, is_leaf=lambda v: id(v) in _NAMED and _NAMED[id(v)][0] is v)
+    described = _describe((fixed, static))
+    if described is None:
         return jitted(*args, *static)
+    leaves, tree = jax.tree.flatten(dynamic)
     avals = [(np.shape(a), str(np.asarray(a).dtype if isinstance(a, np.generic) else a.dtype)) for a in leaves]
-    key = hashlib.sha256(repr((name, _environment(), str(tree), static, avals)).encode()).hexdigest()
+    key = hashlib.sha256(repr((name, _environment(), str(tree), described, avals)).encode()).hexdigest()
     entry = _LOADED.get(key)
     if entry is None:
         try:
-            entry = _load(key) or _compile(key, f, tree, leaves, static)
+            entry = _load(key) or _compile(key, f, tree, leaves, fixed, static)
         except Exception:  # the program's own jit: its errors, as without the cache
             return jitted(*args, *static)
         _LOADED[key] = entry
@@ -212,13 +240,14 @@ def _lapack_ready() -> None:
     jax.jit(jnp.linalg.solve).lower(np.eye(2), np.ones(2))
 
 
-def _compile(key: str, f: Callable, tree, leaves: list, static: tuple):
-    """Compile `f` on flat arguments, keep it under `key` (written whole, then renamed)."""
+def _compile(key: str, f: Callable, tree, leaves: list, fixed, static: tuple):
+    """Compile `f` on flat arguments (the arrays; `fixed`, the rest, is part of the
+    program), keep it under `key` (written whole, then renamed)."""
     assert _PROGRAM_FOLDER is not None
     box = {}
 
     def flat(*leaves_):
-        out, box["tree"] = jax.tree.flatten(f(*jax.tree.unflatten(tree, leaves_), *static))
+        out, box["tree"] = jax.tree.flatten(f(*eqx.combine(jax.tree.unflatten(tree, leaves_), fixed), *static))
         return out
 
     # the program's name in JAX's logs, and in its persistent cache's key: a new build

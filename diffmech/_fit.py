@@ -16,9 +16,10 @@ import numpy as np
 import optax
 from jaxtyping import Array, Bool, Float, Int
 
+from . import _cache
 from ._progress import TextProgress
 from ._validate import check_count, is_traced
-from ._xla import filter_jit, row
+from ._xla import row
 
 __all__ = ["FitResult", "History", "fit", "masked_mean"]
 
@@ -101,7 +102,9 @@ def _selector_spec(model, trainable):
 
 
 def _from_u(u, positive):
-    return jax.tree.map(lambda a, s: jnp.exp(a) if s else a, u, positive)
+    # eagerly on the host (an eager `jnp` operation is a small program of its own)
+    exp = lambda a: jnp.exp(a) if is_traced(a) else jax.device_put(np.exp(np.asarray(a)), getattr(a, "sharding", None))  # noqa: E731
+    return jax.tree.map(lambda a, s: exp(a) if s else a, u, positive)
 
 
 @eqx.filter_jit
@@ -170,15 +173,15 @@ def _per_start(fn, batched, own_static):
     return mapped
 
 
-@filter_jit
-def _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched, own_static=False):
+@_cache.kept(static=6)  # kept compiled where the loss is this package's and the optimiser named
+def _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched, own_static):
     def run(c, pr):
         return jax.lax.scan(lambda c_, _: _step(c_, pr, opt, needs_value, gtol, ftol), c, None, length=chunk)
 
     return _per_start(run, batched, own_static)(carry, problem)
 
 
-@filter_jit
+@_cache.kept(static=1)
 def _init(u, opt, batched):
     def init(u_):
         with jax.numpy_dtype_promotion("standard"):
@@ -187,17 +190,19 @@ def _init(u, opt, batched):
     return jax.vmap(init)(u) if batched else init(u)
 
 
-@filter_jit
-def _final_loss(u, problem, batched, own_static=False):
+@_cache.kept(static=2)
+def _final_loss(u, problem, batched, own_static):
     return _per_start(_objective, batched, own_static)(u, problem)
 
 
 @functools.cache
 def _named_optimizer(name, learning_rate):
     # cached: a fresh optax transformation is a new static argument (a recompilation)
-    if name == "lbfgs":
-        return optax.lbfgs(learning_rate=learning_rate), "state"
-    return optax.adam(1e-2 if learning_rate is None else learning_rate), ""
+    rate = (1e-2 if name == "adam" else None) if learning_rate is None else learning_rate
+    opt = optax.lbfgs(learning_rate=rate) if name == "lbfgs" else optax.adam(1e-2 if rate is None else rate)
+    if rate is None or isinstance(rate, (int, float)):  # named: a program that takes it may be kept compiled
+        opt = _cache.named(opt, f"optax.{name}({rate!r})")
+    return opt, "state" if name == "lbfgs" else ""
 
 
 def _optimizer(name, learning_rate):
@@ -306,12 +311,13 @@ def fit(
     params, static = eqx.partition(model, spec)
     pos_tree = jax.tree.map(lambda a, s: s, params, eqx.filter(pos_spec, spec))
     for a, s in zip(jax.tree.leaves(params), jax.tree.leaves(pos_tree)):
-        if s and not bool(jnp.all(a > 0)):
+        if s and not bool(np.all(np.asarray(a) > 0)):
             raise ValueError("fit: a field to be kept positive has a non-positive initial value")
 
     problem = (loss, static, args, pos_tree)
     opt, needs_value = _optimizer(optimizer, learning_rate)
-    u0 = jax.tree.map(lambda a, s: jnp.log(a) if s else a, params, pos_tree)
+    log = lambda a: jnp.log(a) if is_traced(a) else jax.device_put(np.log(np.asarray(a)))  # noqa: E731
+    u0 = jax.tree.map(lambda a, s: log(a) if s else a, params, pos_tree)
     if batch and starts is not None:
         raise ValueError(
             "fit: give either `starts` (perturbed copies of one model) or `batch=True` (a batch of models)"
@@ -384,7 +390,7 @@ def fit(
         times.append(np.full(chunk, t))
         if meter is not None:
             meter.update((c + 1) * chunk, n_chunks * chunk, f"loss {float(jnp.min(jnp.asarray(v)[..., -1])):.3e}")
-        if not bool(jnp.any(carry[2])):
+        if not np.any(np.asarray(carry[2])):
             break
     if meter is not None:
         meter.close()
@@ -403,7 +409,8 @@ def fit(
         u, active, k, final_loss, hist = cut(u), active[:n_real], k[:n_real], final_loss[:n_real], cut(hist)
         stalled = stalled[:n_real]
         static = cut(static) if own_static else static
-    best = 0 if not batched else int(jnp.argmin(jnp.where(jnp.isfinite(final_loss), final_loss, jnp.inf)))
+    losses_h = np.asarray(final_loss)
+    best = 0 if not batched else int(np.argmin(np.where(np.isfinite(losses_h), losses_h, np.inf)))
     fitted = _from_u(u, pos_tree)
     best_params = (
         fitted if not batched else (jax.tree.map(lambda a: a[best], fitted) if is_traced(fitted) else row(fitted, best))
@@ -416,7 +423,7 @@ def fit(
         params=fitted,
         loss=final_loss,
         steps=k,
-        converged=~active & ~stalled & jnp.isfinite(final_loss),
+        converged=jax.device_put(~np.asarray(active) & ~np.asarray(stalled) & np.isfinite(losses_h)),
         history=hist,
         best=best,
     )

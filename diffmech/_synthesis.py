@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float
 
-from . import _fit
+from . import _cache, _fit
 from ._geometry import attitude, rotation
 from ._progress import TextProgress
 from ._validate import as_floats, check_array, check_count, check_scalar
@@ -438,7 +438,9 @@ def _verdict(c, prob, substeps):
     return c, theta, q, ok, mu_lo, mu_hi, _features(c, prob, q)
 
 
-_verdict_batch = filter_jit(lambda c, prob, sub: jax.vmap(lambda c_: _verdict(c_, prob, sub))(c))
+@_cache.kept()
+def _verdict_batch(c, prob, sub):
+    return jax.vmap(lambda c_: _verdict(c_, prob, sub))(c)
 
 
 # --------------------------------------------------------------------------- starts
@@ -500,9 +502,9 @@ def _seed(c, prob, fixed, scales, angles):
     return jax.tree.map(lambda a: a.reshape((-1,) + a.shape[2:])[k], cands)
 
 
-_seed_batch = filter_jit(
-    lambda c, prob, fixed, scales, angles: jax.vmap(lambda c_: _seed(c_, prob, fixed, scales, angles))(c)
-)
+@_cache.kept()
+def _seed_batch(c, prob, fixed, scales, angles):
+    return jax.vmap(lambda c_: _seed(c_, prob, fixed, scales, angles))(c)
 
 
 def _init_timing(c, prob):
@@ -535,14 +537,16 @@ def _init_gamma(c, prob):
     return eqx.tree_at(lambda m: m.gamma, c, mean)
 
 
-_init_batch = filter_jit(
-    lambda c, prob, cyclic, gamma: jax.vmap(lambda c_: _init_timing(c_, prob) if cyclic else c_)(
+@_cache.kept()
+def _init_batch(c, prob, cyclic, gamma):
+    return jax.vmap(lambda c_: _init_timing(c_, prob) if cyclic else c_)(
         jax.vmap(lambda c_: _init_gamma(c_, prob) if gamma else c_)(c)
     )
-)
 
 
-_loss_batch = filter_jit(lambda c, prob: jax.vmap(lambda c_: _loss(c_, prob))(c))
+@_cache.kept()
+def _loss_batch(c, prob):
+    return jax.vmap(lambda c_: _loss(c_, prob))(c)
 
 
 # a problem's targets are padded to the next of these sizes (`_padded`), so that problems
@@ -858,7 +862,7 @@ def _search(
             scales = np.geomspace(0.25, 2.0 * max(dist, 1.0), 12)
             if "angle" not in norm_fixed:
                 turns = np.linspace(0.0, _TWO_PI, 12, endpoint=False)
-        c = _seed_batch(c, prob, fixed_names, jnp.asarray(scales, dtype), jnp.asarray(turns, dtype))
+        c = _seed_batch(c, prob, fixed_names, np.asarray(scales, dtype), np.asarray(turns, dtype))
         c = _init_batch(c, prob, cyclic, with_gamma)
         for key in lo:
             v = np.clip(np.asarray(getattr(c, key)), lo[key], hi[key])
@@ -1033,9 +1037,9 @@ def _newton_polish(c, prob, names, log_lengths, iterations=30):
     return out
 
 
-_newton_batch = filter_jit(
-    lambda c, prob, names, log_lengths: jax.vmap(lambda c_: _newton_polish(c_, prob, names, log_lengths))(c)
-)
+@_cache.kept()
+def _newton_batch(c, prob, names, log_lengths):
+    return jax.vmap(lambda c_: _newton_polish(c_, prob, names, log_lengths))(c)
 
 
 def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):

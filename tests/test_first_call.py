@@ -7,6 +7,7 @@ import pathlib
 import shutil
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from helpers import DOUBLE_ROCKER
@@ -292,6 +293,34 @@ def test_a_kept_program_that_fails_falls_back_to_the_programs_own_jit(tmp_path, 
     assert len(keys) == 1 and not _cache._LOADED.get(keys[0])
     (tmp_path / f"{keys[0]}.bin").write_bytes(b"not a kept program")
     assert _cache._load(keys[0]) is None  # compiled again, not a crash
+
+
+def test_only_programs_whose_static_part_is_diffmechs_own_are_kept(tmp_path, monkeypatch):
+    """A kept program's key holds its arguments' non-array part as text: numbers,
+    this package's classes, its module-level functions (by name) and the optimisers it
+    builds and names. Anything else (a lambda, an optax object diffmech did not build)
+    is not kept, and the call is the program's own jit; the answers are the same."""
+    import optax
+
+    from diffmech import _cache, _fit, _geometry
+
+    monkeypatch.setattr(_cache, "_PROGRAM_FOLDER", tmp_path)
+
+    def f(x, fn, opt):
+        state = [a for a in jax.tree.leaves(opt.init(x)) if jnp.issubdtype(a.dtype, jnp.floating)]
+        return fn(x) + sum(jnp.sum(a) for a in state)  # the optimiser's moments start at 0
+
+    kept = _cache.kept()(f)
+    x = np.array([0.3, -0.7])
+    named, _ = _fit._optimizer("adam", None)
+    cases = [
+        (_geometry.perp, named, True),  # a module-level function of diffmech, a named optimiser
+        (lambda v: _geometry.perp(v), named, False),  # a lambda: its name says nothing of its code
+        (_geometry.perp, optax.adam(1e-2), False),  # an optax object diffmech did not build
+    ]
+    for k, (fn, opt, keep) in enumerate(cases):
+        np.testing.assert_array_equal(np.asarray(kept(x, fn, opt)), [0.7, 0.3])
+        assert len(list(tmp_path.glob("*.bin"))) == int(keep) + (k > 0), k
 
 
 def test_drive_laws_are_data_other_numbers_compile_nothing():

@@ -37,9 +37,24 @@ STATEMENTS = {
         "lk = dm.examples.theo_jansen(); m = linkage.simulate(lk)",
         "out = linkage.tolerance(lk, m, 1e-4, samples=4096).linear",
     ),
+    "linkage.singularities (Jansen)": (
+        "lk = dm.examples.theo_jansen(); m = linkage.simulate(lk)",
+        "out = linkage.singularities(lk, m).at",
+    ),
     "parallel.inverse_kinematics (Stewart, 50 samples)": (
         "mech = parallel.StewartPlatform(); traj = parallel.stewart_spiral(mech, jnp.arange(0.0, 0.5, 0.01))",
         "out = parallel.inverse_kinematics(mech, traj).platform_R",
+    ),
+    "parallel.forward_kinematics (Stewart)": (
+        "mech = parallel.StewartPlatform(); traj = parallel.stewart_spiral(mech, jnp.arange(0.0, 0.5, 0.01)); "
+        "kin = parallel.inverse_kinematics(mech, traj); "
+        "legs = parallel.leg_lengths(mech, kin.platform_R[0], kin.platform_d[0])",
+        "out = parallel.forward_kinematics(mech, legs).positions",
+    ),
+    "synthesis.path_generation (12 targets, prescribed)": (
+        "fb = dm.FourBar(lengths=(0.12, 0.25, 0.26, 0.30)); angles = jnp.linspace(0, 2 * jnp.pi, 13)[:-1]; "
+        "targets = fourbar.coupler_point(fb, fourbar.sweep(fb, angles).q, jnp.array([0.1, 0.05]))",
+        'out = synthesis.path_generation(targets, "prescribed", crank_angles=angles).points',
     ),
 }
 FORCES_FROM_INPUTS = (
@@ -52,7 +67,7 @@ _CHILD = (
     + r"""
 import jax.numpy as jnp
 import diffmech as dm
-from diffmech import _cache, fourbar, linkage, parallel
+from diffmech import _cache, fourbar, linkage, parallel, synthesis
 folder, kept, setup, statement = sys.argv[1:5]
 if folder != "-":
     dm.cache(folder)

@@ -386,10 +386,11 @@ def _loads(X, dX, lk: Linkage):
     return Vs, dVs, Qa, Cd
 
 
-def _terms(x, u, prep, body: _Inertial):
+def _terms(x, u, prep, body: _Inertial, tan=None):
     """`M(u)`, `V(u)`, `V′(u)` (gravity and springs), the applied loads' generalised
-    force, the dampers' coefficient, and the tangent, for `x` on the closure at `u`."""
-    tan = _tangent(x, u, prep)
+    force, the dampers' coefficient, and the tangent, for `x` on the closure at `u`
+    (`tan`: the tangent, if known)."""
+    tan = _tangent(x, u, prep) if tan is None else tan
 
     def pose(x_, u_):
         X = joint_coords(x_, u_, prep)  # loads may act at tracer points
@@ -430,11 +431,12 @@ def _rotational_matrix(f, dfs, body: _Inertial):
     return total
 
 
-def _terms_k(x, u, prep, body: _Inertial):
+def _terms_k(x, u, prep, body: _Inertial, T=None):
     """Several inputs `u` `(k,)`: `M(u)` `(k, k)` (kinetic energy `½ u̇ᵀ M u̇`), `V(u)`,
     `∇V` `(k,)` (gravity and springs), the applied loads' generalised force `(k,)`,
-    the dampers' matrix `(k, k)` (their force `−C u̇`) and the tangents `(n, k)`."""
-    T = _tangents(x, u, prep)
+    the dampers' matrix `(k, k)` (their force `−C u̇`) and the tangents `(n, k)` (`T`:
+    the tangents, if known)."""
+    T = _tangents(x, u, prep) if T is None else T
     k = u.shape[0]
 
     def pose(x_, u_):
@@ -454,23 +456,63 @@ def _terms_k(x, u, prep, body: _Inertial):
     return M, V, dV, T, Qa, (D[0] - D[1]) / 4
 
 
+def _tangents_and_curvatures(x, u, prep):
+    """Several inputs: the tangents `T = ∂x/∂u` `(n, k)` and their slopes `∂T/∂u_l`
+    `(k, n, k)` (leading `l`): `J_x T = −Φ_u`, and `J_x ∂²x/∂u_i∂u_l = −D²Φ[v_i, v_l]`,
+    `v_i = (T e_i, e_i)` (as `_tangent_and_curvature`)."""
+    eye = jnp.eye(u.shape[0], dtype=u.dtype)
+    J = _closure.jacobian(prepared_residual)(x, u, prep)
+    phi_u = jax.vmap(lambda e: jax.jvp(lambda u_: prepared_residual(x, u_, prep), (u,), (e,))[1], out_axes=1)(eye)
+    T = _linalg.solve(J, -phi_u)
+
+    def second(ti, ei, tl, el):
+        def along(x_, u_):
+            return jax.jvp(lambda a, b: prepared_residual(a, b, prep), (x_, u_), (ti, ei))[1]
+
+        return jax.jvp(along, (x, u), (tl, el))[1]
+
+    pairs = jax.vmap(lambda tl, el: jax.vmap(second, in_axes=(1, 0, None, None), out_axes=1)(T, eye, tl, el))
+    curve = pairs(T.T, eye)  # (k, n, k): [l, :, i]
+    return T, jax.vmap(lambda c: _linalg.solve(J, -c))(curve)
+
+
 def _terms_and_slopes(x, u, prep, body):
     """Several inputs: `_terms_k` and `∂M/∂uᵢ` `(k, k, k)` (leading `i`), the jvps of `M`
     along each closure tangent, from one pass (the terms are the jvps' primal, computed
-    once under the `vmap` over the tangents)."""
+    once under the `vmap` over the tangents; the tangents' own slopes from
+    `_tangents_and_curvatures`)."""
+    T, dT = _tangents_and_curvatures(x, u, prep)
 
-    def along(t, e):
-        terms, slopes = jax.jvp(lambda x_, u_: _terms_k(x_, u_, prep, body), (x, u), (t, e))
+    def along(t, e, dt):
+        terms, slopes = jax.jvp(lambda x_, u_, T_: _terms_k(x_, u_, prep, body, T_), (x, u, T), (t, e, dt))
         return terms, slopes[0]
 
-    T = _tangents(x, u, prep)
-    return jax.vmap(along, in_axes=(1, 0), out_axes=(None, 0))(T, jnp.eye(u.shape[0], dtype=u.dtype))
+    return jax.vmap(along, in_axes=(1, 0, 0), out_axes=(None, 0))(T, jnp.eye(u.shape[0], dtype=u.dtype), dT)
+
+
+def _tangent_and_curvature(x, u, prep):
+    """`x′(u)` and `x″(u)` along the closure: `J_x x′ = −Φ_u`, and, differentiating
+    `Φ(x(u), u) = 0` twice, `J_x x″ = −D²Φ[v, v]`, `v = (x′, 1)` (one second-order
+    directional derivative of the residual, not the derivative of `J_x`)."""
+    one = jnp.ones_like(u)
+    J = _closure.jacobian(prepared_residual)(x, u, prep)
+    _, phi_u = jax.jvp(lambda u_: prepared_residual(x, u_, prep), (u,), (one,))
+    tan = _linalg.solve(J, -phi_u)
+
+    def along(x_, u_):
+        return jax.jvp(lambda a, b: prepared_residual(a, b, prep), (x_, u_), (tan, one))[1]
+
+    _, curve = jax.jvp(along, (x, u), (tan, one))
+    return tan, _linalg.solve(J, -curve)
 
 
 def _terms_and_slope(x, u, prep, body):
     """`_terms` and `M′(u)`, the jvp of `M` along the closure's tangent `(x′(u), 1)`, from
-    one pass (the terms are the jvp's primal)."""
-    terms, slopes = jax.jvp(lambda x_, u_: _terms(x_, u_, prep, body), (x, u), (_tangent(x, u, prep), jnp.ones_like(u)))
+    one pass (the terms are the jvp's primal; the tangent's own slope is `x″`)."""
+    tan, curve = _tangent_and_curvature(x, u, prep)
+    terms, slopes = jax.jvp(
+        lambda x_, u_, t_: _terms(x_, u_, prep, body, t_), (x, u, tan), (tan, jnp.ones_like(u), curve)
+    )
     return terms, slopes[0]
 
 

@@ -195,11 +195,14 @@ def program(name: str, f: Callable, jitted: Callable, args: tuple, static: tuple
     return jax.tree.unflatten(out_tree, compiled(*leaves))
 
 
-def kept(static: int = 0):
+def kept(static: int = 0, *, data: bool = False):
     """Decorator: `f` as a program of its own (`filter_jit`) whose eager calls go
     through `program` (kept on disk when `cache()` is on); its last `static`
     positional arguments are static. Called positionally only; under a
-    transformation it is inlined as `filter_jit(f)` is."""
+    transformation it is inlined as `filter_jit(f)` is. `data=True`: as
+    `_xla.eager_program`, a Python float anywhere among the other arguments is passed
+    as an array (a new value compiles nothing), and under a transformation `f`
+    itself is inlined."""
 
     def wrap(f: Callable) -> Callable:
         jitted = filter_jit(f)
@@ -207,8 +210,13 @@ def kept(static: int = 0):
 
         @functools.wraps(f)
         def call(*args):
+            if data and is_traced(args):
+                return f(*args)
             k = len(args) - static
-            return program(name, f, jitted, args[:k], args[k:])
+            head = args[:k]
+            if data:
+                head = jax.tree.map(lambda v: np.asarray(v) if isinstance(v, float | complex) else v, head)
+            return program(name, f, jitted, head, args[k:])
 
         return call
 

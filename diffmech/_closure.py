@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Bool, Float, Int, PyTree
 
-from . import _linalg, _result
+from . import _cache, _linalg, _result
 from ._result import RESULTS, AbstractResult, SingularError, as_results as _as_results, code as _code, finish
 from ._validate import ArgumentTypeError, check_callable, check_count, check_scalar, check_type, is_traced
 from ._xla import eager_program
@@ -1528,11 +1528,12 @@ def rates(
             and not all(np.all(np.isfinite(np.asarray(a))) for a in jax.tree.leaves(v))
         ):
             raise ValueError(f"closure.rates: `{name}` must be finite; got {v}")
-    _check_square("closure.rates", fn, jnp.asarray(x), u, params, "x")
+    xa = x if is_traced(x) else np.asarray(x)  # eagerly a host array (`jnp.asarray` is a program)
+    _check_square("closure.rates", fn, xa, u, params, "x")
     _check_like_input("closure.rates", "udot", udot, u)
     if uddot is not None:
         _check_like_input("closure.rates", "uddot", uddot, u)
-    J, xdot, xddot = _rates_program(fn, jnp.asarray(x), u, params, udot, uddot, jac)
+    J, xdot, xddot = _rates_program(fn, xa, u, params, udot, uddot, jac)
     _raise_if_singular("closure.rates", J, x, u, params)
     return xdot, xddot
 
@@ -1559,7 +1560,7 @@ def _rates(fn, x, u, params, udot, uddot, jac):
     return J, xdot, xddot
 
 
-_rates_program = eager_program(_rates)
+_rates_program = _cache.kept(data=True)(_rates)  # kept compiled where `fn` is diffmech's own (`diffmech.cache`)
 
 
 def _raise_if_singular(owner, J, x, u, params) -> None:

@@ -183,15 +183,16 @@ dm.cache(sys.argv[1])
 fb = dm.FourBar(lengths=jnp.array([0.12, 0.25, 0.26, 0.30]))
 s = dm.fourbar.sweep(fb, jnp.linspace(0.0, 6.0, 97))  # a kept program (diffmech's)
 swept = sum(str(f).startswith("_sweep_lengths_program") for f in traced)
-dm.fourbar.rates(fb, s.q[0], 0.0, 1.0)  # from JAX's cache
+# your own program: from JAX's cache
+jax.jit(lambda L: dm.fourbar.sweep_functional(dm.FourBar(lengths=L), jnp.linspace(0.0, 6.0, 97)).q)(fb.lengths)
 print(len(hits), swept, int(s.converged.sum()))
 """
 
 
 def test_the_persistent_cache_serves_a_second_process(tmp_path):
     """`diffmech.cache(path)`: the first process writes its programs there, a second
-    one loads them instead of compiling them (the rates' from JAX's cache; the sweep's
-    kept compiled by diffmech, not even traced)."""
+    one loads them instead of compiling them (a program of the user's own from JAX's
+    cache; the sweep's kept compiled by diffmech, not even traced)."""
     import subprocess
     import sys
 

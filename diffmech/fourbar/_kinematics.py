@@ -692,12 +692,14 @@ def rates(
                 f"fourbar.rates: `q` must be a closed configuration at `theta_A` = {float(theta_A):.6g} rad (e.g. "
                 f"assemble(fb, theta_A)); its crank attitude or closure is off by {gap:.3e}"
             )
-    theta_A, omega_A, alpha_A = (jnp.asarray(v, dtype=dt) for v in (theta_A, omega_A, alpha_A))
-    xdot, xddot = _closure.rates(residual, jnp.asarray(q)[2:], theta_A, fb, omega_A, alpha_A)
+    xp = jnp if is_traced(fb, q, theta_A, omega_A, alpha_A) else np  # eagerly host arrays: no small programs
+    theta_A, omega_A, alpha_A = (xp.asarray(v, dtype=dt) for v in (theta_A, omega_A, alpha_A))
+    x = xp.asarray(q, dtype=dt)[2:]
+    xdot, xddot = _closure.rates(residual, x, theta_A, fb, omega_A, alpha_A)  # pyright: ignore[reportArgumentType]
     return _with_crank(theta_A, omega_A, alpha_A, xdot, xddot)
 
 
-@jit
+@_cache.kept()
 def _with_crank(theta_A, omega_A, alpha_A, xdot, xddot):
     """`rates`' q̇, q̈ with the crank's own attitude rates first (one small program)."""
     qA = attitude(theta_A)

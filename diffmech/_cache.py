@@ -162,7 +162,7 @@ def _describe(node) -> str | None:
             return None
         parts = [_describe(getattr(node, f.name)) for f in dataclasses.fields(node)]
         return None if None in parts else f"{kind}({', '.join(parts)})"  # pyright: ignore[reportCallIssue, reportArgumentType]
-    if isinstance(node, types.FunctionType) and node.__module__.startswith("diffmech."):
+    if isinstance(node, types.FunctionType) and (node.__module__ or "").startswith("diffmech."):
         module = sys.modules.get(node.__module__)
         return f"{node.__module__}.{node.__qualname__}" if getattr(module, node.__qualname__, None) is node else None
     return None
@@ -177,8 +177,11 @@ def program(name: str, f: Callable, jitted: Callable, args: tuple, static: tuple
     if _PROGRAM_FOLDER is None or is_traced(args):
         return jitted(*args, *static)
     # (a named object whole: rebuilt as a pytree, it would not be the object named)
-    dynamic, fixed = eqx.partition(args, eqx.is_array, is_leaf=lambda v: id(v) in _NAMED and _NAMED[id(v)][0] is v)
-    described = _describe((fixed, static))
+    try:
+        dynamic, fixed = eqx.partition(args, eqx.is_array, is_leaf=lambda v: id(v) in _NAMED and _NAMED[id(v)][0] is v)
+        described = _describe((fixed, static))
+    except Exception:  # anything unforeseen in a user's object: not kept
+        described = None
     if described is None:
         return jitted(*args, *static)
     leaves, tree = jax.tree.flatten(dynamic)
@@ -198,29 +201,46 @@ def program(name: str, f: Callable, jitted: Callable, args: tuple, static: tuple
 def kept(static: int = 0, *, data: bool = False):
     """Decorator: `f` as a program of its own (`filter_jit`) whose eager calls go
     through `program` (kept on disk when `cache()` is on); its last `static`
-    positional arguments are static. Called positionally only; under a
-    transformation it is inlined as `filter_jit(f)` is. `data=True`: as
-    `_xla.eager_program`, a Python float anywhere among the other arguments is passed
-    as an array (a new value compiles nothing), and under a transformation `f`
-    itself is inlined."""
+    positional arguments are static (keyword arguments are as `filter_jit` takes
+    them). Under a transformation it is inlined as `filter_jit(f)` is. `data=True`: as
+    `_xla.eager_program`, a Python float anywhere among the non-static positional
+    arguments is passed as an array (a new value compiles nothing), and under a
+    transformation `f` itself is inlined."""
 
     def wrap(f: Callable) -> Callable:
         jitted = filter_jit(f)
         name = f"{f.__module__}.{f.__qualname__}"
 
         @functools.wraps(f)
-        def call(*args):
-            if data and is_traced(args):
-                return f(*args)
+        def call(*args, **keywords):
+            if data and is_traced((args, keywords)):
+                return f(*args, **keywords)
             k = len(args) - static
             head = args[:k]
-            if data:
+            if data:  # (positional ones, as `eager_program`: keyword options stay static)
                 head = jax.tree.map(lambda v: np.asarray(v) if isinstance(v, float | complex) else v, head)
-            return program(name, f, jitted, head, args[k:])
+            if not keywords:
+                return program(name, f, jitted, head, args[k:])
+            names = tuple(sorted(keywords))
+            values = tuple(keywords[n] for n in names)
+            return program(
+                f"{name}{names}", _by_keywords(f, k, names), _by_keywords(jitted, k, names), head + values, args[k:]
+            )
 
         return call
 
     return wrap
+
+
+def _by_keywords(f: Callable, k: int, names: tuple) -> Callable:
+    """`f` taking its keyword arguments `names` positionally, after its `k` first."""
+
+    def g(*args):
+        n = k + len(names)
+        return f(*args[:k], *args[n:], **dict(zip(names, args[k:n])))
+
+    g.__name__ = getattr(f, "__name__", "program")
+    return g
 
 
 def _load(key: str):

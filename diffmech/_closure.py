@@ -41,7 +41,6 @@ from jaxtyping import Array, Bool, Float, Int, PyTree
 from . import _cache, _linalg, _result
 from ._result import RESULTS, AbstractResult, SingularError, as_results as _as_results, code as _code, finish
 from ._validate import ArgumentTypeError, check_callable, check_count, check_scalar, check_type, is_traced
-from ._xla import eager_program
 
 Residual = Callable[[Float[Array, " n"], Any, PyTree], Float[Array, " n"]]
 
@@ -443,7 +442,7 @@ _SUCCESS, _LIMIT, _SWITCH, _NOT_REACHED, _DEFERRED, _NONFINITE = (
 )
 
 
-_root_program = eager_program(_root)
+_root_program = _cache.kept(data=True)(_root)
 
 
 def _flat_inputs(inputs, n_in, dtype):
@@ -777,7 +776,7 @@ def _continuation(fn, x0, inputs, params, branch_sign, *, branch, atol, xtol, ma
     return _finish(opts, inputs, params, rows)
 
 
-_continuation_program = eager_program(_continuation)
+_continuation_program = _cache.kept(data=True)(_continuation)
 
 
 def _continuation_rows(opts, x0, inputs, params, branch_sign, robust=True, tangents=False):
@@ -1425,7 +1424,7 @@ def sweep_probed(
     return _finish(opts, inputs, params, rows), probed
 
 
-_sweep_program = eager_program(sweep_probed)
+_sweep_program = _cache.kept(data=True)(sweep_probed)
 
 
 def resume(

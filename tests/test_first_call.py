@@ -312,12 +312,17 @@ def test_only_programs_whose_static_part_is_diffmechs_own_are_kept(tmp_path, mon
         return fn(x) + sum(jnp.sum(a) for a in state)  # the optimiser's moments start at 0
 
     kept = _cache.kept()(f)
+    scope = {"perp": _geometry.perp}
+    exec("def exec_defined(v):\n    return perp(v)", scope)  # noqa: S102
+    exec_defined = scope["exec_defined"]
+    assert exec_defined.__module__ is None
     x = np.array([0.3, -0.7])
     named, _ = _fit._optimizer("adam", None)
     cases = [
         (_geometry.perp, named, True),  # a module-level function of diffmech, a named optimiser
         (lambda v: _geometry.perp(v), named, False),  # a lambda: its name says nothing of its code
         (_geometry.perp, optax.adam(1e-2), False),  # an optax object diffmech did not build
+        (exec_defined, named, False),  # a function of no module (made by `exec`, as in a notebook's magic)
     ]
     for k, (fn, opt, keep) in enumerate(cases):
         np.testing.assert_array_equal(np.asarray(kept(x, fn, opt)), [0.7, 0.3])

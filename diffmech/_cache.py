@@ -219,6 +219,8 @@ def kept(static: int = 0, *, data: bool = False):
             head = args[:k]
             if data:  # (positional ones, as `eager_program`: keyword options stay static)
                 head = jax.tree.map(lambda v: np.asarray(v) if isinstance(v, float | complex) else v, head)
+            if _PROGRAM_FOLDER is None:  # no cache: the program's own jit, at once
+                return jitted(*head, *args[k:], **keywords)
             if not keywords:
                 return program(name, f, jitted, head, args[k:])
             names = tuple(sorted(keywords))

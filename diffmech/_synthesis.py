@@ -1174,7 +1174,7 @@ def _clip_bounds(syn: Synthesis, world, who):
         v = np.asarray(getattr(d, key))
         if np.any(v < lo - 1e-9 * (1 + np.abs(lo))) or np.any(v > hi + 1e-9 * (1 + np.abs(hi))):
             raise AssertionError(f"{who}: internal error: {key} {v} outside its bounds")
-        d = eqx.tree_at(lambda m, k=key: getattr(m, k), d, jnp.asarray(np.clip(v, lo, hi)))
+        d = eqx.tree_at(lambda m, k=key: getattr(m, k), d, jax.device_put(np.clip(v, lo, hi)))
         width = np.where(np.isfinite(hi - lo), hi - lo, 1.0)
         if np.any((np.abs(v - lo) <= 1e-6 * width) | (np.abs(v - hi) <= 1e-6 * width)):
             pinned.append(key)

@@ -194,7 +194,7 @@ class Drive(eqx.Module):
     # not static: a drive law (`AffineTorque`, ...: an Equinox module) is traced, its
     # numbers arrays; a plain function, not an array, stays static to `eqx.filter_jit`
     torque: Callable | None = None
-    damping: Float[Array, "4"] = eqx.field(default_factory=lambda: jnp.asarray(np.zeros(4)))
+    damping: Float[Array, "4"] = eqx.field(default_factory=lambda: jax.device_put(np.zeros(4)))
 
     def __check_init__(self):
         if self.torque is not None and not callable(self.torque):

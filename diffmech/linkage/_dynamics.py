@@ -126,7 +126,7 @@ def rod_mass_properties(
     return eqx.tree_at(
         lambda k: (k.masses, k.coms, k.inertias),
         lk,
-        (jnp.asarray(masses), jnp.asarray(np.stack(coms)), jnp.asarray(np.stack(inertias))),
+        (jax.device_put(np.asarray(masses)), jax.device_put(np.stack(coms)), jax.device_put(np.stack(inertias))),
         is_leaf=lambda x: x is None,
     )
 

@@ -7,7 +7,7 @@ import math
 import tomllib
 from pathlib import Path
 
-import jax.numpy as jnp
+import jax
 import numpy as np
 
 GEOMETRIES = ("planar", "spherical", "spatial")
@@ -246,7 +246,7 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
     if step is not None and not (isinstance(step, (int, float)) and math.isfinite(step) and step != 0):
         raise LinkageError(f"simulation.step: a finite non-zero number; got {step!r}")
     return dict(
-        coords=jnp.asarray(np.stack(rows)),
+        coords=jax.device_put(np.stack(rows)),  # (an eager `jnp.asarray` compiles a small program)
         names=tuple(names),
         types=tuple(types),
         links=tuple(link_tuples),
@@ -261,10 +261,10 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         steps=steps,
         step=None if step is None else float(step),
         description=str(spec.get("description", "")),
-        masses=jnp.asarray([m for m, _, _ in inertial], dtype=float),
-        coms=jnp.asarray(np.stack([c for _, c, _ in inertial]), dtype=float),
-        inertias=jnp.asarray(np.stack([np.asarray(i, dtype=float) for _, _, i in inertial]), dtype=float),
-        gravity=jnp.asarray(_gravity(spec.get("gravity"), geometry), dtype=float),
+        masses=jax.device_put(np.asarray([m for m, _, _ in inertial], dtype=float)),
+        coms=jax.device_put(np.asarray(np.stack([c for _, c, _ in inertial]), dtype=float)),
+        inertias=jax.device_put(np.stack([np.asarray(i, dtype=float) for _, _, i in inertial])),
+        gravity=jax.device_put(np.asarray(_gravity(spec.get("gravity"), geometry), dtype=float)),
         **_loads(spec.get("loads", []), geometry, names, types, index, link_names, link_tuples, rows),
     )
 
@@ -358,7 +358,7 @@ def _loads(loads, geometry, names, types, index, link_names, link_tuples, rows) 
     return dict(
         load_kinds=tuple(kinds),
         load_index=tuple(idx),
-        load_params=jnp.asarray(np.asarray(params, dtype=float).reshape(-1, 3)),
+        load_params=jax.device_put(np.asarray(params, dtype=float).reshape(-1, 3)),
     )
 
 

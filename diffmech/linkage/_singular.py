@@ -259,7 +259,7 @@ def singularities(lk: Linkage, motion, *, outputs=None, near: float = 0.05) -> S
         if found
         else np.zeros((0,) + lk.coords.shape, lk.coords.dtype)
     )
-    f64 = lambda v: jnp.asarray(np.asarray(v, dtype=float))  # noqa: E731
+    f64 = lambda v: jax.device_put(np.asarray(v, dtype=float))  # noqa: E731
     return Singularities(
         inputs=f64(U),
         margin=f64(margin),

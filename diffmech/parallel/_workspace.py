@@ -263,7 +263,7 @@ def workspace(
         axes=tuple(jnp.asarray(ax) for ax in axes),
         inside=jnp.asarray(reason == 0),
         reason=jnp.asarray(reason),
-        lengths=jnp.asarray(np.asarray(rho).reshape(shape + (-1,))),
+        lengths=jax.device_put(np.asarray(rho).reshape(shape + (-1,))),
         det=jnp.asarray(det),
         size=float(np.sum(reason == 0)) * cell,
         section=level,
@@ -308,7 +308,7 @@ def _locus(axes, plane, level, R, a, b, scale, planar):
         out += [q[k : k + n], np.full((1, d), np.nan)]
         vals += [f[k : k + n], [np.nan]]
         k += n
-    return jnp.asarray(np.concatenate(out)[:-1]), jnp.asarray(np.concatenate(vals)[:-1])
+    return jax.device_put(np.concatenate(out)[:-1]), jax.device_put(np.concatenate(vals)[:-1])
 
 
 class Transmissibility(eqx.Module):

@@ -122,7 +122,7 @@ def three_rpr():
     circle of radius 0.2 m about the reference point, each facing its base corner at
     `φ = 0`; legs from 0.1 to 0.9 m; home at the base's centroid. Its workspace and
     singularities: `diffmech.parallel.workspace`."""
-    import jax.numpy as jnp
+    import jax
     import numpy as np
 
     from .parallel import ThreeRPR
@@ -132,10 +132,11 @@ def three_rpr():
     centroid = np.array([0.5, 3**0.5 / 6])
     base = centroid + (1 / 3**0.5) * np.stack([np.cos(corners), np.sin(corners)], axis=-1)
     platform = 0.2 * np.stack([np.cos(corners), np.sin(corners)], axis=-1)
+    # (put on the device as they are: an eager `jnp.asarray` of NumPy's compiles a program)
     return ThreeRPR(
-        base=jnp.asarray(base),
-        platform=jnp.asarray(platform),
-        home=jnp.asarray(centroid),
-        lower=jnp.asarray(0.1),
-        upper=jnp.asarray(0.9),
+        base=jax.device_put(base),
+        platform=jax.device_put(platform),
+        home=jax.device_put(centroid),
+        lower=jax.device_put(np.float64(0.1)),
+        upper=jax.device_put(np.float64(0.9)),
     )

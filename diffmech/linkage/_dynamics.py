@@ -459,7 +459,7 @@ def _terms_k(x, u, prep, body: _Inertial, T=None):
 def _tangents_and_curvatures(x, u, prep):
     """Several inputs: the tangents `T = ∂x/∂u` `(n, k)` and their slopes `∂T/∂u_l`
     `(k, n, k)` (leading `l`): `J_x T = −Φ_u`, and `J_x ∂²x/∂u_i∂u_l = −D²Φ[v_i, v_l]`,
-    `v_i = (T e_i, e_i)` (as `_tangent_and_curvature`)."""
+    `v_i = (T e_i, e_i)` (`closure.rates`' second derivative, for each pair of inputs)."""
     eye = jnp.eye(u.shape[0], dtype=u.dtype)
     J = _closure.jacobian(prepared_residual)(x, u, prep)
     phi_u = jax.vmap(lambda e: jax.jvp(lambda u_: prepared_residual(x, u_, prep), (u,), (e,))[1], out_axes=1)(eye)
@@ -490,26 +490,11 @@ def _terms_and_slopes(x, u, prep, body):
     return jax.vmap(along, in_axes=(1, 0, 0), out_axes=(None, 0))(T, jnp.eye(u.shape[0], dtype=u.dtype), dT)
 
 
-def _tangent_and_curvature(x, u, prep):
-    """`x′(u)` and `x″(u)` along the closure: `J_x x′ = −Φ_u`, and, differentiating
-    `Φ(x(u), u) = 0` twice, `J_x x″ = −D²Φ[v, v]`, `v = (x′, 1)` (one second-order
-    directional derivative of the residual, not the derivative of `J_x`)."""
-    one = jnp.ones_like(u)
-    J = _closure.jacobian(prepared_residual)(x, u, prep)
-    _, phi_u = jax.jvp(lambda u_: prepared_residual(x, u_, prep), (u,), (one,))
-    tan = _linalg.solve(J, -phi_u)
-
-    def along(x_, u_):
-        return jax.jvp(lambda a, b: prepared_residual(a, b, prep), (x_, u_), (tan, one))[1]
-
-    _, curve = jax.jvp(along, (x, u), (tan, one))
-    return tan, _linalg.solve(J, -curve)
-
-
 def _terms_and_slope(x, u, prep, body):
     """`_terms` and `M′(u)`, the jvp of `M` along the closure's tangent `(x′(u), 1)`, from
-    one pass (the terms are the jvp's primal; the tangent's own slope is `x″`)."""
-    tan, curve = _tangent_and_curvature(x, u, prep)
+    one pass (the terms are the jvp's primal; the tangent's own slope is `x″`, from
+    `J_x x″ = −D²Φ[v, v]`, `v = (x′, 1)`: the closure core's rates at `u̇ = 1`, `ü = 0`)."""
+    tan, curve = _closure.rates(prepared_residual, x, u, prep, jnp.ones_like(u))
     terms, slopes = jax.jvp(
         lambda x_, u_, t_: _terms(x_, u_, prep, body, t_), (x, u, tan), (tan, jnp.ones_like(u), curve)
     )

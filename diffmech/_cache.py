@@ -198,14 +198,14 @@ def program(name: str, f: Callable, jitted: Callable, args: tuple, static: tuple
     return jax.tree.unflatten(out_tree, compiled(*leaves))
 
 
-def kept(static: int = 0, *, data: bool = False):
+def kept(*, data: bool = False):
     """Decorator: `f` as a program of its own (`filter_jit`) whose eager calls go
-    through `program` (kept on disk when `cache()` is on); its last `static`
-    positional arguments are static (keyword arguments are as `filter_jit` takes
-    them). Under a transformation it is inlined as `filter_jit(f)` is. `data=True`: as
-    `_xla.eager_program`, a Python float anywhere among the non-static positional
-    arguments is passed as an array (a new value compiles nothing), and under a
-    transformation `f` itself is inlined."""
+    through `program` (kept on disk when `cache()` is on). As with `filter_jit`, its
+    arrays are traced and everything else is static (part of the kept program's key).
+    Under a transformation it is inlined as `filter_jit(f)` is. `data=True`: as
+    `_xla.eager_program`, a Python float anywhere among the positional arguments is
+    passed as an array (a new value compiles nothing), and under a transformation `f`
+    itself is inlined."""
 
     def wrap(f: Callable) -> Callable:
         jitted = filter_jit(f)
@@ -215,31 +215,27 @@ def kept(static: int = 0, *, data: bool = False):
         def call(*args, **keywords):
             if data and is_traced((args, keywords)):
                 return f(*args, **keywords)
-            k = len(args) - static
-            head = args[:k]
             if data:  # (positional ones, as `eager_program`: keyword options stay static)
-                head = jax.tree.map(lambda v: np.asarray(v) if isinstance(v, float | complex) else v, head)
+                args = jax.tree.map(lambda v: np.asarray(v) if isinstance(v, float | complex) else v, args)
             if _PROGRAM_FOLDER is None:  # no cache: the program's own jit, at once
-                return jitted(*head, *args[k:], **keywords)
+                return jitted(*args, **keywords)
             if not keywords:
-                return program(name, f, jitted, head, args[k:])
+                return program(name, f, jitted, args, ())
             names = tuple(sorted(keywords))
             values = tuple(keywords[n] for n in names)
-            return program(
-                f"{name}{names}", _by_keywords(f, k, names), _by_keywords(jitted, k, names), head + values, args[k:]
-            )
+            return program(f"{name}{names}", _by_keywords(f, names), _by_keywords(jitted, names), args + values, ())
 
         return call
 
     return wrap
 
 
-def _by_keywords(f: Callable, k: int, names: tuple) -> Callable:
-    """`f` taking its keyword arguments `names` positionally, after its `k` first."""
+def _by_keywords(f: Callable, names: tuple) -> Callable:
+    """`f` taking its keyword arguments `names` positionally, after the others."""
 
     def g(*args):
-        n = k + len(names)
-        return f(*args[:k], *args[n:], **dict(zip(names, args[k:n])))
+        k = len(args) - len(names)
+        return f(*args[:k], **dict(zip(names, args[k:])))
 
     g.__name__ = getattr(f, "__name__", "program")
     return g

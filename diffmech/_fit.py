@@ -173,7 +173,7 @@ def _per_start(fn, batched, own_static):
     return mapped
 
 
-@_cache.kept(static=6)  # kept compiled where the loss is this package's and the optimiser named
+@_cache.kept()  # kept compiled where the loss is this package's and the optimiser named
 def _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched, own_static):
     def run(c, pr):
         return jax.lax.scan(lambda c_, _: _step(c_, pr, opt, needs_value, gtol, ftol), c, None, length=chunk)
@@ -181,7 +181,7 @@ def _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched, own
     return _per_start(run, batched, own_static)(carry, problem)
 
 
-@_cache.kept(static=1)
+@_cache.kept()
 def _init(u, opt, batched):
     def init(u_):
         with jax.numpy_dtype_promotion("standard"):
@@ -190,7 +190,7 @@ def _init(u, opt, batched):
     return jax.vmap(init)(u) if batched else init(u)
 
 
-@_cache.kept(static=2)
+@_cache.kept()
 def _final_loss(u, problem, batched, own_static):
     return _per_start(_objective, batched, own_static)(u, problem)
 

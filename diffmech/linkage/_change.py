@@ -69,7 +69,7 @@ def at_configuration(lk: Linkage, x, u):
     return prepared_residual(x, u, prep), jnp.concatenate([Jx, Ju[:, None]], axis=1), joint_coords(x, u, prep)
 
 
-@_cache.kept(static=1)
+@_cache.kept()
 def _newton_parts(z, lk, c, pivot, kind):
     # `pivot`: the output's (ground pivot, point) joint rows as data, so that every
     # output link of a linkage shares one program

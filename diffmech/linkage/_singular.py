@@ -133,7 +133,7 @@ def _scan(lk: Linkage, X, U):
     return Jx, Ju
 
 
-@_cache.kept(static=1)
+@_cache.kept()
 def _rates(lk: Linkage, X, U, V, pivots):
     prep = prepare(lk)
 

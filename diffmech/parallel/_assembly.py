@@ -283,7 +283,7 @@ def forward_kinematics(
     )
 
 
-@_cache.kept(static=1)
+@_cache.kept()
 def _assemblies(lengths, mech, seed, starts):
     # one program, kept compiled (`diffmech.cache`): the anchors, the starts, the solve
     a, c = anchors(mech)

@@ -253,7 +253,7 @@ def solve_dynamics(mech: AbstractParallelMechanism, kin: Kinematics, f_ext, meth
     )
 
 
-_dynamics_jit = _cache.kept(static=1)(solve_dynamics)
+_dynamics_jit = _cache.kept()(solve_dynamics)
 
 
 def inverse_dynamics(

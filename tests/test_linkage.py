@@ -814,6 +814,17 @@ def test_planar_actuator_joint_forces_equal_virtual_work_and_lagrange():
         _, dV = L.potential(lk, x, u[k])
         lagrange = float(M * udd[k] + 0.5 * dM * ud[k] ** 2 + dV) + static[k]
         assert float(jf.torque[k]) == pytest.approx(lagrange, rel=1e-10)
+    # each pin is massless: the wrenches it puts on the links that hold it add up to
+    # the actuator's push on it (its force f along A → C at C, the opposite at A)
+    e = X[:, iC, :2] - X[:, lk.names.index("A"), :2]
+    e /= np.linalg.norm(e, axis=1, keepdims=True)
+    for pin, sign in (("C", 1.0), ("A", -1.0)):
+        total = sum(np.asarray(jf.reaction(j, k)) for j, k in jf.pairs if j == pin)
+        push = sign * np.asarray(jf.torque)[:, None] * e
+        at = X[:, lk.names.index(pin), :2]
+        moment = at[:, 0] * push[:, 1] - at[:, 1] * push[:, 0]
+        scale = np.max(np.abs(push))
+        np.testing.assert_allclose(total, np.c_[push, moment], atol=1e-10 * scale, err_msg=pin)
 
 
 def test_joint_forces_vmap_over_designs_equals_single_runs():

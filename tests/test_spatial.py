@@ -430,6 +430,12 @@ def test_cardan_joint_forces_drive_torque_is_the_reduced_equations():
         (M, dM), (_, dV) = L.generalised_inertia(lk, x, th), L.potential(lk, x, th)
         want = float(M * alpha + 0.5 * dM * w**2 + dV)
         assert abs(float(jf.torque[i]) - want) <= 1e-9 * max(1.0, abs(want)), (th, float(jf.torque[i]), want)
+    # in the cross's frame (z along the normal of its two axes) the couple it carries
+    # has no part about either axis: the shafts turn freely about them
+    for link in ("input", "output"):
+        local = np.asarray(jf.local("C", link))
+        assert np.max(np.abs(local[:, 3:5])) <= 1e-12 * np.max(np.abs(local)), link
+        assert np.max(np.abs(local[:, 5])) > 1e-6 * np.max(np.abs(local)), link  # it carries one along the normal
 
 
 # --------------------------------------------------------------------------- P and C joints

@@ -34,8 +34,9 @@ each tangent).
 Applied loads (springs, dampers, constant forces and couples) act in every geometry.
 """
 
+import functools
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import diffrax
 import equinox as eqx
@@ -977,43 +978,159 @@ def _wrench(point, force):
     """The wrench of `force` through `point`: `(Fx, Fy, Mz)` in the plane, `(F, M)`
     in space, the moment about the origin."""
     if force.shape[-1] == 2:
-        return jnp.stack([force[0], force[1], cross(point, force)])
-    return jnp.concatenate([force, jnp.cross(point, force)])
+        return jnp.stack([force[..., 0], force[..., 1], cross(point, force)], axis=-1)
+    return jnp.concatenate([force, jnp.cross(point, force)], axis=-1)
 
 
-def _pin_wrenches(X, j, plan: "_Reactions"):
-    """The unit wrenches a pin's unknowns stand for: unit forces through the joint
-    (in the plane and in space); on the sphere unit forces through the centre and
-    unit couples normal to the joint's axis."""
+def _pin_kind(j, plan: "_Reactions") -> str:
+    """Which unit wrenches a pin's unknowns stand for (see `_unit_wrenches`)."""
     if plan.width == 3:
-        return [_wrench(X[j, :2], f) for f in jnp.eye(2, dtype=X.dtype)]
-    axis = dict(plan.axes).get(j)
-    if axis is not None:  # a spatial R joint: forces through it, couples normal to its axis
-        zero = jnp.zeros(3, X.dtype)
-        forces = [_wrench(X[j, :3], f) for f in jnp.eye(3, dtype=X.dtype)]
-        return forces + [jnp.concatenate([zero, t]) for t in normals(X[axis, :3] - X[j, :3])]
-    cross_ = {c: (a, b) for c, a, b in plan.crosses}.get(j)
-    if cross_ is not None:  # a universal joint: forces through it, the couple along its axes' normal
-        n = unit(jnp.cross(X[cross_[0], :3] - X[j, :3], X[cross_[1], :3] - X[j, :3]))
-        forces = [_wrench(X[j, :3], f) for f in jnp.eye(3, dtype=X.dtype)]
-        return forces + [jnp.concatenate([jnp.zeros(3, X.dtype), n])]
-    if not plan.sphere:
-        return [_wrench(X[j, :3], f) for f in jnp.eye(3, dtype=X.dtype)]
-    zero = jnp.zeros(3, X.dtype)
-    forces = [jnp.concatenate([f, zero]) for f in jnp.eye(3, dtype=X.dtype)]
-    return forces + [jnp.concatenate([zero, t]) for t in normals(X[j, :3])]
+        return "plane"
+    if j in dict(plan.axes):
+        return "axis"
+    if j in {c for c, _, _ in plan.crosses}:
+        return "cross"
+    return "sphere" if plan.sphere else "point"
 
 
-def _prism_wrenches(X, prism):
-    """The unit wrenches a spatial P or C joint's unknowns stand for: forces along
-    the axis's two normals through the slider's point, couples about them, and for a
-    P joint the couple about the axis."""
-    j, _, _, point, axis, m = prism
+def _forces_through(p):
+    """The wrenches of unit forces along the coordinate axes through the points `p`
+    `(k, dim)`: `(k, dim, W)`."""
+    eye = jnp.eye(p.shape[-1], dtype=p.dtype)
+    return jnp.stack([_wrench(p, jnp.broadcast_to(f, p.shape)) for f in eye], axis=1)
+
+
+def _couples(t):
+    """The wrenches of unit couples `t` `(k, m, 3)` in space: `(k, m, 6)`."""
+    return jnp.concatenate([jnp.zeros_like(t), t], axis=-1)
+
+
+def _unit_wrenches(X, kind, joints, plan: "_Reactions"):
+    """The unit wrenches `(k, m, W)` of `k` pins of one kind: unit forces through the
+    joint (in the plane and in space); on the sphere unit forces through the centre
+    and unit couples normal to the joint's axis; a spatial R joint's forces and the
+    couples normal to its axis; a universal joint's forces and the couple along its
+    axes' normal. Batched over the pins: one set of operations per kind, not per pin
+    (the system's size in the program, and its compile time, no longer grow with
+    the joints)."""
+    j = np.asarray(joints)
+    if kind == "plane":
+        return _forces_through(X[j, :2])
+    p = X[j, :3]
+    if kind == "point":
+        return _forces_through(p)
+    if kind == "sphere":
+        forces = jnp.concatenate(
+            [jnp.broadcast_to(jnp.eye(3, dtype=X.dtype), (len(j), 3, 3)), jnp.zeros((len(j), 3, 3), X.dtype)], axis=-1
+        )
+        return jnp.concatenate([forces, _couples(jax.vmap(normals)(p))], axis=1)
+    if kind == "axis":
+        q = X[np.asarray([dict(plan.axes)[i] for i in joints]), :3]
+        return jnp.concatenate([_forces_through(p), _couples(jax.vmap(normals)(q - p))], axis=1)
+    ends = {c: (a, b) for c, a, b in plan.crosses}
+    a, b = (X[np.asarray([ends[i][s] for i in joints]), :3] - p for s in (0, 1))
+    return jnp.concatenate([_forces_through(p), _couples(unit(jnp.cross(a, b))[:, None])], axis=1)
+
+
+def _prism_wrenches(X, prisms):
+    """The unit wrenches `(k, m, 6)` of `k` spatial P or C joints with `m` unknowns
+    each: forces along the axis's two normals through the slider's point, couples
+    about them, and for a P joint (m = 5) the couple about the axis."""
+    j, point, axis = (np.asarray([p[i] for p in prisms]) for i in (0, 3, 4))
+    m = prisms[0][-1]
     a = unit(X[axis, :3] - X[j, :3])
-    t = normals(a)
-    zero = jnp.zeros(3, X.dtype)
-    couples = [t[0], t[1], a][: m - 2]
-    return [_wrench(X[point, :3], f) for f in t] + [jnp.concatenate([zero, c]) for c in couples]
+    t = jax.vmap(normals)(a)
+    forces = jnp.stack([_wrench(X[point, :3], t[:, i]) for i in range(2)], axis=1)
+    return jnp.concatenate([forces, _couples(jnp.concatenate([t, a[:, None]], axis=1)[:, : m - 2])], axis=1)
+
+
+class _Columns(NamedTuple):
+    """Where the kinetostatic system's columns come from (static, from a `_Reactions`
+    plan), so that its matrix is one scatter of batched unit wrenches:
+
+    - `groups`: per group of like unknowns, `(what, members)`: pins of one kind, the
+      spatial P or C joints with one count of unknowns, or the planar slides; their
+      unit wrenches `(k, m, W)` flattened in that order are the rows `units` reads;
+    - per non-motor column `c` (the unknowns in `_Reactions`' order): `units[c]` its
+      unit wrench's row; `joint[c]`, `plus[c]` and `minus[c]` the joint and the two
+      links (`plus` gets the wrench, `minus` its opposite: the pin's first holder or
+      the slider's carrier)."""
+
+    groups: tuple
+    units: np.ndarray
+    joint: np.ndarray
+    plus: np.ndarray
+    minus: np.ndarray
+
+
+@functools.lru_cache(maxsize=64)
+def _columns(plan: "_Reactions") -> _Columns:
+    groups, start = [], {}
+    kinds = {}
+    for j, _ in plan.pins:
+        kinds.setdefault(("pin", _pin_kind(j, plan)), []).append(j)
+    sizes = {"plane": 2, "point": 3, "sphere": 5, "axis": 5, "cross": 4}
+    offset = 0
+    for (_, kind), members in kinds.items():
+        groups.append((("pin", kind), tuple(members)))
+        for i, j in enumerate(members):
+            start[("pin", j)] = offset + i * sizes[kind]
+        offset += len(members) * sizes[kind]
+    by_m = {}
+    for prism in plan.prisms:
+        by_m.setdefault(prism[-1], []).append(prism)
+    for m, members in by_m.items():
+        groups.append((("prism", m), tuple(members)))
+        for i, prism in enumerate(members):
+            start[("prism", prism[0])] = offset + i * m
+        offset += len(members) * m
+    if plan.slides:
+        groups.append((("slide", 2), plan.slides))
+        for i, (j, _, _) in enumerate(plan.slides):
+            start[("slide", j)] = offset + 2 * i
+    units, joint, plus, minus = [], [], [], []
+    for j, holders in plan.pins:
+        m = sizes[_pin_kind(j, plan)]
+        for k in holders[1:]:
+            units += [start[("pin", j)] + i for i in range(m)]
+            joint += [j] * m
+            plus += [k] * m
+            minus += [holders[0]] * m
+    for j, carrier, slider in plan.slides:
+        units += [start[("slide", j)], start[("slide", j)] + 1]
+        joint += [j, j]
+        plus += [slider, slider]
+        minus += [carrier, carrier]
+    for j, carrier, slider, *_, m in plan.prisms:
+        units += [start[("prism", j)] + i for i in range(m)]
+        joint += [j] * m
+        plus += [slider] * m
+        minus += [carrier] * m
+    arrays = (np.asarray(v, dtype=np.int64) for v in (units, joint, plus, minus))
+    return _Columns(tuple(groups), *arrays)
+
+
+def _column_wrenches(X, plan: "_Reactions", cols: _Columns):
+    """Every non-motor unknown's unit wrench `(n, W)`, in the columns' order."""
+    parts = []
+    one = jnp.ones((), X.dtype)
+    for (what, kind), members in cols.groups:
+        if what == "pin":
+            parts.append(_unit_wrenches(X, kind, members, plan))
+        elif what == "prism":
+            parts.append(_prism_wrenches(X, members))
+        else:
+            # the normal force through the foot of the perpendicular from the origin, −c n
+            # (on the line), has no moment about the origin; the couple unknown carries
+            # where along the line it really acts
+            nv = X[np.asarray([j for j, _, _ in members]), :2]
+            normal = jnp.stack([nv[:, 0], nv[:, 1], jnp.zeros_like(nv[:, 0])], axis=1)
+            couple = jnp.broadcast_to(_couple(one, 3), normal.shape)
+            parts.append(jnp.stack([normal, couple], axis=1))
+    if not parts:
+        return jnp.zeros((0, plan.width), X.dtype)
+    rows = jnp.concatenate([p.reshape(-1, plan.width) for p in parts])
+    return rows[cols.units]
 
 
 def _couple(moment, width):
@@ -1088,88 +1205,68 @@ def _motor(X, lk: Linkage, plan: _Reactions, kind, joints):
     return [_wrench(X[a, : lk.dim], -e), _wrench(X[b, : lk.dim], e)]
 
 
-def _kinetostatics(X, V, accel, spin, c, body: _Inertial, plan: _Reactions, lk: Linkage):
+def _kinetostatics(X, V, accel, spin, c, body: _Inertial, plan: _Reactions, lk: Linkage, units, motors):
     """The Newton–Euler balances of every moving link as one linear system
     `A z = b` in the reaction unknowns `z` (and the motor's effort, last): per link
     `Σ F = m (a − g)` and `Σ M = spin + c × m (a − g)` about the origin, `spin` the
     rate of the link's angular momentum about its centre of mass (`I α` in the
-    plane)."""
+    plane). `units`: the unknowns' unit wrenches (`_column_wrenches`), `motors` the
+    inputs' (`_motors`). `A` is one scatter of them (each unknown's wrench on the
+    link it acts on, its opposite on the other; the ground has no rows)."""
     w = plan.width
     row = {k: w * i for i, k in enumerate(plan.bodies)}
     n_rows = w * len(plan.bodies)
-    cols = []  # per unknown, its column of A
-    applied = _applied(X, V, lk)
-
-    def column(entries):
-        col = jnp.zeros(n_rows, X.dtype)
-        for k, wr in entries:
-            if k in row:
-                col = col.at[row[k] : row[k] + w].add(wr)
-        return col
-
-    for j, holders in plan.pins:
-        unit_wrenches = _pin_wrenches(X, j, plan)
-        for k in holders[1:]:
-            for wr in unit_wrenches:
-                cols.append(column([(k, wr), (holders[0], -wr)]))
-    zero, one = jnp.zeros((), X.dtype), jnp.ones((), X.dtype)
-    for j, carrier, slider in plan.slides:
-        # the normal force through the foot of the perpendicular from the origin, −c n
-        # (on the line), has no moment about the origin; the couple unknown carries
-        # where along the line it really acts
-        nv = X[j, :2]
-        normal = jnp.stack([nv[0], nv[1], zero])
-        cols.append(column([(slider, normal), (carrier, -normal)]))
-        couple = _couple(one, 3)
-        cols.append(column([(slider, couple), (carrier, -couple)]))
-    for prism in plan.prisms:
-        _, carrier, slider = prism[:3]
-        cols += [column([(slider, wr), (carrier, -wr)]) for wr in _prism_wrenches(X, prism)]
+    cols = _columns(plan)
+    values, rows, columns = [], [], []
+    for sign, links in ((1.0, cols.plus), (-1.0, cols.minus)):
+        keep = np.asarray([k in row for k in links], dtype=bool)
+        if keep.any():
+            values.append(sign * units[np.flatnonzero(keep)])
+            rows += [row[k] for k in links[keep]]
+            columns += np.flatnonzero(keep).tolist()
     # the inputs' efforts
-    for ends, wrenches in zip(plan.motor, _motors(X, lk, plan)):
-        cols.append(column([(k, wr) for (_, k), wr in zip(ends, wrenches)]))
-    A = jnp.stack(cols, axis=1)
+    for i, (ends, wrenches) in enumerate(zip(plan.motor, motors)):
+        for (_, k), wr in zip(ends, wrenches):
+            if k in row:
+                values.append(wr[None])
+                rows.append(row[k])
+                columns.append(len(cols.units) + i)
+    r = np.asarray(rows)[:, None] + np.arange(w)
+    q = np.broadcast_to(np.asarray(columns)[:, None], r.shape)
+    A = jnp.zeros((n_rows, plan.n_unknowns), X.dtype).at[r, q].add(jnp.concatenate(values))
+    b = jnp.zeros(n_rows, X.dtype)
+    for k, wr in _applied(X, V, lk):
+        if k in row:
+            b = b.at[row[k] : row[k] + w].add(wr)
     f = body.mass[:, None] * (accel - body.gravity[None, :])
     if w == 3:
         m = spin + cross(c, f)
         rhs = jnp.stack([f[:, 0], f[:, 1], m], axis=1)
     else:
         rhs = jnp.concatenate([f, spin + jnp.cross(c, f)], axis=1)
-    return A, rhs.reshape(-1) - column(applied)
+    return A, rhs.reshape(-1) - b
 
 
-def _reactions_from(z, X, plan: _Reactions, motors):
+def _reactions_from(z, plan: _Reactions, units, motors):
     """Every `(joint, link)` wrench about the origin from the unknowns, and the
-    inputs' efforts `(k,)`."""
-    out = {}
-    i = 0
-    tau = z[len(z) - len(plan.motor) :]
-    pushed = {}  # an actuator's push on the pins of its joints
+    inputs' efforts `(k,)`: each unknown's wrench on the link it acts on and its
+    opposite on the other (a pin's first holder: the actuator's push on the pin, if
+    one acts there, less the others' share; a pin carries no mass), as one scatter."""
+    cols = _columns(plan)
+    n = len(cols.units)
+    tau = z[n:]
+    pair = {p: i for i, p in enumerate(plan.pairs)}
+    first = {j: holders[0] for j, holders in plan.pins}
+    load = z[:n, None] * units
+    values = [load, -load]
+    where = [pair[j, k] for j, k in zip(cols.joint, cols.plus)] + [pair[j, k] for j, k in zip(cols.joint, cols.minus)]
     for t, ends, wrenches in zip(tau, plan.motor, motors):
         for (j, _), wr in zip(ends, wrenches):
-            if j >= 0:
-                pushed[j] = pushed.get(j, 0.0) + t * wr
-    for j, holders in plan.pins:
-        units = jnp.stack(_pin_wrenches(X, j, plan))  # (unknowns per link, W)
-        m = units.shape[0]
-        total = jnp.zeros(plan.width, X.dtype)
-        for k in holders[1:]:
-            out[j, k] = z[i : i + m] @ units
-            total = total + out[j, k]
-            i += m
-        out[j, holders[0]] = pushed.get(j, 0.0) - total
-    for j, carrier, slider in plan.slides:
-        nv = X[j, :2]
-        w = jnp.stack([z[i] * nv[0], z[i] * nv[1], z[i + 1]])
-        out[j, slider], out[j, carrier] = w, -w
-        i += 2
-    for prism in plan.prisms:
-        j, carrier, slider = prism[:3]
-        m = prism[-1]
-        w = z[i : i + m] @ jnp.stack(_prism_wrenches(X, prism))
-        out[j, slider], out[j, carrier] = w, -w
-        i += m
-    return jnp.stack([out[pair] for pair in plan.pairs]), tau
+            if j in first:  # an actuator's push on the pin of its joint
+                values.append((t * wr)[None])
+                where.append(pair[j, first[j]])
+    out = jnp.zeros((len(plan.pairs), plan.width), z.dtype)
+    return out.at[np.asarray(where)].add(jnp.concatenate(values)), tau
 
 
 class JointForces(AbstractResult):
@@ -1337,26 +1434,49 @@ def _angular_momentum(f, df, body: _Inertial):
     return jnp.concatenate(hs)
 
 
-def _joint_frame(X, lk: Linkage, j: int):
-    """A joint's frame `(R, origin)` at coordinates `X` (see `JointForces.frames`)."""
-    t = lk.types[j]
+def _joint_frames(X, lk: Linkage, joints):
+    """The joints' frames `(R, origin)`, `(k, d, d)` and `(k, d)`, at coordinates `X`
+    (see `JointForces.frames`), batched by kind: a planar P joint's x axis along the
+    slide direction `(b, −a)` and its origin the line's point nearest the origin; on
+    the sphere z along the joint's axis; in space z along an R, P or C joint's axis
+    or a U joint's axes' normal; the coordinate axes at the joint otherwise."""
+    j = np.asarray(joints, dtype=np.int64)
+    d = 2 if lk.geometry == "planar" else 3
+    origin = X[j, :d]
+    R = jnp.broadcast_to(jnp.eye(d, dtype=X.dtype), (len(j), d, d))
     if lk.geometry == "planar":
-        if t == "P":  # x along the slide direction (b, −a), the line's point nearest the origin
+        line = np.asarray([lk.types[i] == "P" for i in joints], dtype=bool)
+        if line.any():
             n = X[j, :2]
-            return jnp.stack([jnp.stack([n[1], -n[0]]), n], axis=1), -X[j, 2] * n
-        return jnp.eye(2, dtype=X.dtype), X[j, :2]
+            slide = jnp.stack([jnp.stack([n[:, 1], -n[:, 0]], axis=1), n], axis=2)
+            R = jnp.where(line[:, None, None], slide, R)
+            origin = jnp.where(line[:, None], -X[j, 2:3] * n, origin)
+        return R, origin
     if lk.geometry == "spherical":
-        a = unit(X[j, :3])
-    elif t in ("R",) + _schema.SLIDES:
-        a = X[lk.names.index(lk.names[j] + _schema.AXIS_SUFFIX), :3] - X[j, :3]
-    elif t == "U":
-        held = [lk.link_names[k] for k, m in enumerate(lk.links) if j in m]
-        e1, e2 = (X[lk.names.index(f"{lk.names[j]}{_schema.AXIS_SUFFIX}.{n}"), :3] - X[j, :3] for n in held)
-        a = jnp.cross(e1, e2)
+        axis, framed = X[j, :3], np.ones(len(j), dtype=bool)
     else:
-        return jnp.eye(3, dtype=X.dtype), X[j, :3]
-    t1, t2 = normals(a)
-    return jnp.stack([t1, t2, unit(a)], axis=1), X[j, :3]
+        names, suffix = lk.names, _schema.AXIS_SUFFIX
+        along = [lk.types[i] in ("R",) + _schema.SLIDES for i in joints]
+        tip = [names.index(names[i] + suffix) if a else i for i, a in zip(joints, along)]
+        axis = X[np.asarray(tip), :3] - X[j, :3]
+        crossed = [i for i in joints if lk.types[i] == "U"]
+        if crossed:
+            ends = []
+            for i in crossed:
+                held = [lk.link_names[k] for k, m in enumerate(lk.links) if i in m]
+                ends.append([names.index(f"{names[i]}{suffix}.{h}") for h in held])
+            e = np.asarray(ends)
+            at = np.asarray(crossed)
+            normal = jnp.cross(X[e[:, 0], :3] - X[at, :3], X[e[:, 1], :3] - X[at, :3])
+            where = np.asarray([k for k, i in enumerate(joints) if lk.types[i] == "U"])
+            axis = axis.at[where].set(normal)
+        framed = np.asarray(along, dtype=bool) | np.asarray([lk.types[i] == "U" for i in joints], dtype=bool)
+        # an unframed joint's axis is a placeholder (its frame is the coordinate axes'),
+        # kept finite so that no NaN enters the derivatives through the selection
+        axis = jnp.where(framed[:, None], axis, jnp.asarray([0.0, 0.0, 1.0], X.dtype))
+    t = jax.vmap(normals)(axis)
+    own = jnp.stack([t[:, 0], t[:, 1], unit(axis)], axis=2)
+    return jnp.where(framed[:, None, None], own, R), origin
 
 
 def _drop_idle_spins(e, body: _Inertial):
@@ -1403,7 +1523,9 @@ def _joint_forces_program(lk, u, udot, uddot, body, plan):
             # the rate of the angular momentum about the centres of mass along the motion,
             # h(f(s), f'(s)) differentiated at s = 0: from the frames' first and second rates
             _, spin = jax.jvp(lambda F, dF: _angular_momentum(F, dF, body), (f, df), (df, ddf))
-        A, b = _kinetostatics(X, V, ddc, spin, c, body, plan, lk)
+        motors = _motors(X, lk, plan)
+        units = _column_wrenches(X, plan, _columns(plan))
+        A, b = _kinetostatics(X, V, ddc, spin, c, body, plan, lk, units, motors)
         if not planar and body.n_rods:
             P = _drop_idle_spins(f[1], body)
             A, b = P @ A, P @ b
@@ -1412,8 +1534,7 @@ def _joint_forces_program(lk, u, udot, uddot, body, plan):
         else:  # redundant (the sphere): the least-norm solution, z = Aᵀ (A Aᵀ)⁻¹ b
             AAt = A @ A.T
             z, cond = A.T @ _linalg.solve(AAt, b), jnp.sqrt(_linalg.condition_1(AAt))
-        motors = _motors(X, lk, plan)
-        reactions, tau = _reactions_from(z, X, plan, motors)
+        reactions, tau = _reactions_from(z, plan, units, motors)
         ground = jnp.asarray([k == lk.ground for _, k in plan.pairs])
         # the ground's joints' reactions, and the motor's reaction on the ground
         # (a couple or force for a revolute or prismatic input; an actuator's push
@@ -1429,8 +1550,7 @@ def _joint_forces_program(lk, u, udot, uddot, body, plan):
                         total = total + t * wr
         n = lk.dim
         tau = tau[0] if lk.n_inputs == 1 else tau
-        frames = [_joint_frame(X, lk, j) for j, _ in plan.pairs]
-        R, o = jnp.stack([f for f, _ in frames]), jnp.stack([p for _, p in frames])
+        R, o = _joint_frames(X, lk, [j for j, _ in plan.pairs])
         return tau, reactions, total[:n], (total[2] if planar else total[3:]), cond, R, o
 
     tau, reactions, F, Mz, cond, R, o = jax.vmap(one)(motion.coords, u, udot, uddot)

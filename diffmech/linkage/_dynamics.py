@@ -160,34 +160,39 @@ def _bodies(lk: Linkage) -> tuple[np.ndarray, tuple]:
 
 def _frame_vectors(X, frames):
     """Per body: its frame's origin and direction at coordinates `X` (`pp`: point a,
-    b − a; `pl`: the point, the line's normal; `rod`: joint a, b − a)."""
-    o, e = [], []
-    for kind, a, b, *_ in frames:
-        if kind in ("pp", "rod"):
-            o.append(X[a, :3] if kind == "rod" else X[a, :2])
-            e.append(X[b, :3] - X[a, :3] if kind == "rod" else X[b, :2] - X[a, :2])
-        else:  # "pl": a point and a line (a x + b y + c = 0, normal (a, b))
-            o.append(X[a, :2])
-            e.append(X[b, :2])
-    return jnp.stack(o), jnp.stack(e)
+    b − a; `pl`: the point, the line's normal; `rod`: joint a, b − a). Gathered for
+    every body at once (one set of operations, not one per body)."""
+    kind = [f[0] for f in frames]
+    a, b = (np.asarray([f[i] for f in frames], dtype=np.int64) for i in (1, 2))
+    d = 3 if "rod" in kind else 2
+    o, tip = X[a, :d], X[b, :d]
+    line = np.asarray([k == "pl" for k in kind], dtype=bool)  # a point and a line (a x + b y + c = 0, normal (a, b))
+    if not line.any():
+        return o, tip - o
+    if line.all():
+        return o, tip
+    return o, jnp.where(line[:, None], tip, tip - o)
 
 
 def _rotations(X, frames):
     """Per body (spherical, spatial rigid): its frame's origin (the centre of the
     sphere; the first joint in space) and the rotation whose columns are its
     orthonormal axes (`e1` along its first element (from the first joint to the
-    second, in space), `e2` in the plane of its first two (three))."""
-    out, origins = [], []
-    for kind, a, b, *rest in frames:
-        if kind == "ppp":
-            (c,) = rest[:1]
-            e1, e2, e3 = orthonormal(X[b] - X[a], X[c] - X[a])
-            origins.append(X[a])
-        else:
-            e1, e2, e3 = orthonormal(X[a], X[b])
-            origins.append(jnp.zeros_like(X[a]))
-        out.append(jnp.stack([e1, e2, e3], axis=-1))
-    return jnp.stack(origins), jnp.stack(out)
+    second, in space), `e2` in the plane of its first two (three)). Gathered for every
+    body at once."""
+    three = np.asarray([f[0] == "ppp" for f in frames], dtype=bool)
+    a, b = (np.asarray([f[i] for f in frames], dtype=np.int64) for i in (1, 2))
+    c = np.asarray([f[3] if f[0] == "ppp" else f[1] for f in frames], dtype=np.int64)
+    Xa, Xb, Xc = X[a], X[b], X[c]
+    if three.all():
+        u, v, origins = Xb - Xa, Xc - Xa, Xa
+    elif not three.any():
+        u, v, origins = Xa, Xb, jnp.zeros_like(Xa)
+    else:
+        t = three[:, None]
+        u, v, origins = jnp.where(t, Xb - Xa, Xa), jnp.where(t, Xc - Xa, Xb), jnp.where(t, Xa, 0.0)
+    e1, e2, e3 = orthonormal(u, v)
+    return origins, jnp.stack([e1, e2, e3], axis=-1)
 
 
 class _Inertial(eqx.Module):

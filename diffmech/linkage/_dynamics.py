@@ -896,7 +896,6 @@ class _Reactions(eqx.Module):
     slides: tuple = eqx.field(static=True)
     motor: tuple = eqx.field(static=True)
     pairs: tuple = eqx.field(static=True)
-    n_unknowns: int = eqx.field(static=True)
     width: int = eqx.field(static=True)
     n_equations: int = eqx.field(static=True)
     sphere: bool = eqx.field(static=True, default=False)
@@ -904,6 +903,11 @@ class _Reactions(eqx.Module):
     crosses: tuple = eqx.field(static=True, default=())  # (U joint, its two axis points)
     # spatial P and C joints: (joint, side A, side B, B's point, A's axis point, 4 or 5 unknowns)
     prisms: tuple = eqx.field(static=True, default=())
+
+    @property
+    def n_unknowns(self) -> int:
+        """The reaction unknowns and the inputs' efforts (the system's columns)."""
+        return len(_columns(self).units) + len(self.motor)
 
     @property
     def redundancy(self) -> int:
@@ -916,23 +920,18 @@ def _reaction_plan(lk: Linkage, body: _Inertial) -> _Reactions:
     width = 3 if lk.geometry == "planar" else 6
     pins, slides, pairs = [], [], []
     sphere = lk.geometry == "spherical"
-    # per pin and extra link: a force (2 in the plane, 3 in space), and on the sphere
-    # the moment normal to the joint's axis (2)
-    per_pin = {"planar": 2, "spherical": 5, "spatial": 3}[lk.geometry]
-    # a spatial R joint: its force and the moment normal to its axis (5), as on the sphere
+    # (each pin's unknowns per extra link: `_PIN_UNKNOWNS`)
     axes = tuple(
         (j, lk.names.index(lk.names[j] + _schema.AXIS_SUFFIX))
         for j, t in enumerate(lk.types)
         if lk.geometry == "spatial" and t == "R"
     )
-    # a universal joint: its force and the moment along the normal of its two axes (4)
     crosses = tuple(
         (j, *(lk.names.index(f"{lk.names[j]}{_schema.AXIS_SUFFIX}.{lk.link_names[k]}") for k in holders))
         for j, t in enumerate(lk.types)
         if t == "U"
         for holders in [[k for k, members in enumerate(lk.links) if j in members]]
     )
-    size = {j: 5 for j, _ in axes} | {j: 4 for j, *_ in crosses}
     prisms = []
     for j, t in enumerate(lk.types):
         holders = tuple(k for k, members in enumerate(lk.links) if j in members)
@@ -957,19 +956,12 @@ def _reaction_plan(lk: Linkage, body: _Inertial) -> _Reactions:
         else ((-1, link),)
         for kind, link, joints in lk.topology.inputs
     )
-    n = (
-        sum(size.get(j, per_pin) * (len(h) - 1) for j, h in pins)
-        + 2 * len(slides)
-        + sum(p[-1] for p in prisms)
-        + lk.n_inputs
-    )
     return _Reactions(
         bodies=bodies,
         pins=tuple(pins),
         slides=tuple(slides),
         motor=motor,
         pairs=tuple(pairs),
-        n_unknowns=n,
         width=width,
         n_equations=width * len(bodies) - body.n_rods,
         sphere=sphere,
@@ -985,6 +977,13 @@ def _wrench(point, force):
     if force.shape[-1] == 2:
         return jnp.stack([force[..., 0], force[..., 1], cross(point, force)], axis=-1)
     return jnp.concatenate([force, jnp.cross(point, force)], axis=-1)
+
+
+# a pin's unknowns per link beyond its first holder, by kind: a force (2 in the plane,
+# 3 in space); on the sphere the force through the centre and the moment normal to
+# the joint's axis (5); a spatial R joint's force and the moment normal to its axis
+# (5); a universal joint's force and the moment along the normal of its axes (4)
+_PIN_UNKNOWNS = {"plane": 2, "point": 3, "sphere": 5, "axis": 5, "cross": 4}
 
 
 def _pin_kind(j, plan: "_Reactions") -> str:
@@ -1074,13 +1073,13 @@ def _columns(plan: "_Reactions") -> _Columns:
     kinds = {}
     for j, _ in plan.pins:
         kinds.setdefault(("pin", _pin_kind(j, plan)), []).append(j)
-    sizes = {"plane": 2, "point": 3, "sphere": 5, "axis": 5, "cross": 4}
+
     offset = 0
     for (_, kind), members in kinds.items():
         groups.append((("pin", kind), tuple(members)))
         for i, j in enumerate(members):
-            start[("pin", j)] = offset + i * sizes[kind]
-        offset += len(members) * sizes[kind]
+            start[("pin", j)] = offset + i * _PIN_UNKNOWNS[kind]
+        offset += len(members) * _PIN_UNKNOWNS[kind]
     by_m = {}
     for prism in plan.prisms:
         by_m.setdefault(prism[-1], []).append(prism)
@@ -1095,7 +1094,7 @@ def _columns(plan: "_Reactions") -> _Columns:
             start[("slide", j)] = offset + 2 * i
     units, joint, plus, minus = [], [], [], []
     for j, holders in plan.pins:
-        m = sizes[_pin_kind(j, plan)]
+        m = _PIN_UNKNOWNS[_pin_kind(j, plan)]
         for k in holders[1:]:
             units += [start[("pin", j)] + i for i in range(m)]
             joint += [j] * m
@@ -1115,8 +1114,9 @@ def _columns(plan: "_Reactions") -> _Columns:
     return _Columns(tuple(groups), *arrays)
 
 
-def _column_wrenches(X, plan: "_Reactions", cols: _Columns):
+def _column_wrenches(X, plan: "_Reactions"):
     """Every non-motor unknown's unit wrench `(n, W)`, in the columns' order."""
+    cols = _columns(plan)
     parts = []
     one = jnp.ones((), X.dtype)
     for (what, kind), members in cols.groups:
@@ -1439,43 +1439,38 @@ def _angular_momentum(f, df, body: _Inertial):
     return jnp.concatenate(hs)
 
 
-def _joint_frames(X, lk: Linkage, joints):
-    """The joints' frames `(R, origin)`, `(k, d, d)` and `(k, d)`, at coordinates `X`
-    (see `JointForces.frames`), batched by kind: a planar P joint's x axis along the
-    slide direction `(b, −a)` and its origin the line's point nearest the origin; on
-    the sphere z along the joint's axis; in space z along an R, P or C joint's axis
-    or a U joint's axes' normal; the coordinate axes at the joint otherwise."""
+def _joint_frames(X, plan: _Reactions):
+    """The frames `(R, origin)`, `(k, d, d)` and `(k, d)`, of the joints of the
+    plan's pairs at coordinates `X` (see `JointForces.frames`), batched by kind: a
+    planar P joint's x axis along the slide direction `(b, −a)` and its origin the
+    line's point nearest the origin; on the sphere z along the joint's axis; in space
+    z along an R, P or C joint's axis or a U joint's axes' normal (the axis points the
+    plan holds); the coordinate axes at the joint otherwise."""
+    joints = [j for j, _ in plan.pairs]
     j = np.asarray(joints, dtype=np.int64)
-    d = 2 if lk.geometry == "planar" else 3
+    d = 2 if plan.width == 3 else 3
     origin = X[j, :d]
     R = jnp.broadcast_to(jnp.eye(d, dtype=X.dtype), (len(j), d, d))
-    if lk.geometry == "planar":
-        line = np.asarray([lk.types[i] == "P" for i in joints], dtype=bool)
+    if plan.width == 3:
+        line = np.isin(j, [s for s, _, _ in plan.slides])
         if line.any():
             n = X[j, :2]
             slide = jnp.stack([jnp.stack([n[:, 1], -n[:, 0]], axis=1), n], axis=2)
             R = jnp.where(line[:, None, None], slide, R)
             origin = jnp.where(line[:, None], -X[j, 2:3] * n, origin)
         return R, origin
-    if lk.geometry == "spherical":
+    if plan.sphere:
         axis, framed = X[j, :3], np.ones(len(j), dtype=bool)
     else:
-        names, suffix = lk.names, _schema.AXIS_SUFFIX
-        along = [lk.types[i] in ("R",) + _schema.SLIDES for i in joints]
-        tip = [names.index(names[i] + suffix) if a else i for i, a in zip(joints, along)]
-        axis = X[np.asarray(tip), :3] - X[j, :3]
-        crossed = [i for i in joints if lk.types[i] == "U"]
-        if crossed:
-            ends = []
-            for i in crossed:
-                held = [lk.link_names[k] for k, m in enumerate(lk.links) if i in m]
-                ends.append([names.index(f"{names[i]}{suffix}.{h}") for h in held])
-            e = np.asarray(ends)
-            at = np.asarray(crossed)
-            normal = jnp.cross(X[e[:, 0], :3] - X[at, :3], X[e[:, 1], :3] - X[at, :3])
-            where = np.asarray([k for k, i in enumerate(joints) if lk.types[i] == "U"])
-            axis = axis.at[where].set(normal)
-        framed = np.asarray(along, dtype=bool) | np.asarray([lk.types[i] == "U" for i in joints], dtype=bool)
+        tips = dict(plan.axes) | {p[0]: p[4] for p in plan.prisms}
+        ends = {c: (a, b) for c, a, b in plan.crosses}
+        axis = X[np.asarray([tips.get(i, i) for i in joints]), :3] - X[j, :3]
+        crossed = np.flatnonzero([i in ends for i in joints])
+        if crossed.size:
+            at = j[crossed]
+            e = np.asarray([ends[i] for i in at.tolist()])
+            axis = axis.at[crossed].set(jnp.cross(X[e[:, 0], :3] - X[at, :3], X[e[:, 1], :3] - X[at, :3]))
+        framed = np.asarray([i in tips or i in ends for i in joints], dtype=bool)
         # an unframed joint's axis is a placeholder (its frame is the coordinate axes'),
         # kept finite so that no NaN enters the derivatives through the selection
         axis = jnp.where(framed[:, None], axis, jnp.asarray([0.0, 0.0, 1.0], X.dtype))
@@ -1529,7 +1524,7 @@ def _joint_forces_program(lk, u, udot, uddot, body, plan):
             # h(f(s), f'(s)) differentiated at s = 0: from the frames' first and second rates
             _, spin = jax.jvp(lambda F, dF: _angular_momentum(F, dF, body), (f, df), (df, ddf))
         motors = _motors(X, lk, plan)
-        units = _column_wrenches(X, plan, _columns(plan))
+        units = _column_wrenches(X, plan)
         A, b = _kinetostatics(X, V, ddc, spin, c, body, plan, lk, units, motors)
         if not planar and body.n_rods:
             P = _drop_idle_spins(f[1], body)
@@ -1555,7 +1550,7 @@ def _joint_forces_program(lk, u, udot, uddot, body, plan):
                         total = total + t * wr
         n = lk.dim
         tau = tau[0] if lk.n_inputs == 1 else tau
-        R, o = _joint_frames(X, lk, [j for j, _ in plan.pairs])
+        R, o = _joint_frames(X, plan)
         return tau, reactions, total[:n], (total[2] if planar else total[3:]), cond, R, o
 
     tau, reactions, F, Mz, cond, R, o = jax.vmap(one)(motion.coords, u, udot, uddot)

@@ -438,6 +438,53 @@ def test_cardan_joint_forces_drive_torque_is_the_reduced_equations():
         assert np.max(np.abs(local[:, 5])) > 1e-6 * np.max(np.abs(local)), link  # it carries one along the normal
 
 
+def _link_twists(lk, V, X):
+    """Each link's twist `(v_O, ω)` (`(L, 6)`, the velocity of the body point at the
+    origin and the angular velocity) from its points' velocities `V` at `X`, by least
+    squares over `v_p = v_O + ω × p` (an S–S rod's idle spin: the least-norm one, which
+    moves its points as they move)."""
+    out = []
+    for members in lk.links:
+        rows, rhs = [], []
+        for j in members:
+            p = X[j]
+            skew = np.array([[0.0, p[2], -p[1]], [-p[2], 0.0, p[0]], [p[1], -p[0], 0.0]])  # ω × p = skew @ ω
+            rows.append(np.hstack([np.eye(3), skew]))
+            rhs.append(V[j])
+        t = np.linalg.lstsq(np.vstack(rows), np.concatenate(rhs), rcond=None)[0]
+        assert np.allclose(np.vstack(rows) @ t, np.concatenate(rhs), atol=1e-9), "a link moves rigidly"
+        out.append(t)
+    return np.array(out)
+
+
+@pytest.mark.parametrize("name", ["cardan", "rscr"])
+def test_every_joints_reactions_do_no_work_on_the_motions_it_allows(name):
+    # an ideal joint's wrenches on the links it joins, (F, M about the origin) each, do no
+    # net work on their twists (v_O, ω): Σ_links F·v_O + M·ω = 0, whatever the joint's
+    # kind allows (the U joint's two turns, the C joint's turn and slide, the R's turn, the
+    # S's three): a reaction unknown along a motion the joint allows would do work. The
+    # twists from the closure's rates (implicit differentiation), independent of the
+    # Newton–Euler system the reactions come from.
+    lk = getattr(dm.examples, name)()
+    m = L.simulate(lk)
+    w, alpha = 2.0, 0.5
+    jf = L.joint_forces(lk, m, w, alpha)  # the drive-torque test's program
+    assert bool(np.all(jf.converged))
+    reactions = np.asarray(jf.reactions)
+    for i in range(0, 180, 45):
+        X = np.asarray(m.coords[i])
+        V = np.asarray(L.rates(lk, lk.state(m.coords[i]), m.inputs[i], w, alpha)[0])
+        twists = _link_twists(lk, V, X)
+        size = np.max(np.abs(reactions[i])) * np.max(np.abs(twists))
+        for joint in sorted({j for j, _ in jf.pairs}):
+            power = sum(
+                reactions[i, k] @ twists[lk.link_names.index(link)]
+                for k, (j, link) in enumerate(jf.pairs)
+                if j == joint
+            )
+            assert abs(power) <= 1e-10 * size, (name, i, joint, power, size)
+
+
 # --------------------------------------------------------------------------- P and C joints
 
 RSCR = json.loads(dm.examples.path("rscr").read_text())

@@ -41,6 +41,7 @@ from .. import _cache, _closure
 from .._validate import UnknownNameError, as_floats, check_count, is_traced
 from .._xla import filter_jit, jit
 from . import _simulate, _structure
+from ._joints import KINDS
 from ._model import Linkage, assemble_coords, carry_tracers, prepare, rigidity_rows
 from ._simulate import Motion, check_motion, path_rows, simulate_functional, widths
 
@@ -202,10 +203,9 @@ class _Problem(eqx.Module):
 
 def _linkage_dimensions(lk: Linkage):
     ws = widths(lk)
-    planar = lk.geometry == "planar"
     rows, cols, labels = [], [], []
     for j, (name, t) in enumerate(zip(lk.names, lk.types)):
-        letters = "abc" if (planar and t == "P") else "xyz"
+        letters = "xyz" if KINDS[t].is_point(lk.geometry) else "abc"
         for c in range(ws[j]):
             rows.append(j)
             cols.append(c)

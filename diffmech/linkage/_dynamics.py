@@ -63,6 +63,7 @@ from .._validate import (
 from .._xla import eager_program, filter_jit, host_array
 from . import _schema
 from ._equations import normals, orthonormal
+from ._joints import KINDS, REACTION_UNKNOWNS
 from ._model import Linkage, joint_coords, prepare, prepared_residual
 from ._simulate import Motion, check_motion, joint_path, simulate_functional, widths
 
@@ -866,12 +867,15 @@ class _Reactions(eqx.Module):
     """The static plan of a linkage's kinetostatic system: the unknowns and where
     each acts.
 
-    - `pins`: per revolute (spherical, in space) joint, `(joint, (l0, l1, …))` (the
-      links that hold it, in description order): the pin's force on each of
-      `l1, …` is an unknown (2 each in the plane, 3 in space; on the sphere, where
-      every joint, a prismatic one included, turns about an axis through the
-      centre, the force through the centre and the moment normal to the axis, 5),
-      its force on `l0`
+    - `pins`: per joint at a point (R; S, U in space; every joint on the sphere),
+      `(joint, (l0, l1, …), reaction)` (the links that hold it, in description
+      order, and the unit wrenches its kind's reaction stands for,
+      `_joints.JointKind.reaction`): the pin's wrench on each of `l1, …` is
+      `unknowns` unknowns (a force: 2 in the plane, 3 in space; on the sphere,
+      where every joint, a prismatic one included, turns about an axis through the
+      centre, the force through the centre and the moment normal to the axis, 5; a
+      spatial R joint's force and the moments normal to its axis, 5; a U joint's
+      force and the moment along its axes' normal, 4), its wrench on `l0`
       the actuator's force on the pin (if one acts there) minus their sum (a pin
       carries no mass);
     - `prisms`: per spatial prismatic or cylindrical joint, `(joint, carrier,
@@ -920,33 +924,32 @@ def _reaction_plan(lk: Linkage, body: _Inertial) -> _Reactions:
     width = 3 if lk.geometry == "planar" else 6
     pins, slides, pairs = [], [], []
     sphere = lk.geometry == "spherical"
-    # (each pin's unknowns per extra link: `_PIN_UNKNOWNS`)
-    axes = tuple(
-        (j, lk.names.index(lk.names[j] + _schema.AXIS_SUFFIX))
-        for j, t in enumerate(lk.types)
-        if lk.geometry == "spatial" and t == "R"
-    )
-    crosses = tuple(
-        (j, *(lk.names.index(f"{lk.names[j]}{_schema.AXIS_SUFFIX}.{lk.link_names[k]}") for k in holders))
-        for j, t in enumerate(lk.types)
-        if t == "U"
-        for holders in [[k for k, members in enumerate(lk.links) if j in members]]
-    )
-    prisms = []
+    # (each joint's reaction and its unknowns per extra link: `_joints`)
+    axes, crosses, prisms = [], [], []
     for j, t in enumerate(lk.types):
+        K = KINDS[t]
+        if not K.joint:
+            continue
         holders = tuple(k for k, members in enumerate(lk.links) if j in members)
-        if lk.geometry == "spatial" and t in _schema.SLIDES:
+        reaction = K.reaction(lk.geometry)
+        if reaction == "axis":
+            axes.append((j, lk.names.index(lk.names[j] + _schema.AXIS_SUFFIX)))
+        if reaction == "cross":
+            crosses.append(
+                (j, *(lk.names.index(f"{lk.names[j]}{_schema.AXIS_SUFFIX}.{lk.link_names[k]}") for k in holders))
+            )
+        if reaction in ("prism", "cyl"):
             carrier, slider, _, axis, point = _joint_sides(lk, j)
-            prisms.append((j, carrier, slider, point, axis, 5 - (t == "C")))
+            prisms.append((j, carrier, slider, point, axis, K.unknowns(lk.geometry)))
             pairs += [(j, carrier), (j, slider)]
-        elif t in ("R", "S", "U") or (sphere and t == "P"):
-            pins.append((j, holders))
-            pairs += [(j, k) for k in holders]
-        elif t == "P":
+        elif reaction == "slide":
             carrier = lk.ground if lk.ground in holders else holders[0]
             (slider,) = [k for k in holders if k != carrier]
             slides.append((j, carrier, slider))
             pairs += [(j, carrier), (j, slider)]
+        else:  # a pin: every link that holds it
+            pins.append((j, holders, reaction))
+            pairs += [(j, k) for k in holders]
     motor = tuple(
         tuple((j, next(k for k, m in enumerate(lk.links) if j in m)) for j in joints)
         if kind == "actuator"
@@ -965,8 +968,8 @@ def _reaction_plan(lk: Linkage, body: _Inertial) -> _Reactions:
         width=width,
         n_equations=width * len(bodies) - body.n_rods,
         sphere=sphere,
-        axes=axes,
-        crosses=crosses,
+        axes=tuple(axes),
+        crosses=tuple(crosses),
         prisms=tuple(prisms),
     )
 
@@ -977,24 +980,6 @@ def _wrench(point, force):
     if force.shape[-1] == 2:
         return jnp.stack([force[..., 0], force[..., 1], cross(point, force)], axis=-1)
     return jnp.concatenate([force, jnp.cross(point, force)], axis=-1)
-
-
-# a pin's unknowns per link beyond its first holder, by kind: a force (2 in the plane,
-# 3 in space); on the sphere the force through the centre and the moment normal to
-# the joint's axis (5); a spatial R joint's force and the moment normal to its axis
-# (5); a universal joint's force and the moment along the normal of its axes (4)
-_PIN_UNKNOWNS = {"plane": 2, "point": 3, "sphere": 5, "axis": 5, "cross": 4}
-
-
-def _pin_kind(j, plan: "_Reactions") -> str:
-    """Which unit wrenches a pin's unknowns stand for (see `_unit_wrenches`)."""
-    if plan.width == 3:
-        return "plane"
-    if j in dict(plan.axes):
-        return "axis"
-    if j in {c for c, _, _ in plan.crosses}:
-        return "cross"
-    return "sphere" if plan.sphere else "point"
 
 
 def _forces_through(p):
@@ -1071,15 +1056,15 @@ class _Columns(NamedTuple):
 def _columns(plan: "_Reactions") -> _Columns:
     groups, start = [], {}
     kinds = {}
-    for j, _ in plan.pins:
-        kinds.setdefault(("pin", _pin_kind(j, plan)), []).append(j)
+    for j, _, reaction in plan.pins:
+        kinds.setdefault(("pin", reaction), []).append(j)
 
     offset = 0
     for (_, kind), members in kinds.items():
         groups.append((("pin", kind), tuple(members)))
         for i, j in enumerate(members):
-            start[("pin", j)] = offset + i * _PIN_UNKNOWNS[kind]
-        offset += len(members) * _PIN_UNKNOWNS[kind]
+            start[("pin", j)] = offset + i * REACTION_UNKNOWNS[kind]
+        offset += len(members) * REACTION_UNKNOWNS[kind]
     by_m = {}
     for prism in plan.prisms:
         by_m.setdefault(prism[-1], []).append(prism)
@@ -1093,8 +1078,8 @@ def _columns(plan: "_Reactions") -> _Columns:
         for i, (j, _, _) in enumerate(plan.slides):
             start[("slide", j)] = offset + 2 * i
     units, joint, plus, minus = [], [], [], []
-    for j, holders in plan.pins:
-        m = _PIN_UNKNOWNS[_pin_kind(j, plan)]
+    for j, holders, reaction in plan.pins:
+        m = REACTION_UNKNOWNS[reaction]
         for k in holders[1:]:
             units += [start[("pin", j)] + i for i in range(m)]
             joint += [j] * m
@@ -1261,7 +1246,7 @@ def _reactions_from(z, plan: _Reactions, units, motors):
     n = len(cols.units)
     tau = z[n:]
     pair = {p: i for i, p in enumerate(plan.pairs)}
-    first = {j: holders[0] for j, holders in plan.pins}
+    first = {j: holders[0] for j, holders, _ in plan.pins}
     load = z[:n, None] * units
     values = [load, -load]
     where = [pair[j, k] for j, k in zip(cols.joint, cols.plus)] + [pair[j, k] for j, k in zip(cols.joint, cols.minus)]
@@ -1540,7 +1525,7 @@ def _joint_forces_program(lk, u, udot, uddot, body, plan):
         # (a couple or force for a revolute or prismatic input; an actuator's push
         # at a tracer of the ground, which no pin carries)
         total = jnp.sum(jnp.where(ground[:, None], reactions, 0.0), axis=0)
-        pins = {j for j, _ in plan.pins}
+        pins = {j for j, _, _ in plan.pins}
         for (kind, _, _), t, ends, wrenches in zip(lk.topology.inputs, tau, plan.motor, motors):
             if kind in ("revolute", "prismatic"):
                 total = total - t * wrenches[0]

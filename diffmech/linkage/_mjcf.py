@@ -37,11 +37,11 @@ import numpy as np
 
 from .._validate import output_path
 from . import _schema
+from ._joints import KINDS
 from ._schema import LinkageError
 
 ROD_AXIAL = 1e-9  # an S–S rod's axial moment, relative to its transverse one
 MIN_MASS = 1e-9  # kg, for a massless link (MuJoCo refuses a massless moving body)
-_ORDER = {"P": 1, "C": 1, "U": 1, "R": 2, "S": 3}  # tree preference after the inputs
 
 
 def _vec(*xs) -> str:
@@ -59,13 +59,15 @@ def _edges(lk):
     side A first; a joint of k links gives k − 1 edges)."""
     out = []
     for j, t in enumerate(lk.types):
-        if t in ("R", "S", "U") or (lk.geometry == "planar" and t == "P"):
+        if not KINDS[t].joint:
+            continue
+        if KINDS[t].slides(lk.geometry):
+            a, b = _schema.joint_sides(lk.names, lk.types, lk.links, lk.link_names, j)[:2]
+            out.append((j, a, b, t))
+        else:
             holders = [k for k, m in enumerate(lk.links) if j in m]
             for b in holders[1:]:
                 out.append((j, holders[0], b, t))
-        elif t in _schema.SLIDES:
-            a, b = _schema.joint_sides(lk.names, lk.types, lk.links, lk.link_names, j)[:2]
-            out.append((j, a, b, t))
     return out
 
 
@@ -84,7 +86,7 @@ def _tree(lk, edges):
             if e in used or (a in parent) == (b in parent):
                 continue
             child, par = (b, a) if a in parent else (a, b)
-            key = (j not in driven, _ORDER[t], depth[par], e)
+            key = (j not in driven, KINDS[t].mjcf_order, depth[par], e)
             if best is None or key < best[0]:
                 best = (key, e, child, par)
         if best is None:
@@ -112,7 +114,7 @@ def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -
         timestep = 2e-3 if softness == "default" else 5e-4
     X = np.asarray(lk.initial(), dtype=float)
     if planar:  # points in the plane z = 0; a line a x + b y + c = 0 keeps its row
-        X = np.where(np.asarray([t == "P" for t in lk.types])[:, None], X, X * np.array([1.0, 1.0, 0.0]))
+        X = np.where(np.asarray([not KINDS[t].is_point("planar") for t in lk.types])[:, None], X, X * [1.0, 1.0, 0.0])
     names, link_names = lk.names, lk.link_names
     edges = _edges(lk)
     parent, cut = _tree(lk, edges)
@@ -136,11 +138,11 @@ def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -
         return np.array([-c * a / n2, -c * b / n2, 0.0]), np.array([b, -a, 0.0]) / np.sqrt(n2)
 
     def origin_of(j):
-        return line_point(j)[0] if planar and lk.types[j] == "P" else X[j]
+        return line_point(j)[0] if not KINDS[lk.types[j]].is_point(lk.geometry) else X[j]
 
     def axis_of(j, link=None):
         if planar:
-            return line_point(j)[1] if lk.types[j] == "P" else np.array([0.0, 0.0, 1.0])
+            return line_point(j)[1] if not KINDS[lk.types[j]].is_point("planar") else np.array([0.0, 0.0, 1.0])
         q = names.index(names[j] + _schema.AXIS_SUFFIX if link is None else f"{names[j]}{_schema.AXIS_SUFFIX}.{link}")
         d = X[q] - X[j]
         return d / np.linalg.norm(d)
@@ -157,23 +159,20 @@ def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -
     def joint_xml(e, child, origin, pad):
         j, a, b, t = edges[e]
         n = edge_name[e]
-        if t == "S":
-            return [f'{pad}<joint name="{n}" type="ball" pos="0 0 0"/>']
-        if t == "R":
-            return [f'{pad}<joint name="{n}" type="hinge" pos="0 0 0" axis="{_vec(axis_of(j))}"/>']
-        if planar:  # a P joint: a slide along its line
-            return [f'{pad}<joint name="{n}" type="slide" pos="0 0 0" axis="{_vec(axis_of(j))}"/>']
-        if t in _schema.SLIDES:
-            out = [f'{pad}<joint name="{n}" type="slide" pos="0 0 0" axis="{_vec(axis_of(j))}"/>']
-            if t == "C":
-                out.append(f'{pad}<joint name="{n}.turn" type="hinge" pos="0 0 0" axis="{_vec(axis_of(j))}"/>')
-            return out
-        # U: the parent's cross axis, then the child's
-        par = a if b == child else b
+        K = KINDS[t]
+        if K.has_cross:  # the parent's cross axis, then the child's
+            par = a if b == child else b
+            return [
+                f'{pad}<joint name="{n}.{link_names[k]}" type="{kind}" pos="0 0 0" '
+                f'axis="{_vec(axis_of(j, link_names[k]))}"/>'
+                for kind, k in zip(K.mjcf, (par, child))
+            ]
+        # a ball; a hinge or a slide along the joint's axis (a planar P's line); a C joint's slide, then its turn
         return [
-            f'{pad}<joint name="{n}.{link_names[k]}" type="hinge" pos="0 0 0" '
-            f'axis="{_vec(axis_of(j, link_names[k]))}"/>'
-            for k in (par, child)
+            f'{pad}<joint name="{n}{".turn" if i else ""}" type="{kind}" pos="0 0 0"'
+            + ("" if kind == "ball" else f' axis="{_vec(axis_of(j))}"')
+            + "/>"
+            for i, kind in enumerate(K.mjcf)
         ]
 
     def inertial(k, origin, pad):
@@ -183,7 +182,7 @@ def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -
             big = max(float(inertia), MIN_MASS)
             diag = _vec(big / 2, big / 2, big)
             return f'{pad}<inertial pos="{_vec(c - origin)}" mass="{float(m)!r}" diaginertia="{diag}"/>'
-        pts = [j for j in lk.links[k] if lk.types[j] not in ("tracer",)]
+        pts = [j for j in lk.links[k] if not KINDS[lk.types[j]].carried]
         if len(pts) == 2 and m > 0:  # an S–S rod: a small axial moment for its idle spin
             e = X[pts[1]] - X[pts[0]]
             e = e / np.linalg.norm(e)
@@ -198,13 +197,13 @@ def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -
     opts = "" if softness == "default" else f' solref="{_vec(2 * timestep, 1.0)}" solimp="0.9999 0.9999 0.001 0.5 2"'
     for e in cut:
         j, a, b, t = edges[e]
-        if t not in ("R", "S") or (planar and t != "R"):
+        if not KINDS[t].mjcf_closes(lk.geometry):
             raise LinkageError(
                 f"to_mjcf: joint {names[j]} ({t}) closes a loop, and MuJoCo's equality constraints state only points "
                 "(connect) and rigid joins (weld); make it part of the tree or describe it by R and S joints"
             )
         # in the plane every hinge turns about z: one connect leaves the cut joint its turn
-        points = [j] + ([names.index(names[j] + _schema.AXIS_SUFFIX)] if t == "R" and not planar else [])
+        points = [j] + ([names.index(names[j] + _schema.AXIS_SUFFIX)] if KINDS[t].has_axis(lk.geometry) else [])
         for i, p in enumerate(points):
             tag = names[j] + ("" if i == 0 else ".axis")
             if any(f'connect name="{tag}"' in q for q in eqs):  # a joint of three links or more
@@ -226,10 +225,11 @@ def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -
             )
             acts.append(f'    <motor name="{name}" tendon="{name}" gear="1"/>')
             continue
-        n = edge_name[input_edge(link, joints[0])] + (".turn" if kind == "turn" and lk.types[joints[0]] == "C" else "")
+        turn = kind == "turn" and len(KINDS[lk.types[joints[0]]].mjcf) > 1  # a C joint's: its second MuJoCo joint
+        n = edge_name[input_edge(link, joints[0])] + (".turn" if turn else "")
         acts.append(f'    <motor name="{name}" joint="{n}" gear="1"/>')
     for j, t in enumerate(lk.types):
-        if t == "tracer":
+        if KINDS[t].carried:
             (k,) = [k for k, m in enumerate(lk.links) if j in m]
             sites[k].append((names[j], X[j]))
 

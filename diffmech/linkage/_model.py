@@ -80,6 +80,7 @@ from .._validate import output_path
 from .._xla import eager_program, filter_jit, jit
 from . import _schema
 from ._equations import EQUATIONS, TRACERS
+from ._joints import KINDS
 from ._schema import LinkageError
 
 # --------------------------------------------------------------------------- topology (static)
@@ -106,20 +107,20 @@ class _Topology:
         return tuple(link for _, link, _ in self.inputs if link >= 0)
 
     def width(self, j):
-        return 2 if (self.geometry == "planar" and self.types[j] != "P") else 3
+        return KINDS[self.types[j]].width(self.geometry)
 
     @property
     def known(self) -> tuple[bool, ...]:
         fixed = set(self.links[self.ground])
         for link in self.input_links:
             fixed |= set(self.links[link])
-        return tuple(j in fixed or t == "tracer" for j, t in enumerate(self.types))
+        return tuple(j in fixed or KINDS[t].carried for j, t in enumerate(self.types))
 
     def members(self, link):
         """(points, lines) of a link, tracers excluded, points first."""
-        point = ("R", "S", "U", _schema.AXIS) + (("P", "C", _schema.SIDE) if self.geometry == "spatial" else ())
-        pts = [j for j in self.links[link] if self.types[j] in point]
-        lns = [j for j in self.links[link] if self.types[j] == "P" and self.geometry != "spatial"]
+        kinds = [KINDS[self.types[j]] for j in self.links[link]]
+        pts = [j for j, K in zip(self.links[link], kinds) if K.is_point(self.geometry) and not K.carried]
+        lns = [j for j, K in zip(self.links[link], kinds) if not K.is_point(self.geometry)]
         return pts, lns
 
 
@@ -160,7 +161,7 @@ def _side_copies(names: tuple, types: tuple, links: tuple, link_names: tuple) ->
     and axis point `<joint>.axis.<link>`) and of the rows they copy: `(sources, copies)`."""
     src, dst = [], []
     for j, t in enumerate(types):
-        if t not in _schema.SLIDES or names[j] + _schema.AXIS_SUFFIX not in names:
+        if not KINDS[t].slides("spatial") or names[j] + _schema.AXIS_SUFFIX not in names:
             continue
         for link, members in zip(link_names, links):
             for copy, source in (
@@ -180,20 +181,21 @@ def _slide_rows(topo: _Topology, names: tuple, link_names: tuple, frames: list):
         return []
     out = []
     for j, t in enumerate(topo.types):
-        if t not in _schema.SLIDES:
+        K = KINDS[t]
+        if not K.slides(topo.geometry):
             continue
         a, b, _, q, pb = _schema.joint_sides(names, topo.types, topo.links, link_names, j)
         qb = names.index(f"{names[j]}{_schema.AXIS_SUFFIX}.{link_names[b]}")
-        for k in (a, b) if t == "P" else (a,):
+        for k in (a,) if K.turns else (a, b):
             if frames[k] is None:
                 raise LinkageError(
                     f"links.{link_names[k]}: carries joint {names[j]}'s {'axis' if k == a else 'slide'} but has no "
                     "three non-collinear points (a frame)"
                 )
         row = tuple(frames[a][1:]) + (j, q, pb, qb)
-        if t == "P":
+        if not K.turns:  # side B's frame locks its turn
             row += tuple(frames[b][1:])
-        out.append((row, "prism" if t == "P" else "cyl"))
+        out.append((row, K.slide_equation))
     return out
 
 
@@ -275,11 +277,10 @@ def compile_equations(topo: _Topology, names: tuple, link_names: tuple) -> _Plan
                         eq["tcarry"].append((a, b, c, d))
     if topo.geometry in ("planar", "spherical"):
         for j, t in enumerate(topo.types):
-            gauge = t == "P" or topo.geometry == "spherical"
-            if gauge and t != "tracer" and not known[j] and j not in carried:
+            if KINDS[t].gauged(topo.geometry) and not known[j] and j not in carried:
                 eq["unit"].append((j,))
     for j, t in enumerate(topo.types):  # a universal joint's axes stay perpendicular
-        if t == "U":
+        if KINDS[t].has_cross:
             a, b = (names.index(f"{names[j]}{_schema.AXIS_SUFFIX}.{link_names[k]}") for k in _holders(topo, j))
             if not (known[j] and known[a] and known[b]):
                 eq["perp"].append((j, a, b))
@@ -313,7 +314,7 @@ def compile_equations(topo: _Topology, names: tuple, link_names: tuple) -> _Plan
             off += w
     tracers = []
     for j, t in enumerate(topo.types):
-        if t != "tracer":
+        if not KINDS[t].carried:
             continue
         (li,) = [k for k, m in enumerate(topo.links) if j in m]
         if frames[li] is None:
@@ -354,7 +355,7 @@ def _initial(lk) -> Float[Array, "J 3"]:
     """`Linkage.initial`."""
     C = lk.coords
     if lk.geometry == "planar":
-        lines = np.array([j for j, t in enumerate(lk.types) if t == "P"], dtype=int)
+        lines = np.array([j for j, t in enumerate(lk.types) if not KINDS[t].is_point("planar")], dtype=int)
         if lines.size:
             n = jnp.sqrt(dot(C[lines, :2], C[lines, :2]))
             C = C.at[lines].set(C[lines] / n[:, None])
@@ -544,11 +545,11 @@ class Linkage(eqx.Module):
         for n, t, row in zip(self.names, self.types, C):
             if t in (_schema.AXIS, _schema.SIDE):
                 continue
-            w = 2 if (self.geometry == "planar" and t != "P") else 3
-            joints[n] = {"type": t, "coords": [float(v) for v in row[:w]]}
-            if self.geometry == "spatial" and t in ("R",) + _schema.SLIDES:
+            K = KINDS[t]
+            joints[n] = {"type": t, "coords": [float(v) for v in row[: K.width(self.geometry)]]}
+            if K.has_axis(self.geometry):
                 joints[n]["axis"] = [float(v) for v in C[index[n + _schema.AXIS_SUFFIX]] - row]
-            if t == "U":
+            if K.has_cross:
                 held = [self.link_names[k] for k in _holders(self.topology, index[n])]
                 axis_row = {ln: C[index[f"{n}{_schema.AXIS_SUFFIX}.{ln}"]] for ln in held}
                 joints[n]["axes"] = {ln: [float(v) for v in axis_row[ln] - row] for ln in held}
@@ -765,7 +766,7 @@ def _moved_one(prep: _Prepared, kind, link, joints, u):
         return None, None
     (s,) = joints
     M = C[moving]
-    line = np.array([lk.types[j] == "P" for j in moving])
+    line = np.array([not KINDS[lk.types[j]].is_point(lk.geometry) for j in moving])
     if lk.geometry == "planar":
         return moving, moved_planar(C, s, M, line, u, kind)
     if lk.geometry == "spatial":  # a turn about the R joint's axis (its point and axis point), a slide along the P's

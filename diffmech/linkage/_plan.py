@@ -51,6 +51,7 @@ from .. import _closure, _screw
 from .._validate import array_module
 from . import _model, _structure
 from ._equations import EQUATIONS, TRACERS
+from ._joints import KINDS as JOINT_KINDS
 from ._model import Linkage
 
 # each geometry's forms, in the order of the residual's rows (`_model.rigidity_rows`)
@@ -236,7 +237,7 @@ def _plan(topo, names, link_names) -> Plan:
     slot = np.array(slot + [0] * (n - len(slot)), np.int32)
 
     line = np.zeros(Jp, bool)
-    line[:J] = [t == "P" for t in topo.types]
+    line[:J] = [not JOINT_KINDS[t].is_point(topo.geometry) for t in topo.types]
     # assembly: [C0 (Jp·3), moved rows of input 0 (Jp·3), ..., x (n), 0]
     src = np.arange(Jp * 3, dtype=np.int32).reshape(Jp, 3)
     for i, (_, link, _) in enumerate(topo.inputs):

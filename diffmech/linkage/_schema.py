@@ -10,7 +10,9 @@ from pathlib import Path
 import jax
 import numpy as np
 
-GEOMETRIES = ("planar", "spherical", "spatial")
+from ._errors import LinkageError as LinkageError
+from ._joints import GEOMETRIES as GEOMETRIES, KINDS, AxisPoint, SidePoint, allowed
+
 KEYS = (
     "name",
     "geometry",
@@ -27,25 +29,19 @@ KEYS = (
 LOADS = ("spring", "damper", "force", "torque")
 LINK_KEYS = ("joints", "mass", "com", "inertia")
 INPUTS = ("revolute", "prismatic", "actuator")
-JOINT_TYPES = {
-    "planar": ("R", "P", "tracer"),
-    "spherical": ("R", "P", "tracer"),
-    "spatial": ("R", "S", "U", "P", "C", "tracer"),
-}
 # A spatial revolute joint is a point and an axis (natural coordinates: a point and a unit
 # vector shared by its two links). The axis is held as a second point on it, `AXIS_SUFFIX`
 # appended to the joint's name, of type "axis", one `axis_length` along the unit axis
 # (the description's size, so that a link's frame is well proportioned): every equation
 # of a spatial link then reads points alone (distances and the frame form).
 AXIS_SUFFIX = ".axis"
-AXIS = "axis"
+AXIS = AxisPoint.letter
 # A spatial prismatic (P) or cylindrical (C) joint is an axis line of one of its links
 # (side A: the ground if it holds the joint, else a link with a frame) along which the
 # other (side B) slides: side A holds the joint's point and axis point under the joint's
 # name, side B its own copies, named `<joint>.<link B>` (type `SIDE`) and
 # `<joint>.axis.<link B>`, at the same place in the description's configuration.
-SIDE = "side"
-SLIDES = ("P", "C")
+SIDE = SidePoint.letter
 
 
 def axis_length(points: np.ndarray) -> float:
@@ -53,11 +49,6 @@ def axis_length(points: np.ndarray) -> float:
     largest distance of a joint from the joints' centroid (1 for a single point)."""
     size = float(np.max(np.linalg.norm(points - points.mean(axis=0), axis=1))) if len(points) else 0.0
     return size if size > 0 else 1.0
-
-
-class LinkageError(ValueError):
-    """A linkage description or configuration is invalid; the message names the
-    joint, link or path in the file, and the reason."""
 
 
 def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
@@ -82,14 +73,14 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         raise LinkageError("joints: a non-empty mapping of joint name -> {type, coords}")
     if not isinstance(links, dict) or not links:
         raise LinkageError("links: a non-empty mapping of link name -> [joint names]")
-    allowed = JOINT_TYPES[geometry]
+    kinds = allowed(geometry)
     names, types, rows = [], [], []
-    axes = {}  # spatial R joint -> its axis direction
-    u_axes = {}  # spatial U joint -> {link: the axis fixed in that link}
+    axes = {}  # spatial R, P and C joints -> the axis direction
+    u_axes = {}  # universal joints -> {link: the axis fixed in that link}
     for name, j in joints.items():
         kind = j.get("type") if isinstance(j, dict) else None
-        if kind not in allowed:
-            raise LinkageError(f"joints.{name}.type: a {geometry} joint is one of {allowed}; got {kind!r}")
+        if kind not in kinds:
+            raise LinkageError(f"joints.{name}.type: a {geometry} joint is one of {kinds}; got {kind!r}")
         extra = sorted(set(j) - {"type", "coords", "axis", "axes"})
         if extra:
             raise LinkageError(
@@ -100,7 +91,8 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
             raise LinkageError(
                 f"joints.{name}: a joint name may not end in {AXIS_SUFFIX!r} (the name of an R joint's axis)"
             )
-        if geometry == "spatial" and kind == "U":
+        K = KINDS[kind]
+        if K.has_cross:
             raw_axes = j.get("axes")
             if not (isinstance(raw_axes, dict) and len(raw_axes) == 2):
                 raise LinkageError(
@@ -116,48 +108,14 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
                 )
         elif "axes" in j:
             raise LinkageError(f"joints.{name}.axes: only a spatial universal (U) joint has axes; this is a {kind}")
-        if geometry == "spatial" and kind in ("R",) + SLIDES:
+        if K.has_axis(geometry):
             axes[str(name)] = _axis(name, j.get("axis"))
         elif "axis" in j:
             raise LinkageError(
                 f"joints.{name}.axis: only a spatial revolute (R), prismatic (P) or cylindrical (C) joint has an "
                 f"axis; this is a {geometry} {kind}"
             )
-        raw = j.get("coords")
-        try:
-            c = np.asarray(raw, dtype=float)
-        except (TypeError, ValueError):
-            raise LinkageError(f"joints.{name}.coords: need numbers; got {raw!r}") from None
-        want = 2 if (geometry == "planar" and kind != "P") else 3
-        what = {
-            "planar": "a point (x, y)" if kind != "P" else "a line (a, b, c), a x + b y + c = 0",
-            "spherical": "a point (x, y, z) on the unit sphere"
-            if kind != "P"
-            else "a plane through the centre, its normal (a, b, c)",
-            "spatial": "a point (x, y, z)",
-        }[geometry]
-        if c.shape != (want,):
-            raise LinkageError(f"joints.{name}.coords: {what} needs {want} numbers; got {raw!r}")
-        if not np.all(np.isfinite(c)):
-            raise LinkageError(f"joints.{name}.coords: must be finite; got {raw!r}")
-        if geometry == "planar" and kind == "P":
-            nn = math.hypot(c[0], c[1])
-            if not nn > 1e-12 * max(1.0, abs(c[2])):
-                raise LinkageError(f"joints.{name}.coords: the line {c.tolist()} cannot be normalised ((a, b) = 0)")
-            c = c / nn
-        elif geometry == "spherical":
-            nn = float(np.linalg.norm(c))
-            if kind == "P":
-                if not nn > 1e-12:
-                    raise LinkageError(f"joints.{name}.coords: the plane normal {c.tolist()} cannot be normalised")
-            elif abs(nn - 1) > sphere_tol:
-                raise LinkageError(
-                    f"joints.{name}.coords: a spherical point must lie on the unit sphere (Eq. (9)); "
-                    f"{c.tolist()} has norm {nn:.6g} (tolerance {sphere_tol})"
-                )
-            c = c / nn
-        else:
-            c = np.concatenate([c, np.zeros(3 - c.size)])
+        c = K.coords(name, j.get("coords"), geometry, sphere_tol)
         names.append(str(name))
         types.append(kind)
         rows.append(c)
@@ -221,12 +179,11 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         raise LinkageError(f"ground: unknown link {ground!r}; links are {link_names}")
     g = link_names.index(ground)
     for j, kind in enumerate(types):
+        if kind in (AXIS, SIDE):
+            continue
         holders = [link_names[k] for k, lk in enumerate(link_tuples) if j in lk]
-        if kind == "tracer" and len(holders) != 1:
-            raise LinkageError(f"joints.{names[j]}: a tracer belongs to exactly one link; it is in {holders}")
-        if kind not in ("tracer", AXIS, SIDE) and not (geometry == "spatial" and kind in SLIDES) and len(holders) < 2:
-            raise LinkageError(f"joints.{names[j]}: a joint connects two or more links; it is in {holders}")
-        if kind == "U" and (len(holders) != 2 or set(holders) != set(u_axes[names[j]])):
+        KINDS[kind].check_holders(names[j], holders, geometry)
+        if KINDS[kind].has_cross and (len(holders) != 2 or set(holders) != set(u_axes[names[j]])):
             raise LinkageError(
                 f"joints.{names[j]}: a universal joint joins exactly the two links its 'axes' name "
                 f"({sorted(u_axes[names[j]])}); it is in {holders}"
@@ -407,13 +364,12 @@ def _slide_sides(spec, links, names, types, rows) -> dict:
     listed = {ln: (m.get("joints") if isinstance(m, dict) else m) for ln, m in links.items()}
     out = {}
     for name, kind in zip(names, types):
-        if kind not in SLIDES:
+        if kind not in KINDS or not KINDS[kind].slides("spatial"):
             continue
         holders = [ln for ln, m in listed.items() if isinstance(m, (list, tuple)) and name in m]
         if len(holders) != 2:
             raise LinkageError(
-                f"joints.{name}: a {'prismatic' if kind == 'P' else 'cylindrical'} joint joins exactly two links; it "
-                f"is in {holders}"
+                f"joints.{name}: a {KINDS[kind].title} joint joins exactly two links; it is in {holders}"
             )
 
         def framed(ln):
@@ -432,7 +388,7 @@ def _slide_sides(spec, links, names, types, rows) -> dict:
                     "axis point and the link's other joints): one needs a frame to carry the axis"
                 )
         (b,) = [ln for ln in holders if ln != a]
-        if kind == "P" and not framed(b):
+        if not KINDS[kind].turns and not framed(b):
             raise LinkageError(
                 f"joints.{name}: link {b} slides along a prismatic joint but has no three non-collinear points (a "
                 "frame to lock its turn about the axis); add a joint off the axis or make it a cylindrical (C) joint"
@@ -642,7 +598,8 @@ def parse_input(inp, geometry, names, types, link_names, link_tuples, g):
             f"input: link {link!r} must share exactly one joint with the ground; it shares {[names[j] for j in shared]}"
         )
     (s,) = shared
-    if geometry == "spatial" and types[s] not in ("R", "P"):
+    K = KINDS[types[s]]
+    if geometry == "spatial" and len(K.coordinates) != 1:
         raise LinkageError(
             f'input: a spatial linkage is driven by an actuator ({{"type": "actuator", "joints": [A, B]}}), '
             f"turned about a revolute (R) joint with the ground or slid along a prismatic (P) one; {names[s]} is a "
@@ -650,11 +607,11 @@ def parse_input(inp, geometry, names, types, link_names, link_tuples, g):
             + (
                 " (its turn or its slide alone would leave the other free: drive one of them by the joint alone, "
                 f'{{"type": "revolute" | "prismatic", "joint": "{names[s]}"}})'
-                if types[s] == "C"
+                if len(K.coordinates) > 1
                 else ""
             )
         )
-    inferred = "prismatic" if types[s] == "P" else "revolute"
+    inferred = K.coordinates[0]
     if kind is not None and kind != inferred:
         raise LinkageError(
             f"input.type: {kind!r} does not match joint {names[s]} of type {types[s]} "
@@ -669,7 +626,7 @@ def joint_sides(names, types, link_tuples, link_names, s):
     axis, side B slides along it), the axis's point and axis point (side A's), and
     side B's point on the axis (the joint itself for an R joint)."""
     q = names.index(names[s] + AXIS_SUFFIX)
-    if types[s] == "R":
+    if not KINDS[types[s]].slides("spatial"):
         holders = [k for k, m in enumerate(link_tuples) if s in m]
         if len(holders) != 2:
             raise LinkageError(
@@ -692,8 +649,9 @@ def _joint_input(inp, kind, geometry, names, types, link_names, link_tuples, g):
         raise LinkageError(f"input.joint: {name!r} is not a joint of this linkage")
     s = names.index(name)
     t = types[s]
-    if t != "C":  # a joint with the ground: the classic input, which prescribes the whole link
-        if geometry == "spatial" and t in ("R", "P"):
+    K = KINDS[t]
+    if len(K.coordinates) <= 1:  # a joint with the ground: the classic input, which prescribes the whole link
+        if geometry == "spatial" and K.coordinates:
             sides = joint_sides(names, types, link_tuples, link_names, s)[:2]
         else:
             sides = tuple(k for k, m in enumerate(link_tuples) if s in m)
@@ -701,19 +659,19 @@ def _joint_input(inp, kind, geometry, names, types, link_names, link_tuples, g):
             (link,) = [k for k in sides if k != g]
             out = {"link": link_names[link], "joint": name} | ({"type": kind} if kind is not None else {})
             return parse_input(out, geometry, names, types, link_names, link_tuples, g)
-    if geometry != "spatial" or t not in ("R", "P", "C"):
+    if geometry != "spatial" or not K.coordinates:
         raise LinkageError(
             f"input.joint: a joint's own coordinate drives a spatial R, P or C joint, or a joint with the ground; "
             f"{name} is a joint of type {t} between moving links of a {geometry} linkage"
         )
-    if kind is None and t == "C":
+    if kind is None and len(K.coordinates) > 1:
         raise LinkageError(
             f"input.type: joint {name} is cylindrical: say which of its coordinates drives it, 'revolute' (its "
             "turn) or 'prismatic' (its slide)"
         )
     if kind is None:
-        kind = "revolute" if t == "R" else "prismatic"
-    if kind not in {"R": ("revolute",), "P": ("prismatic",), "C": ("revolute", "prismatic")}[t]:
+        kind = K.coordinates[0]
+    if kind not in K.coordinates:
         raise LinkageError(
             f"input.type: {kind!r} is not a coordinate of joint {name} of type {t} (an R joint turns, a P joint "
             "slides, a C joint does both)"

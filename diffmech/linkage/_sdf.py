@@ -28,10 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ._joints import KINDS
 from ._mjcf import Groups, link_mass_properties, note_moved_coms
 from ._schema import LinkageError
 
-_TYPES = {"revolute": "R", "continuous": "R", "prismatic": "P", "ball": "S"}
+_TYPES = {name: K.letter for K in KINDS.values() for name in K.sdf}  # SDF joint type -> ours
 _MOMENTS = ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")
 
 
@@ -187,9 +188,9 @@ def sdf_spec(path, *, model=None, ground=None, inputs=None, lock=(), balls=()) -
     if not inputs:
         raise LinkageError(f"{where}: name the inputs (joints), e.g. inputs=['left-knee-op']")
     for n in [inputs] if isinstance(inputs, str) else list(inputs):
-        if n not in made or made[n] == "S":
+        if n not in made or not KINDS[made[n]].coordinates:
             raise LinkageError(f"{where}: input {n!r} is not a revolute or prismatic joint of the model")
-        out_inputs.append({"type": "revolute" if made[n] == "R" else "prismatic", "joint": n})
+        out_inputs.append({"type": KINDS[made[n]].coordinates[0], "joint": n})
     links = {}
     for k in sorted({groups.find(i) for i in range(len(link_names) + 1)}):
         parts = [i for i in range(len(link_names)) if groups.find(i) == k]

@@ -27,6 +27,7 @@ from .._validate import (
 from .._xla import COMPILER_OPTIONS, eager_program, filter_jit, host_array, jit, pad_rows, size_class
 from . import _change, _plan, _structure
 from ._equations import orthonormal
+from ._joints import KINDS
 from ._model import (
     Linkage,
     LinkageError,
@@ -179,7 +180,7 @@ def _link_pose(lk: Linkage, X, *, frame):
 
 
 def widths(lk):
-    return tuple(3 if (t == "P" or lk.geometry != "planar") else 2 for t in lk.types)
+    return tuple(KINDS[t].width(lk.geometry) for t in lk.types)
 
 
 def default_inputs(lk: Linkage, steps: int | None = None, step: float | None = None):

@@ -37,6 +37,7 @@ import numpy as np
 
 from .. import _closure, _screw
 from .._geometry import cross, dot, perp
+from ._joints import KINDS
 from ._model import Linkage, LinkageError, assemble_coords, compile_equations
 
 DYADS = ("RRR", "RRP", "RPR", "PRP", "RPP")  # the planar dyads of the closed form, outer–inner–outer
@@ -174,7 +175,7 @@ def structure(lk: Linkage) -> Structure:
         )
     plan = analyse(lk.topology, lk.names, lk.link_names)
     C = np.asarray(lk.initial())
-    points = {lk.names[j]: C[j, :2] for j, t in enumerate(lk.types) if t in ("R", "tracer")}
+    points = {lk.names[j]: C[j, :2] for j, t in enumerate(lk.types) if KINDS[t].is_point(lk.geometry)}
     links = tuple((lk.link_names[i], tuple(lk.names[j] for j in js)) for i, js in enumerate(lk.links))
     out = dataclasses.replace(plan.structure, name=lk.name)
     object.__setattr__(out, "_links", links)  # the drawing's data (not part of the structure)
@@ -203,7 +204,7 @@ def analyse(topo, names: tuple, link_names: tuple) -> _Analysis:
             links.append(set(joints))
             input_names.append(f"actuator {names[joints[0]]}–{names[joints[1]]}")
     lnames = list(link_names) + [n for n in input_names if n.startswith("actuator")]
-    pair = [j for j, t in enumerate(topo.types) if t in ("R", "P")]
+    pair = [j for j, t in enumerate(topo.types) if KINDS[t].joint]
     holders = {j: frozenset(i for i, js in enumerate(links) if j in js) for j in pair}
     known = {topo.ground} | set(topo.input_links)
     unknown = set(range(len(links))) - known

@@ -12,6 +12,9 @@ continuation and the task."""
 
 import contextlib
 import io
+import os
+import subprocess
+import sys
 
 import equinox as eqx
 import jax.numpy as jnp
@@ -541,3 +544,38 @@ def test_a_wrong_kind_shape_or_value_is_named(k):
     with pytest.raises(ValueError) as err:
         call()
     assert match in str(err.value), str(err.value)
+
+
+FLOAT32 = """
+import warnings
+import equinox as eqx
+import numpy as np
+import diffmech as dm
+from diffmech import linkage
+import jax
+assert not jax.config.jax_enable_x64  # JAX's default: float32
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    lk = dm.examples.cardan()  # over-constrained: its residual and rank judged at float32's round-off
+    m = linkage.simulate(lk, steps=4)
+assert lk.coords.dtype == np.float32 and m.coords.dtype == np.float32
+assert any("float32" in str(w.message) and "jax_enable_x64" in str(w.message) for w in caught)
+j = lk.names.index("C.axis.input")  # the cross's axes no longer perpendicular: it does not close
+bent = eqx.tree_at(lambda k: k.coords, lk, lk.coords.at[j, 1].add(1e-2))
+try:
+    linkage.check_initial(bent)
+except linkage.LinkageError as e:
+    assert "violates its own constraints" in str(e) and "float32" in str(e) and "jax_enable_x64" in str(e), e
+else:
+    raise AssertionError("a configuration that does not close was accepted")
+print("done")
+"""
+
+
+def test_a_linkage_in_float32_loads_at_its_round_off_and_an_open_one_names_float32():
+    # JAX's default precision (no `jax_enable_x64`), in a process of its own: a bundled
+    # linkage loads and simulates, warned once that it is float32; a description that does
+    # not close says so and names float32 as the precision it was judged at
+    env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
+    out = subprocess.run([sys.executable, "-c", FLOAT32], capture_output=True, text=True, timeout=240, env=env)
+    assert out.returncode == 0 and "done" in out.stdout, out.stderr[-3000:]

@@ -74,7 +74,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from .. import _screw
+from .. import _closure, _screw
 from .._geometry import dot, rotation, unit
 from .._validate import output_path
 from .._xla import eager_program, filter_jit, jit
@@ -197,6 +197,26 @@ def _slide_rows(topo: _Topology, names: tuple, link_names: tuple, frames: list):
             row += tuple(frames[b][1:])
         out.append((row, K.slide_equation))
     return out
+
+
+def raise_if_open(lk, r, tol: float = 1e-10) -> None:
+    """Raise `LinkageError` unless the residual `r` of `lk`'s initial configuration is
+    within `tol` (the closure's tolerance for the precision in use: float32 cannot
+    reach 1e-10), naming float32 where that is the precision."""
+    r = np.asarray(r)
+    dtype = np.asarray(lk.coords).dtype
+    tol = _closure.tolerance(tol, dtype)
+    if r.size and not np.all(np.abs(r) <= tol):
+        raise LinkageError(
+            f"linkage {lk.name!r}: the initial configuration violates its own constraints "
+            f"(max residual {np.abs(r).max():.2e} > {tol:g})"
+            + (
+                ""
+                if dtype == np.float64
+                else f"; it is in {dtype}: enable float64 with `jax.config.update('jax_enable_x64', True)` before "
+                "making it"
+            )
+        )
 
 
 @functools.lru_cache(maxsize=256)
@@ -481,12 +501,8 @@ class Linkage(eqx.Module):
         rank of `[∂Φ/∂x, ∂Φ/∂u]` no more than the unknowns: mobility 1)."""
         r, Jx, Ju = map(np.asarray, _redundancy_values(self))
         m, n = Jx.shape
-        if not np.all(np.abs(r) <= 1e-10):
-            raise LinkageError(
-                f"linkage {self.name!r}: the initial configuration violates its own constraints "
-                f"(max residual {np.abs(r).max():.2e} > 1e-10)"
-            )
-        info = rank_info(Jx, Ju, 1e-9)
+        raise_if_open(self, r)
+        info = rank_info(Jx, Ju, _closure.tolerance(1e-9, r.dtype))  # float32: its own round-off
         rank_x, rank = info["rank_x"], info["rank"]
         if rank_x < n or rank > n:
             what = (

@@ -36,6 +36,7 @@ from ._model import (
     joint_coords,
     prepare,
     prepared_residual,
+    raise_if_open,
     rank_info,
     residual,
 )
@@ -899,17 +900,13 @@ def _raise_if_bad_initial(lk, r, Jx, Ju=None, tol: float = 1e-10) -> None:
     if not np.all(np.isfinite(coords)):
         j = int(np.argmax(~np.all(np.isfinite(coords), axis=-1)))
         raise LinkageError(f"linkage {lk.name!r}: `coords` must be finite; joint {lk.names[j]} is {coords[j].tolist()}")
-    if r.size and not np.all(np.abs(r) <= tol):
-        raise LinkageError(
-            f"linkage {lk.name!r}: the initial configuration violates its own constraints "
-            f"(max residual {np.abs(r).max():.2e} > {tol:g})"
-        )
+    raise_if_open(lk, r, tol)
     s_x = np.linalg.svd(np.asarray(Jx), compute_uv=False)
     if Ju is None and s_x[-1] > 1e-6 * max(s_x[0], 1e-300):
         return  # clearly full rank, so mobility 1 (the common case: no second program)
     if Ju is None:  # every equation's Jacobian (an over-constrained linkage's too)
         Jx, Ju = jacobians(lk.x0(), lk.zero_input(), lk)
-    m = rank_info(Jx, Ju, 1e-9)
+    m = rank_info(Jx, Ju, _closure.tolerance(1e-9, np.asarray(Jx).dtype))
     if m["rank_x"] < m["n_unknowns"] or m["mobility"] != lk.n_inputs:
         raise LinkageError(
             f"linkage {lk.name!r}: the constraints do not determine the linkage at its initial configuration: "

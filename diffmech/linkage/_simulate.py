@@ -363,7 +363,7 @@ def _certified(lk, prep, x, u, converged, status, res):
     if not lk.over_constrained:
         return converged, status, res
     full = jnp.max(jnp.abs(jax.vmap(lambda x_, u_: full_residual(x_, u_, prep))(x, u)), axis=-1)
-    bad = converged & ~(full <= REDUNDANT_TOL)
+    bad = converged & ~(full <= _closure.tolerance(REDUNDANT_TOL, full.dtype))  # float32: its own round-off
     lost = jnp.cumsum(bad) > 0
     codes = jnp.where(lost & converged, code(RESULTS.not_reached), code(status))
     status = as_results(jnp.where(bad, code(RESULTS.redundancy_lost), codes))

@@ -3,15 +3,18 @@
 Each kind says in one place what the rest of the library needs to know of it:
 
 - **its description**: `letter` (the joint's `"type"`), the geometries it exists in,
-  the keys it takes beside `"type"` and `"coords"` (`keys`), and what its coordinates
-  are (`is_point`: a point, or else a planar line `a x + b y + c = 0` or a spherical
-  plane's normal) with their width in the solver (`width`);
-- **its elements and equations**: whether its element is a unit vector of the
-  closure (`gauged`: the `unit` equation), whether it carries an axis point
-  (`has_axis`: a spatial R, P or C joint), one per link (`has_cross`: a universal
-  joint, whose two axes stay perpendicular), and whether it slides (`slides`: side A
-  carries the axis line and side B its own copies of the point and the axis point;
-  `slide_equation` names the `_equations` kind that holds them);
+  what its `"coords"` are (`is_point`: a point, or else a planar line
+  `a x + b y + c = 0` or a spherical plane's normal; read and normalised by
+  `coords`) with their width in the solver (`width`), and its `"axis"` (`has_axis`)
+  or `"axes"` (`has_cross`);
+- **its elements and equations**: whether it joins links at all (`joint`: not a
+  tracer, `carried` by one link, nor an axis or side point the reader adds), whether
+  its element is a unit vector of the closure (`gauged`: the `unit` equation),
+  whether it carries an axis point (`has_axis`: a spatial R, P or C joint), one per
+  link (`has_cross`: a universal joint, whose two axes stay perpendicular), and
+  whether it slides (`slides`: side A carries the axis line and side B its own copies
+  of the point and the axis point; `slide_equation` names the `_equations` kind that
+  holds them, and side B's frame locks its turn unless it `turns`);
 - **how many links it joins** (`check_holders`);
 - **its own coordinates as an input** (`coordinates`: `"revolute"`, `"prismatic"`);
 - **its joint forces** (`reaction`: which unit wrenches its reaction unknowns stand
@@ -53,11 +56,6 @@ class JointKind:
     mjcf_order: ClassVar[int] = 9  # the MJCF tree's preference among joints (lower first), after the inputs
 
     @classmethod
-    def keys(cls, geometry: str) -> tuple[str, ...]:
-        """The description's keys beside `"type"` and `"coords"`."""
-        return ("axis",) if cls.has_axis(geometry) else ()
-
-    @classmethod
     def is_point(cls, geometry: str) -> bool:
         """Whether its coordinates are a point (else a planar line or a spherical
         plane's normal)."""
@@ -89,7 +87,7 @@ class JointKind:
             c = np.asarray(raw, dtype=float)
         except (TypeError, ValueError):
             raise LinkageError(f"joints.{name}.coords: need numbers; got {raw!r}") from None
-        want = 2 if (geometry == "planar" and cls.is_point(geometry)) else 3
+        want = cls.width(geometry)
         if c.shape != (want,):
             raise LinkageError(f"joints.{name}.coords: {cls.coords_help(geometry)} needs {want} numbers; got {raw!r}")
         if not np.all(np.isfinite(c)):
@@ -151,12 +149,6 @@ class JointKind:
     def unknowns(cls, geometry: str) -> int:
         """Its reaction unknowns per link it joins beyond the first."""
         return REACTION_UNKNOWNS[cls.reaction(geometry)]
-
-    @classmethod
-    def freedoms(cls, geometry: str) -> int:
-        """The relative motions it leaves its two links: the rest of a rigid body's
-        (3 in the plane, 6 on the sphere and in space)."""
-        return (3 if geometry == "planar" else 6) - cls.unknowns(geometry)
 
     @classmethod
     def mjcf_closes(cls, geometry: str) -> bool:
@@ -253,10 +245,6 @@ class Universal(JointKind):
     mjcf = ("hinge", "hinge")  # the parent's axis, then the child's, named `<joint>.<link>`
     mjcf_order = 1
     has_cross = True
-
-    @classmethod
-    def keys(cls, geometry):
-        return ("axes",)
 
     @classmethod
     def reaction(cls, geometry):

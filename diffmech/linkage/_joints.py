@@ -22,7 +22,7 @@ Each kind says in one place what the rest of the library needs to know of it:
   it leaves are the rest, `3 − unknowns` in the plane, `6 − unknowns` on the sphere
   and in space);
 - **its MuJoCo and SDF forms**: the MuJoCo joints of one tree edge (`mjcf`), whether
-  MuJoCo's `connect` equality can close a loop at it (`mjcf_closes`), and the SDF
+  MuJoCo's `connect` equality can close a loop at it (`mjcf_connect`), and the SDF
   joint types read as it (`sdf`).
 
 The modules that read a description (`_schema`), compile its equations (`_model`),
@@ -45,26 +45,53 @@ GEOMETRIES = ("planar", "spherical", "spatial")
 
 
 class JointKind:
-    """One kind of joint (a namespace: never instantiated; see the module docstring)."""
+    """One kind of joint (a namespace: never instantiated; see the module docstring).
+    A kind declares class attributes; the methods read them."""
 
     letter: ClassVar[str]
     title: ClassVar[str]
     geometries: ClassVar[tuple[str, ...]] = GEOMETRIES
-    coordinates: ClassVar[tuple[str, ...]] = ()
-    sdf: ClassVar[tuple[str, ...]] = ()
-    mjcf: ClassVar[tuple[str, ...]] = ()
+    line_in: ClassVar[tuple[str, ...]] = ()  # where its coordinates are a line or a plane's normal, not a point
+    axis_in: ClassVar[tuple[str, ...]] = ()  # where it carries an axis point shared by its links (`<joint>.axis`)
+    slides_in: ClassVar[tuple[str, ...]] = ()  # where it is an axis line of side A along which side B slides
+    joint: ClassVar[bool] = True  # joins links (not a tracer, nor an axis or side point)
+    carried: ClassVar[bool] = False  # a point carried by one link, never solved for (a tracer)
+    has_cross: ClassVar[bool] = False  # an axis point per link, kept perpendicular (a universal joint)
+    slide_equation: ClassVar[str] = ""  # the `_equations` kind of a sliding joint
+    turns: ClassVar[bool] = True  # side B of a sliding joint turns about the axis (else its frame locks the turn)
+    coordinates: ClassVar[tuple[str, ...]] = ()  # its own coordinates an input may drive
+    reactions: ClassVar[dict[str, str]] = {}  # per geometry, the unit wrenches of its reaction unknowns
+    mjcf: ClassVar[tuple[str, ...]] = ()  # the MuJoCo joints of one tree edge
     mjcf_order: ClassVar[int] = 9  # the MJCF tree's preference among joints (lower first), after the inputs
+    mjcf_connect: ClassVar[bool] = False  # MuJoCo's `connect` equalities (points) can close a loop at it
+    sdf: ClassVar[tuple[str, ...]] = ()  # the SDF joint types read as it
 
     @classmethod
     def is_point(cls, geometry: str) -> bool:
         """Whether its coordinates are a point (else a planar line or a spherical
         plane's normal)."""
-        return True
+        return geometry not in cls.line_in
+
+    @classmethod
+    def has_axis(cls, geometry: str) -> bool:
+        """Whether it carries an axis point shared by its links (`<joint>.axis`)."""
+        return geometry in cls.axis_in
+
+    @classmethod
+    def slides(cls, geometry: str) -> bool:
+        """Whether it is an axis line of side A along which side B slides."""
+        return geometry in cls.slides_in
 
     @classmethod
     def width(cls, geometry: str) -> int:
         """The width of its coordinates in the solver (2 for a planar point)."""
         return 2 if (geometry == "planar" and cls.is_point(geometry)) else 3
+
+    @classmethod
+    def gauged(cls, geometry: str) -> bool:
+        """Whether its element is a unit vector the closure keeps unit (spherical
+        elements, planar lines): one `unit` equation unless a link carries it."""
+        return not cls.carried and (geometry == "spherical" or not cls.is_point(geometry))
 
     @classmethod
     def coords_help(cls, geometry: str) -> str:
@@ -111,49 +138,26 @@ class JointKind:
         return np.concatenate([c, np.zeros(3 - c.size)])
 
     @classmethod
-    def gauged(cls, geometry: str) -> bool:
-        """Whether its element is a unit vector the closure keeps unit (spherical
-        elements, planar lines): one `unit` equation unless a link carries it."""
-        return geometry == "spherical" or (geometry == "planar" and not cls.is_point(geometry))
-
-    @classmethod
-    def has_axis(cls, geometry: str) -> bool:
-        """Whether it carries an axis point shared by its links (`<joint>.axis`)."""
-        return False
-
-    joint: ClassVar[bool] = True  # joins links (not a tracer, nor an axis or side point)
-    carried: ClassVar[bool] = False  # a point carried by one link, never solved for (a tracer)
-    has_cross: ClassVar[bool] = False  # an axis point per link, kept perpendicular (a universal joint)
-
-    @classmethod
-    def slides(cls, geometry: str) -> bool:
-        """Whether it is an axis line of side A along which side B slides."""
-        return False
-
-    slide_equation: ClassVar[str] = ""  # the `_equations` kind of a sliding joint
-    turns: ClassVar[bool] = True  # side B of a sliding joint turns about the axis (else its frame locks the turn)
-
-    @classmethod
     def check_holders(cls, name: str, holders: list[str], geometry: str) -> None:
-        """Raise unless the links that hold it are as many as it joins (a sliding
-        joint's two sides are `_schema`'s to find)."""
-        if not cls.slides(geometry) and len(holders) < 2:
+        """Raise unless the links that hold it are as many as it joins (a tracer one;
+        a sliding joint's two sides are `_schema`'s to find)."""
+        if cls.carried and len(holders) != 1:
+            raise LinkageError(f"joints.{name}: a tracer belongs to exactly one link; it is in {holders}")
+        if cls.joint and not cls.slides(geometry) and len(holders) < 2:
             raise LinkageError(f"joints.{name}: a joint connects two or more links; it is in {holders}")
 
     @classmethod
     def reaction(cls, geometry: str) -> str:
         """Which unit wrenches its reaction unknowns stand for (`_dynamics`)."""
-        raise LinkageError(f"a {cls.title} joint has no reaction in a {geometry} linkage")
+        if geometry not in cls.reactions:
+            raise LinkageError(f"a {cls.title} joint has no reaction in a {geometry} linkage")
+        return cls.reactions[geometry]
 
     @classmethod
     def unknowns(cls, geometry: str) -> int:
-        """Its reaction unknowns per link it joins beyond the first."""
+        """Its reaction unknowns per link it joins beyond the first (the freedoms it
+        leaves are the rest: 3 in the plane, 6 on the sphere and in space)."""
         return REACTION_UNKNOWNS[cls.reaction(geometry)]
-
-    @classmethod
-    def mjcf_closes(cls, geometry: str) -> bool:
-        """Whether MuJoCo's `connect` equalities (points) can close a loop at it."""
-        return False
 
 
 # a joint's reaction unknowns, by the unit wrenches they stand for: a force (2 in the
@@ -169,71 +173,36 @@ class Revolute(JointKind):
     """R: a pin (a point in the plane and on the sphere, a point and an axis in space)."""
 
     letter, title = "R", "revolute"
+    axis_in = ("spatial",)
     coordinates = ("revolute",)
+    reactions = {"planar": "plane", "spherical": "sphere", "spatial": "axis"}
+    mjcf, mjcf_order, mjcf_connect = ("hinge",), 2, True
     sdf = ("revolute", "continuous")
-    mjcf = ("hinge",)
-    mjcf_order = 2
-
-    @classmethod
-    def has_axis(cls, geometry):
-        return geometry == "spatial"
-
-    @classmethod
-    def reaction(cls, geometry):
-        return {"planar": "plane", "spherical": "sphere", "spatial": "axis"}[geometry]
-
-    @classmethod
-    def mjcf_closes(cls, geometry):
-        return True
 
 
-class _Sliding(JointKind):
-    """A joint that is, in space, an axis line of side A along which side B slides
-    (side B's copies of the joint's point and axis point: `_schema`)."""
-
-    mjcf_order = 1
-
-    @classmethod
-    def is_point(cls, geometry):
-        return geometry == "spatial"
-
-    @classmethod
-    def has_axis(cls, geometry):
-        return geometry == "spatial"
-
-    @classmethod
-    def slides(cls, geometry):
-        return geometry == "spatial"
-
-
-class Prismatic(_Sliding):
+class Prismatic(JointKind):
     """P: a slider (a line in the plane, a plane through the centre on the sphere, an
     axis line of one link in space along which the other slides without turning)."""
 
     letter, title = "P", "prismatic"
+    line_in = ("planar", "spherical")
+    axis_in = slides_in = ("spatial",)
+    slide_equation, turns = "prism", False
     coordinates = ("prismatic",)
+    reactions = {"planar": "slide", "spherical": "sphere", "spatial": "prism"}
+    mjcf, mjcf_order = ("slide",), 1
     sdf = ("prismatic",)
-    mjcf = ("slide",)
-    slide_equation = "prism"
-    turns = False
-
-    @classmethod
-    def reaction(cls, geometry):
-        return {"planar": "slide", "spherical": "sphere", "spatial": "prism"}[geometry]
 
 
-class Cylindrical(_Sliding):
+class Cylindrical(JointKind):
     """C (space only): an axis line of one link along which the other slides and turns."""
 
     letter, title = "C", "cylindrical"
-    geometries = ("spatial",)
-    coordinates = ("revolute", "prismatic")
-    mjcf = ("slide", "hinge")  # the second named `<joint>.turn`
+    geometries = axis_in = slides_in = ("spatial",)
     slide_equation = "cyl"
-
-    @classmethod
-    def reaction(cls, geometry):
-        return "cyl"
+    coordinates = ("revolute", "prismatic")
+    reactions = {"spatial": "cyl"}
+    mjcf, mjcf_order = ("slide", "hinge"), 1  # the second named `<joint>.turn`
 
 
 class Universal(JointKind):
@@ -242,13 +211,9 @@ class Universal(JointKind):
 
     letter, title = "U", "universal"
     geometries = ("spatial",)
-    mjcf = ("hinge", "hinge")  # the parent's axis, then the child's, named `<joint>.<link>`
-    mjcf_order = 1
     has_cross = True
-
-    @classmethod
-    def reaction(cls, geometry):
-        return "cross"
+    reactions = {"spatial": "cross"}
+    mjcf, mjcf_order = ("hinge", "hinge"), 1  # the parent's axis, then the child's, named `<joint>.<link>`
 
 
 class Spherical(JointKind):
@@ -256,17 +221,9 @@ class Spherical(JointKind):
 
     letter, title = "S", "spherical"
     geometries = ("spatial",)
+    reactions = {"spatial": "point"}
+    mjcf, mjcf_order, mjcf_connect = ("ball",), 3, True
     sdf = ("ball",)
-    mjcf = ("ball",)
-    mjcf_order = 3
-
-    @classmethod
-    def reaction(cls, geometry):
-        return "point"
-
-    @classmethod
-    def mjcf_closes(cls, geometry):
-        return True
 
 
 class Tracer(JointKind):
@@ -275,15 +232,6 @@ class Tracer(JointKind):
 
     letter, title = "tracer", "tracer"
     joint, carried = False, True
-
-    @classmethod
-    def gauged(cls, geometry):
-        return False
-
-    @classmethod
-    def check_holders(cls, name, holders, geometry):
-        if len(holders) != 1:
-            raise LinkageError(f"joints.{name}: a tracer belongs to exactly one link; it is in {holders}")
 
 
 class AxisPoint(JointKind):

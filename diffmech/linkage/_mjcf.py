@@ -197,7 +197,7 @@ def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -
     opts = "" if softness == "default" else f' solref="{_vec(2 * timestep, 1.0)}" solimp="0.9999 0.9999 0.001 0.5 2"'
     for e in cut:
         j, a, b, t = edges[e]
-        if not KINDS[t].mjcf_closes(lk.geometry):
+        if not KINDS[t].mjcf_connect:
             raise LinkageError(
                 f"to_mjcf: joint {names[j]} ({t}) closes a loop, and MuJoCo's equality constraints state only points "
                 "(connect) and rigid joins (weld); make it part of the tree or describe it by R and S joints"

@@ -58,6 +58,27 @@ def test_a_linkages_second_simulation_compiles_nothing(name, monkeypatch):
     np.testing.assert_array_equal(np.asarray(first.coords), np.asarray(same.coords))
 
 
+def test_loads_added_to_a_linkage_compile_none_of_its_kinematics_again(monkeypatch):
+    """A linkage's loads are static fields its motion does not read: the same linkage
+    with a spring and a force added shares the programs of its motion (a designer's
+    spring compiles no kinematics again), and the motion is the same, bit for bit."""
+    from diffmech.linkage import _simulate
+
+    monkeypatch.setattr(_simulate, "_LENGTHS", ())  # a length of its own (see above)
+    steps = 59
+    spec = examples.stephenson2().to_dict()  # no plan (a group larger than a dyad): the linkage is the program's
+    bare = linkage.simulate(linkage.Linkage.from_dict(spec), steps=steps)
+    spec["loads"] = [
+        {"type": "spring", "joints": ["J2", "J5"], "links": ["L1", "L5"], "stiffness": 40.0},
+        {"type": "force", "joint": "J8", "link": "L4", "force": [0.0, -9.0]},
+    ]
+    loaded = linkage.Linkage.from_dict(spec)
+    with compilations() as seen:
+        m = linkage.simulate(loaded, steps=steps)
+    assert seen == [], len(seen)
+    np.testing.assert_array_equal(np.asarray(m.coords), np.asarray(bare.coords))
+
+
 def _other_topologies():
     """Two linkages of the four-bar's size class but not its topology: its tracer carried
     by the rocker, and an inverted slider-crank driven along a ground line."""

@@ -499,7 +499,7 @@ class Linkage(eqx.Module):
         """An over-constrained description must close at its initial configuration,
         its input must determine it (`∂Φ/∂x` of full column rank) and move it (the
         rank of `[∂Φ/∂x, ∂Φ/∂u]` no more than the unknowns: mobility 1)."""
-        r, Jx, Ju = map(np.asarray, _redundancy_values(self))
+        r, Jx, Ju = map(np.asarray, _redundancy_values(kinematic(self)))
         m, n = Jx.shape
         raise_if_open(self, r)
         info = rank_info(Jx, Ju, _closure.tolerance(1e-9, r.dtype))  # float32: its own round-off
@@ -935,6 +935,27 @@ def residual(x: Float[Array, " n"], u, lk: Linkage) -> Float[Array, " n"]:
     **Returns:** the residual `(n,)`, zero on a closed configuration.
     """
     return prepared_residual(x, u, prepare(lk))
+
+
+def kinematic(lk: "Linkage") -> "Linkage":
+    """`lk` without its loads, the static fields its motion does not read (eager): the
+    programs of its motion, its closure check and its Jacobians are then shared by
+    every linkage that differs from it only in its loads (a force or a spring added
+    compiles none of them again). `lk` itself when it has none; remembered for the
+    last 16 linkages."""
+    if not lk.load_kinds:
+        return lk
+    for known, view in _KINEMATIC:
+        if known is lk:
+            return view
+    # (the description's reader gives a linkage without loads an empty `(0, 3)` array)
+    view = dataclasses.replace(lk, load_kinds=(), load_index=(), load_params=jax.device_put(np.zeros((0, 3))))
+    _KINEMATIC.insert(0, (lk, view))
+    del _KINEMATIC[16:]
+    return view
+
+
+_KINEMATIC: list = []
 
 
 @filter_jit

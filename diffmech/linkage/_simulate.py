@@ -34,6 +34,7 @@ from ._model import (
     full_residual,
     jacobians,
     joint_coords,
+    kinematic,
     prepare,
     prepared_residual,
     raise_if_open,
@@ -648,7 +649,7 @@ def simulate(
         else:
             if eager:
                 motion, values, flags, sol = _cache.program(
-                    "simulate", _simulate_program, _simulate_jit, (lk, padded), (branch, condition, True)
+                    "simulate", _simulate_program, _simulate_jit, (kinematic(lk), padded), (branch, condition, True)
                 )
             else:
                 motion, values, flags, sol = _simulate_program(lk, padded, branch, condition, False, origin=True)
@@ -675,7 +676,7 @@ def simulate(
                 motion = _unpad(lk, resumed, n)
             else:
                 motion = _cache.program(
-                    "resume", _resume_program, _resume_jit, (lk, sol), (branch, condition or screen)
+                    "resume", _resume_program, _resume_jit, (kinematic(lk), sol), (branch, condition or screen)
                 )
                 if padded.shape[0] > n:
                     motion = _first(motion, n)
@@ -887,7 +888,7 @@ def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: floa
     x = lk.x0() if x is None else x
     check_finite("linkage.mobility", {"coords": lk.coords, "x": x, "u": u})
     u = jnp.broadcast_to(jnp.asarray(u, dtype=lk.coords.dtype), lk.zero_input().shape)
-    Jx, Ju = jacobians(x, u, lk)
+    Jx, Ju = jacobians(x, u, kinematic(lk))
     return rank_info(Jx, Ju, rtol)
 
 
@@ -905,7 +906,7 @@ def _raise_if_bad_initial(lk, r, Jx, Ju=None, tol: float = 1e-10) -> None:
     if Ju is None and s_x[-1] > 1e-6 * max(s_x[0], 1e-300):
         return  # clearly full rank, so mobility 1 (the common case: no second program)
     if Ju is None:  # every equation's Jacobian (an over-constrained linkage's too)
-        Jx, Ju = jacobians(lk.x0(), lk.zero_input(), lk)
+        Jx, Ju = jacobians(lk.x0(), lk.zero_input(), kinematic(lk))
     m = rank_info(Jx, Ju, _closure.tolerance(1e-9, np.asarray(Jx).dtype))
     if m["rank_x"] < m["n_unknowns"] or m["mobility"] != lk.n_inputs:
         raise LinkageError(

@@ -395,7 +395,20 @@ def test_drive_laws_are_data_other_numbers_compile_nothing():
             lk, 0.0, 1.0, 0.2, drive=linkage.Drive(torque=linkage.ConstantTorque(0.8), damping=0.1), **kw
         )
         h = fourbar.simulate(fb, q0, 0.0, 0.2, saveat=np.linspace(0.0, 0.2, 5))
+        # other save times, as many as their size class holds: the same program
+        d = linkage.simulate_dynamics(
+            lk,
+            0.0,
+            1.0,
+            0.2,
+            drive=linkage.Drive(torque=linkage.AffineTorque(0.5, 0.05)),
+            saveat=np.linspace(0, 0.2, 7),
+        )
     assert seen == [], len(seen)
+    # its own saves (the padding cut off), on the same integration as `a`'s: equal at the ends, bit for bit
+    assert d.ts.shape == d.u.shape == (7,) and d.coords.shape[0] == 7 and bool(np.all(d.converged))
+    np.testing.assert_array_equal(np.asarray(d.ts), np.linspace(0, 0.2, 7))
+    assert float(d.u[-1]) == float(a.u[-1]) and float(d.energy[-1]) == float(a.energy[-1])
     sims = (a, b, free, c)
     assert all(bool(np.all(s.converged)) for s in sims) and bool(np.all(f.converged & g.converged & h.converged))
     assert float(b.u[-1]) > float(a.u[-1])  # more torque, further

@@ -60,7 +60,7 @@ from .._validate import (
     check_shape,
     is_traced,
 )
-from .._xla import eager_program, filter_jit, host_array
+from .._xla import eager_program, filter_jit, host_array, pad_rows, size_class
 from . import _schema
 from ._equations import normals, orthonormal
 from ._joints import KINDS, REACTION_UNKNOWNS
@@ -723,7 +723,9 @@ def simulate_dynamics(
     configuration at `u0` is the one the closure core reaches from the file's along
     the input (substeps of at most 15° or 15 default steps; where it cannot be
     assembled, every save is `motion_limit`). `max_steps`: the integrator's step
-    budget.
+    budget. Called eagerly, the save times are padded to a size class (the last
+    repeated; the padding is cut off the result): another number of saves in the
+    class, like other numbers of a drive law, compiles nothing.
     """
     owner = "linkage.simulate_dynamics"
     if len(state) > 3:
@@ -769,6 +771,9 @@ def simulate_dynamics(
     dt = lk.coords.dtype
     xp = array_module(u0, udot0, t1, saveat, rtol, atol)
     ts = xp.linspace(0.0, t1, 201, dtype=dt) if saveat is None else xp.asarray(saveat, dtype=dt)
+    n_saves = ts.shape[0]
+    if xp is np:  # eagerly, the save times padded to a size class (the last repeated): one program per class
+        ts = pad_rows(np.asarray(ts), size_class(n_saves, _SAVES))
     shape = () if k == 1 else (k,)
     # free motion, a constant and an affine torque as one law, the damping an array:
     # one compiled program for all of them and for any of their numbers
@@ -787,7 +792,16 @@ def simulate_dynamics(
         adjoint,
         released=is_traced(u0) or bool(np.any(np.asarray(u0) != 0.0)),
     )
+    if ts.shape[0] > n_saves:  # the saves asked for (the padding repeats the last: the same integration),
+        # cut on the host (a slice on the device is a program per length)
+        leaves, treedef = jax.tree.flatten(out)
+        cut = [jax.device_put(np.asarray(a)[:n_saves]) if a.ndim and a.shape[0] == ts.shape[0] else a for a in leaves]
+        out = jax.tree.unflatten(treedef, cut)
     return finish(out, throw, f"linkage {lk.name!r}: simulate_dynamics")
+
+
+# the save times' size classes (eager calls): a default run's 201 saves is one of them
+_SAVES = (2, 4, 8, 16, 32, 64, 128, 201, 256, 512, 1024, 2048)
 
 
 @filter_jit

@@ -178,9 +178,7 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
     if ground not in link_names:
         raise LinkageError(f"ground: unknown link {ground!r}; links are {link_names}")
     g = link_names.index(ground)
-    for j, kind in enumerate(types):
-        if kind in (AXIS, SIDE):
-            continue
+    for j, kind in enumerate(types):  # (an axis or side point the reader added: no rule)
         holders = [link_names[k] for k, lk in enumerate(link_tuples) if j in lk]
         KINDS[kind].check_holders(names[j], holders, geometry)
         if KINDS[kind].has_cross and (len(holders) != 2 or set(holders) != set(u_axes[names[j]])):

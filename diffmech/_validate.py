@@ -32,16 +32,23 @@ class Recent:
     eager call need not establish twice (concrete, checked)."""
 
     def __init__(self, size: int = 16):
-        self._seen: collections.OrderedDict[int, object] = collections.OrderedDict()
+        self._seen: collections.OrderedDict[int, tuple] = collections.OrderedDict()
         self._size = size
 
     def __contains__(self, obj) -> bool:
-        return self._seen.get(id(obj)) is obj
+        hit = self._seen.get(id(obj))
+        return hit is not None and hit[0] is obj
 
-    def add(self, obj) -> None:
-        self._seen[id(obj)] = obj
+    def add(self, obj, value=None) -> None:
+        self._seen[id(obj)] = (obj, value)
         while len(self._seen) > self._size:
             self._seen.popitem(last=False)
+
+    def value(self, obj, make):
+        """`make(obj)`, made once while `obj` is remembered."""
+        if obj not in self:
+            self.add(obj, make(obj))
+        return self._seen[id(obj)][1]
 
 
 _CONCRETE = Recent()

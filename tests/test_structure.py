@@ -15,6 +15,7 @@ from helpers import central_diff
 
 import diffmech as dm
 from diffmech import closure, linkage as L
+from diffmech._validate import Recent
 from diffmech.linkage import _model, _simulate, _structure
 
 
@@ -176,7 +177,7 @@ def test_a_plans_simulation_equals_the_topologys_own_program(name, monkeypatch):
     path = _five_bar_path() if lk.n_inputs > 1 else None
     got = L.simulate(lk, inputs=path)
     monkeypatch.setattr(_plan, "eligible", lambda lk: False)  # the topology's own programs
-    monkeypatch.setattr(_plan, "_ARGUMENTS", [])  # (a linkage's plan is remembered with it)
+    monkeypatch.setattr(_plan, "_ARGUMENTS", Recent())  # (a linkage's plan is remembered with it)
     assert _plan.arguments(lk) is None  # so `simulate` takes the per-topology program
     own = L.simulate(lk, inputs=path)
     assert got.names == own.names and got.coords.shape == own.coords.shape
@@ -234,7 +235,7 @@ def test_a_padded_state_keeps_the_linkages_own_equations_and_conditioning(monkey
     exact = L.simulate(lk, steps=30)
     monkeypatch.setattr(_plan, "_N", (2, 4, 8, 12, 16))
     monkeypatch.setattr(_plan, "_EXACT", False)
-    monkeypatch.setattr(_plan, "_ARGUMENTS", [])
+    monkeypatch.setattr(_plan, "_ARGUMENTS", Recent())
     _plan._plan.cache_clear()
     try:
         p = _plan.plan(lk)

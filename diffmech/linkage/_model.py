@@ -76,7 +76,7 @@ from jaxtyping import Array, Float
 
 from .. import _closure, _screw
 from .._geometry import dot, rotation, unit
-from .._validate import output_path
+from .._validate import Recent, output_path
 from .._xla import eager_program, filter_jit, jit
 from . import _schema
 from ._equations import EQUATIONS, TRACERS
@@ -945,17 +945,13 @@ def kinematic(lk: "Linkage") -> "Linkage":
     last 16 linkages."""
     if not lk.load_kinds:
         return lk
-    for known, view in _KINEMATIC:
-        if known is lk:
-            return view
     # (the description's reader gives a linkage without loads an empty `(0, 3)` array)
-    view = dataclasses.replace(lk, load_kinds=(), load_index=(), load_params=jax.device_put(np.zeros((0, 3))))
-    _KINEMATIC.insert(0, (lk, view))
-    del _KINEMATIC[16:]
-    return view
+    return _KINEMATIC.value(
+        lk, lambda k: dataclasses.replace(k, load_kinds=(), load_index=(), load_params=jax.device_put(np.zeros((0, 3))))
+    )
 
 
-_KINEMATIC: list = []
+_KINEMATIC = Recent()
 
 
 @filter_jit

@@ -48,7 +48,7 @@ import numpy as np
 from jaxtyping import Array
 
 from .. import _closure, _screw
-from .._validate import array_module
+from .._validate import Recent, array_module
 from . import _model, _structure
 from ._equations import EQUATIONS, TRACERS
 from ._joints import KINDS as JOINT_KINDS
@@ -301,16 +301,12 @@ def arguments(lk: Linkage):
     """`(plan, padded coordinates, max_step)` of a concrete linkage on the device, or
     None where `lk` is not `eligible`; remembered for the last 16 linkages (a warm call
     passes them as they are, and asks nothing of the linkage again)."""
-    for known, args in _ARGUMENTS:
-        if known is lk:
-            return args
-    args = (plan(lk), jax.device_put(coords(lk)), jax.device_put(max_step(lk))) if eligible(lk) else None
-    _ARGUMENTS.insert(0, (lk, args))
-    del _ARGUMENTS[16:]
-    return args
+    return _ARGUMENTS.value(
+        lk, lambda k: (plan(k), jax.device_put(coords(k)), jax.device_put(max_step(k))) if eligible(k) else None
+    )
 
 
-_ARGUMENTS: list = []
+_ARGUMENTS = Recent()
 
 
 def coords(lk: Linkage):

@@ -26,6 +26,7 @@ default of the eager convenience functions built on this) turns a failed status
 into an error.
 """
 
+import abc
 import dataclasses
 import warnings
 from collections.abc import Callable
@@ -817,21 +818,18 @@ class Prediction(eqx.Module):
 class AbstractPredictor(eqx.Module):
     """Predicts every input's solution of a sweep at once (see `sweep`)."""
 
+    @abc.abstractmethod
     def predict(self, opts: _Options, x0, inputs, params) -> Prediction:
-        raise NotImplementedError
+        """The guesses for every input (`inputs`, a leading axis) from the state `x0`
+        at the sweep's start and the sweep's `params`."""
 
 
-class ClosedForm(AbstractPredictor):
-    """A family's closed form: `solution(u, params) -> (x, assemblable)`, evaluated
-    for all inputs at once (vmapped). Where `assemblable` is False the input is
-    reported as a motion limit without a fallback.
+class AbstractClosedForm(AbstractPredictor):
+    """A closed form's prediction, `solution` evaluated for all inputs at once: the
+    behaviour `ClosedForm` and a family's own closed forms (whose type says how the
+    family certifies them) share."""
 
-    **Arguments:** `solution`: for one input `u` and the sweep's `params`, the state
-    `x` `(n,)` on the branch to follow and a boolean scalar, False where the
-    mechanism cannot be assembled at `u`.
-    """
-
-    solution: Callable[[Any, PyTree], tuple[Float[Array, " n"], Bool[Array, ""]]] = eqx.field(static=True)
+    solution: eqx.AbstractVar[Callable[[Any, PyTree], tuple[Float[Array, " n"], Bool[Array, ""]]]]
 
     def __check_init__(self):
         if not callable(self.solution):
@@ -849,6 +847,19 @@ class ClosedForm(AbstractPredictor):
                 f"{np.shape(feasible)[1:]}"
             )
         return Prediction(guess=x, reached=feasible, unreachable=~feasible)
+
+
+class ClosedForm(AbstractClosedForm):
+    """A family's closed form: `solution(u, params) -> (x, assemblable)`, evaluated
+    for all inputs at once (vmapped). Where `assemblable` is False the input is
+    reported as a motion limit without a fallback.
+
+    **Arguments:** `solution`: for one input `u` and the sweep's `params`, the state
+    `x` `(n,)` on the branch to follow and a boolean scalar, False where the
+    mechanism cannot be assembled at `u`.
+    """
+
+    solution: Callable[[Any, PyTree], tuple[Float[Array, " n"], Bool[Array, ""]]] = eqx.field(static=True)
 
 
 def hermite(x0, x1, v0, v1, h, s):

@@ -3,6 +3,7 @@ continuation sweeps, IFT rates, conditioning. See `diffmech._closure`."""
 
 from ._closure import (
     RESULTS as RESULTS,
+    AbstractClosedForm as AbstractClosedForm,
     AbstractPredictor as AbstractPredictor,
     ClosedForm as ClosedForm,
     Coarse as Coarse,

@@ -2,6 +2,9 @@
 line y = a x + u. The '+' intersection is x = (−a u + √(r²(1 + a²) − u²)) / (1 + a²);
 it exists while |u| ≤ r √(1 + a²) (the motion limit, where the two branches meet)."""
 
+from collections.abc import Callable
+
+import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -480,3 +483,23 @@ def test_an_eager_sweep_is_one_program_and_a_new_float_compiles_nothing():
         np.testing.assert_allclose(s.value, x, rtol=0, atol=1e-14)
     finally:
         listening[0] = False
+
+
+def test_a_predictor_without_its_method_is_refused_at_construction():
+    # the abstract classes are abstract (Equinox's abstract/final rule): a subclass that
+    # forgets `predict` cannot be made, and a closed form of one's own is a final class
+    class Forgetful(closure.AbstractPredictor):
+        stride: int = 2
+
+    with pytest.raises(TypeError, match="predict"):
+        Forgetful()
+
+    class Own(closure.AbstractClosedForm):
+        solution: Callable = eqx.field(static=True)
+
+    pred = Own(lambda u, p: (jnp.stack([jnp.cos(u), jnp.sin(u)]), u < 1.0))
+    out = pred.predict(None, jnp.zeros(2), jnp.array([0.0, 0.5, 2.0]), None)
+    np.testing.assert_array_equal(np.asarray(out.reached), [True, True, False])
+    np.testing.assert_allclose(np.asarray(out.guess)[1], [np.cos(0.5), np.sin(0.5)], rtol=0, atol=1e-15)
+    with pytest.raises(ValueError, match="must be a function"):
+        Own(3.0)

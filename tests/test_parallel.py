@@ -5,6 +5,7 @@ closed-form leg kinematics and per-leg Newton–Euler in the manner of Dasgupta)
 papers (Eqs. 13 and 18 of seed 004) and finite differences."""
 
 import functools
+from typing import ClassVar
 
 import equinox as eqx
 import jax
@@ -467,3 +468,22 @@ def test_3ups_upu_s_legs_in_closed_form_close_every_chain_and_fix_the_free_turn(
         jax.vmap(lambda R_, d_: _closure.root(K.residual, jnp.zeros_like(x[0]), (R_, d_), mech, throw=False).value)
     )(R, d)
     assert float(jnp.abs(newton - x).max()) <= 1e-12
+
+
+def test_a_parallel_mechanism_without_its_task_is_refused_at_construction():
+    # `task` is abstract: a mechanism class that does not say what its trajectory
+    # prescribes cannot be made (the fields are the Stewart platform's)
+    st = par.StewartPlatform()
+
+    class NoTask(par.AbstractParallelMechanism):
+        chains: tuple
+        mass: jax.Array
+        com: jax.Array
+        inertia: jax.Array
+        reference: jax.Array
+        gravity: jax.Array
+        length_scale: ClassVar[float] = 1.0
+        task_dim: ClassVar[int] = 6
+
+    with pytest.raises(TypeError, match="task"):
+        NoTask(st.chains, st.mass, st.com, st.inertia, st.reference, st.gravity)

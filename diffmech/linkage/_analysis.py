@@ -243,7 +243,7 @@ def _closed_form_only(lk: Linkage) -> bool:
     pass certifies everywhere is solved by it alone (`_closed_form_values`)."""
     pred = _structure.predictor(lk)
     return (
-        isinstance(pred, _closure.ClosedForm)
+        isinstance(pred, _closure.AbstractClosedForm)
         and _simulate.certify_steps(pred) == 0
         and not lk.over_constrained
         and callable(_structure.branch(lk))
@@ -261,7 +261,7 @@ def _closed_form_values(prob: _Problem, d):
     lk = _perturbed(prob, d)
     prep = prepare(lk)
     pred, branch = _structure.predictor(lk), _structure.branch_of_coords(lk)
-    assert isinstance(pred, _closure.ClosedForm) and branch is not None  # `_closed_form_only`
+    assert isinstance(pred, _closure.AbstractClosedForm) and branch is not None  # `_closed_form_only`
     inputs = jnp.concatenate([jnp.zeros((1,), prob.inputs.dtype), prob.inputs])  # from the initial configuration
     x, feasible = jax.vmap(pred.solution, in_axes=(0, None))(inputs, prep)
     # the joint coordinates assembled once, for the residual, the branch and the

@@ -643,9 +643,11 @@ def _spatial_closed_form(topo, names, link_names):
     return TranslationClosedForm(solution) if any(st[0] == "body" for st in steps) else _closure.ClosedForm(solution)
 
 
-class TranslationClosedForm(_closure.ClosedForm):
+class TranslationClosedForm(_closure.AbstractClosedForm):
     """The trilateration's closed form with a translating body, exact only where its
     parallelograms are (the corrector takes one Newton step to certify it)."""
+
+    solution: Callable = eqx.field(static=True)
 
 
 def _body_side(X, rods):

@@ -11,6 +11,7 @@ home. The models of seeds 002 and 004 (and what was reconstructed) are documente
 
 from __future__ import annotations
 
+import abc
 import math
 from typing import ClassVar
 
@@ -189,10 +190,10 @@ class AbstractParallelMechanism(eqx.Module):
     length_scale: eqx.AbstractClassVar[float]
     task_dim: eqx.AbstractClassVar[int]
 
+    @abc.abstractmethod
     def task(self, R, d, R_target, d_target) -> Float[Array, " m"]:
         """Residual of the prescribed coordinates: zero when the platform displacement
         `(R, d)` realises the trajectory's displacement `(R_target, d_target)`."""
-        raise NotImplementedError
 
     def task_error(self, R, d, R_target, d_target) -> Float[Array, ""]:
         """How far the solved displacement `(R, d)` is from what the trajectory asks

@@ -952,10 +952,8 @@ class Newton(eqx.Module):
     steps: int = eqx.field(static=True, default=3)
     certify: float = eqx.field(static=True, default=1e-9)
     # a guess is exact when its residual is at most `exact`·ε·(1 + |x|∞): the round-off
-    # of evaluating a residual of a few O(|x|) terms. 2ε (absolute) was too tight: the
-    # four-bar's closed form reaches 2.25ε on 0.15 % of random designs in one compiled
-    # program and not in another, and each such design then paid a sequential fallback
-    # (8× the batched sweep's time, benchmarks/bench_float32.py, 2026-11-24)
+    # of evaluating a residual of a few O(|x|) terms; 2ε was too tight (a closed form's
+    # exact guess then paid a sequential fallback; docs/benchmarks.md, "Measurements behind the code")
     exact: float = eqx.field(static=True, default=8.0)
 
     def __check_init__(self):
@@ -1129,11 +1127,10 @@ def vmap_chunked(fn: Callable, xs: PyTree, chunk: int | None) -> PyTree:
     leaves share a leading axis `n`).
 
     The chunks run one after the other in a loop, each written in place into the
-    output, so that each chunk's intermediate arrays stay in the CPU's caches (10⁴
-    four-bar sweeps of 360 angles: 254 ms in one `vmap`, 145–157 ms in chunks of
-    100–625 sweeps; jax 0.10.2, 2-core CPU, 2026-11-25). The last chunk overlaps the one
-    before it instead of padding the input (slicing a padded output copies all of it:
-    45 ms more there). Worth it for many cheap, element-wise problems (a batch of
+    output, so that each chunk's intermediate arrays stay in the CPU's caches. The last
+    chunk overlaps the one before it instead of padding the input (slicing a padded
+    output copies all of it; both measured on the benchmarks page, "Measurements behind
+    the code"). Worth it for many cheap, element-wise problems (a batch of
     sweeps) and for batches of adaptive ODE solves, whose lanes then wait in lockstep
     only for the slowest of their chunk (8192 four-bar trajectories: 7.4 k simulated
     s/s in one `vmap`, 13.1 k in chunks of 128; `benchmarks/bench_fourbar_dynamics.py`);

@@ -995,10 +995,8 @@ def _atlas_starts(targets, count, dtype, progress=False, size=None) -> _Candidat
     )
 
 
-# basin hopping's perturbation (normalised coordinates) and its shrink per round: on the
-# literature problems (NV Cases 1, 4, 5; 32 starts × 600 steps, 8 rounds, 3 seeds,
-# 2026-11-26) 0.5 and 0.7 reached 4.5e-4 … 5.1e-4 on Case 5 where halving (0.5) reached
-# 4.8e-4 … 7.4e-4 and a constant 0.3 4.6e-4 … 5.1e-4
+# basin hopping's perturbation (normalised coordinates) and its shrink per round: the
+# best of those tried on the literature problems (docs/benchmarks.md, "Measurements behind the code")
 _HOP = 0.5
 _DECAY = 0.7
 

@@ -229,8 +229,7 @@ def _pi_dot(fb, drive, t, theta_A, Pi, q, linearised):
 # (the closure core certifies it, `root` with no step: residual ≤ its atol, else a
 # failed status), as the sweep's `Newton(0)` does; the derivatives are the implicit
 # function theorem's at that point either way. Two steps had cost 0.6 µs per lane each
-# under vmap: 1024 one-second runs 0.93 s → 0.10 s, one 5-s run 9.7 → 4.6 ms, the
-# same θA(5 s) to 1e-11 (jax 0.10.2, 2026-11-25)
+# under vmap (docs/benchmarks.md, "Measurements behind the code")
 _NEWTON_STEPS = 0
 
 

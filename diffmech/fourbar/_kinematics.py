@@ -451,9 +451,7 @@ def sweep_functional(
 
 
 # on the CPU a batch of sweeps is solved in chunks of about this many configurations
-# (designs × angles): each chunk's arrays then stay in the caches. 10⁴ designs × 360
-# angles on a 2-core CPU (jax 0.10.2, 2026-11-25): 254 ms in one vmap, 145–157 ms in
-# chunks of 100–625 designs (36k–225k configurations), 164 ms at 1000, 248 ms at 5000.
+# (designs × angles): each chunk's arrays then stay in the caches (docs/benchmarks.md, "Measurements behind the code").
 # Other backends get the whole batch at once (a GPU wants wide kernels, and each chunk
 # would add its kernels' launch latency; not measured: no GPU was available)
 _SWEEP_CHUNK = 1 << 16

@@ -46,16 +46,14 @@ from ._model import Linkage, assemble_coords, carry_tracers, prepare, rigidity_r
 from ._simulate import Motion, check_motion, path_rows, simulate_functional, widths
 
 # samples per chunk of the Monte Carlo (antithetic pairs: half of them drawn). A
-# linkage's sweeps run best 64 at a time on the CPU, as `linkage_sweep` found (Theo
-# Jansen, 180 inputs, 2·10⁴ samples: 6.2 s per 10⁵ in chunks of 64, 8.4 s of 512, 9.1 s
-# of 2048; jax 0.10.2, 2026-11-28), a four-bar's in the hundreds (`vmap_chunked`)
+# linkage's sweeps run best 64 at a time on the CPU, a four-bar's in the hundreds
+# (`vmap_chunked`; docs/benchmarks.md, "Measurements behind the code")
 _CHUNK = {"fourbar": 512, "linkage": 64}
 
 # the Monte Carlo's chunks are split into this many equal parts, each run by the same
 # compiled program from its own thread, side by side: one program runs a batch of
 # sweeps on one core (XLA:CPU parallelises only large operations), and its halves from
-# two threads take both of a 2-core machine's (Theo Jansen, 10⁴ samples: 0.060 → 0.039
-# ms a sample; two halves in one program 0.047; jax 0.10.2, 2026-11-28)
+# two threads take both of a 2-core machine's (docs/benchmarks.md, "Measurements behind the code")
 _PARTS = 2
 
 
@@ -265,8 +263,8 @@ def _closed_form_values(prob: _Problem, d):
     inputs = jnp.concatenate([jnp.zeros((1,), prob.inputs.dtype), prob.inputs])  # from the initial configuration
     x, feasible = jax.vmap(pred.solution, in_axes=(0, None))(inputs, prep)
     # the joint coordinates assembled once, for the residual, the branch and the
-    # outputs (the sweep's functions of the state assemble them each: Jansen, 64
-    # samples a chunk on one core, 3.5 → 2.3 ms a chunk; 2026-11-29)
+    # outputs (the sweep's functions of the state assemble them each; measured on the
+    # benchmarks page, "Measurements behind the code")
     X = jax.vmap(assemble_coords, in_axes=(0, 0, None))(x, inputs, prep)
     newton = _closure.Newton(0)
 
@@ -407,7 +405,7 @@ def _monte_carlo_program(prob: _Problem, nominal, sigma, key, start, stop):
     def closed_form_first(dd):
         # the sweep's first pass alone, and the whole sweep for the samples it leaves
         # (gathered, 8 at a time): the same values, without the sweep's bookkeeping
-        # (Jansen, 64 samples on one core: 0.037 -> 0.032 ms a sample; 2026-11-28)
+        # (faster: the benchmarks page, "Measurements behind the code")
         values, good = _closed_form_values(prob, dd)
         rows = (values, jnp.broadcast_to(good, values.shape[:1]))
         return _closure.when_needed(~good, dict(d=dd, rows=rows), lambda o: prob.evaluate(o["d"]), 8)

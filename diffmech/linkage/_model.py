@@ -818,8 +818,7 @@ def assemble_coords(x, u, prep: _Prepared) -> Float[Array, "J 3"]:
     moved rows and the unknowns' rows side by side, each joint's row picked from them
     with static indices (`_rows`: a slice per run of consecutive rows). Not scatters
     into the initial coordinates: XLA:CPU runs a batched scatter element by element
-    (Theo Jansen, a batch of 64 sweeps of 181 inputs: 0.017 → 0.005 ms a sweep; jax
-    0.10.2, 2026-11-28)."""
+    (3.4× slower: the benchmarks page, "Measurements behind the code")."""
     lk, C = prep.lk, prep.C0
     parts, pick, size = [C], np.arange(C.shape[0]), C.shape[0]
     for moving, moved in _moved(prep, u):
@@ -840,10 +839,8 @@ def assemble_coords(x, u, prep: _Prepared) -> Float[Array, "J 3"]:
 def _rows(A, pick):
     """`A[pick]` for static indices, as slices of their runs of consecutive rows put
     side by side: under `vmap` a gather of rows becomes a batched gather that XLA:CPU
-    writes out in another layout and copies back (the seed's Jansen leg, a batch of
-    64 sweeps of 181 inputs: 2.2 MB of coordinates copied at each use; the tolerance
-    Monte Carlo's program, 400 such batches on one core, 1.5–1.8 → 0.92–1.02 s with
-    `rigidity_rows`'s shared assembly; jax 0.10.2, 2026-11-29)."""
+    writes out in another layout and copies back at each use (measured on the
+    benchmarks page, "Measurements behind the code")."""
     starts = [0] + [i for i in range(1, len(pick)) if pick[i] != pick[i - 1] + 1]
     ends = starts[1:] + [len(pick)]
     return jnp.concatenate([A[pick[a] : pick[a] + (b - a)] for a, b in zip(starts, ends)])

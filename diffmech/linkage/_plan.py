@@ -61,7 +61,7 @@ KINDS = {
 }
 # the state lengths of the classes: exact (`None`); a padded state costs its cube in
 # the per-input inverse that gives the condition number, the sweep's largest part
-# (Jansen's 9 unknowns padded to 12: 0.52 → 1.30 ms for 180 inputs; jax 0.10.2, 2026-11-29)
+# (docs/benchmarks.md, "Measurements behind the code")
 _N = None
 _EXACT = True
 _DUMMIES = 3

@@ -527,9 +527,9 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
     # is about its square, round-off), at least one step and at most
     # `_FINE_MAX_STEPS`. Under `vmap` a further step runs on every sample when one
     # needs it; on the seeds' trajectories at the default stride the first update is
-    # at most 2.1e-10, so one step is taken (two fixed steps before: Stewart spiral,
-    # 10,000 samples, IK 1.27 → 1.07 s, 2026-11-25), while a coarse stride gets the
-    # steps it needs (two fixed steps left errors of 1e-12 at stride 150 of 200).
+    # at most 2.1e-10, so one step is taken, while a coarse stride gets the steps it
+    # needs (two fixed steps were slower, and not enough at a coarse stride;
+    # docs/benchmarks.md, "Measurements behind the code").
     n_fine = 0 if stride == 1 else 1
     fine = jax.vmap(
         lambda g, u: _closure.root(

@@ -18,10 +18,12 @@ unassemblable samples masked out of the loss before the gradient.
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 import json
 import os
 import warnings
+from typing import Any, ClassVar, Literal
 
 import equinox as eqx
 import jax
@@ -41,12 +43,19 @@ from .linkage import _simulate as lks
 from .linkage._model import Linkage
 
 __all__ = [
+    "AbstractTask",
+    "Constraints",
+    "Function",
     "InfeasibleError",
+    "Motion",
+    "MultiStart",
+    "Path",
     "PlacedFourBar",
     "Synthesis",
     "function_generation",
     "motion_generation",
     "path_generation",
+    "synthesize",
 ]
 
 
@@ -1191,6 +1200,477 @@ def _clip_bounds(syn: Synthesis, world, who):
 # --------------------------------------------------------------------------- the three tasks
 
 
+def _path_generation(
+    who: str,
+    target_points,
+    timing: str = "free",
+    *,
+    crank_angles=None,
+    phase=None,
+    frame=None,
+    bounds=None,
+    cyclic_order: bool = False,
+    grashof: bool = False,
+    full_rotation: bool = False,
+    transmission=None,
+    mechanism: Linkage | None = None,
+    tracer: str | None = None,
+    starts: int = 32,
+    steps: int = 300,
+    screen: int = 0,
+    hops: int = 0,
+    atlas: int = 0,
+    seed: int = 0,
+    optimizer="lbfgs",
+    gtol: float = 1e-12,
+    tol: float = 1e-6,
+    margin: float = 0.02,
+    spread: float = 0.05,
+    progress: bool = False,
+) -> Synthesis:
+    """`path_generation`'s work, its errors naming `who` (the function the user called)."""
+    if timing not in ("free", "prescribed"):
+        raise ValueError(f"{who}: `timing` must be 'free' or 'prescribed'; got {timing!r}")
+    t, centre, scale = _as_targets(target_points, who)
+    n = t.shape[0]
+    if crank_angles is not None:
+        inc = np.asarray(crank_angles, dtype=float)
+        if inc.shape != (n,) or not np.all(np.isfinite(inc)):
+            raise ValueError(f"{who}: `crank_angles` must be {n} finite values (one per target); got shape {inc.shape}")
+        if timing == "free":
+            raise ValueError(f"{who}: `crank_angles` prescribe the timing; pass timing='prescribed'")
+    if phase is not None and timing != "prescribed":
+        raise ValueError(f"{who}: `phase` fixes prescribed timing's crank angles; pass timing='prescribed'")
+    if cyclic_order and timing != "free":
+        raise ValueError(
+            f"{who}: `cyclic_order` orders free timing's crank angles; prescribed timing has its own order"
+        )
+    if mechanism is not None:
+        for name, v in (("starts", starts), ("steps", steps)):
+            check_count(who, name, v)
+        if screen or hops or atlas:
+            raise ValueError(
+                f"{who}: `screen`, `hops` and `atlas` search four-bars; a `mechanism` is fitted from perturbed "
+                "copies of it (`starts`, `spread`)"
+            )
+        check_scalar(who, "spread", spread, nonnegative=True)
+        return _linkage_generation(
+            t,
+            scale,
+            mechanism,
+            tracer,
+            timing,
+            crank_angles,
+            starts,
+            steps,
+            seed,
+            optimizer,
+            gtol,
+            tol,
+            spread,
+            progress,
+            who,
+        )
+    if crank_angles is None:
+        inc = _TWO_PI * np.arange(n) / n
+    elif np.any(np.diff(inc) <= 0) and np.any(np.diff(inc) >= 0):
+        raise ValueError(f"{who}: `crank_angles` must be monotonic (the crank turns one way)")
+    # prescribed timing, free phase: the phase is the crank angle at the first target
+    angles = inc if phase is not None else inc - inc[0]
+    mode = "cyclic" if cyclic_order else timing
+    world, _ = _world_bounds(bounds, frame, who, tuple(_FIELDS))
+    syn = _search(
+        "path",
+        t,
+        centre,
+        scale,
+        timing=mode,
+        angles=angles,
+        phase=phase,
+        frame=frame,
+        bounds=bounds,
+        grashof=grashof,
+        full_rotation=full_rotation,
+        transmission=transmission,
+        starts=starts,
+        steps=steps,
+        seed=seed,
+        optimizer=optimizer,
+        gtol=gtol,
+        tol=tol,
+        margin=margin,
+        progress=progress,
+        who=who,
+        screen=screen,
+        hops=hops,
+        atlas=atlas,
+    )
+    return _clip_bounds(syn, world, who)
+
+
+def _motion_generation(
+    who: str,
+    poses,
+    *,
+    cyclic_order: bool = False,
+    frame=None,
+    bounds=None,
+    grashof: bool = False,
+    full_rotation: bool = False,
+    transmission=None,
+    starts: int = 64,
+    steps: int = 400,
+    screen: int = 0,
+    hops: int = 0,
+    seed: int = 0,
+    optimizer="lbfgs",
+    gtol: float = 1e-12,
+    tol: float = 1e-6,
+    margin: float = 0.02,
+    progress: bool = False,
+) -> Synthesis:
+    """`motion_generation`'s work, its errors naming `who` (the function the user called)."""
+    t, centre, scale = _as_targets(poses, who, "poses", 3)
+    world, _ = _world_bounds(bounds, frame, who, tuple(_FIELDS))
+    syn = _search(
+        "motion",
+        t,
+        centre,
+        scale,
+        timing="cyclic" if cyclic_order else "free",
+        angles=None,
+        phase=None,
+        frame=frame,
+        bounds=bounds,
+        grashof=grashof,
+        full_rotation=full_rotation,
+        transmission=transmission,
+        starts=starts,
+        steps=steps,
+        seed=seed,
+        optimizer=optimizer,
+        gtol=gtol,
+        tol=tol,
+        margin=margin,
+        progress=progress,
+        who=who,
+        screen=screen,
+        hops=hops,
+    )
+    return _clip_bounds(syn, world, who)
+
+
+def _function_generation(
+    who: str,
+    theta_in,
+    theta_out,
+    *,
+    offsets: bool = False,
+    ground: float = 1.0,
+    bounds=None,
+    grashof: bool = False,
+    full_rotation: bool = False,
+    transmission=None,
+    starts: int = 32,
+    steps: int = 600,
+    screen: int = 0,
+    hops: int = 0,
+    seed: int = 0,
+    optimizer="lbfgs",
+    gtol: float = 1e-12,
+    tol: float = 1e-6,
+    margin: float = 0.02,
+    progress: bool = False,
+) -> Synthesis:
+    """`function_generation`'s work, its errors naming `who` (the function the user called)."""
+    a = as_floats(who, "theta_in", theta_in)
+    b = as_floats(who, "theta_out", theta_out)
+    if a.ndim != 1 or a.shape[0] < 3 or not np.all(np.isfinite(a)):
+        raise ValueError(f"{who}: `theta_in` must be a finite 1-D array of n ≥ 3 crank angles; got shape {a.shape}")
+    if b.shape != a.shape or not np.all(np.isfinite(b)):
+        raise ValueError(
+            f"{who}: `theta_out` must be {a.shape[0]} finite rocker angles, one per crank angle; got shape {b.shape}"
+        )
+    if not (np.all(np.diff(a) > 0) or np.all(np.diff(a) < 0)):
+        raise ValueError(f"{who}: `theta_in` must be strictly monotonic (the crank turns one way)")
+    g = float(ground)
+    if not (np.isfinite(g) and g > 0):
+        raise ValueError(f"{who}: `ground` must be a positive length; got {ground!r}")
+    bounds = {} if bounds is None else dict(bounds)
+    world, _ = _world_bounds(bounds, None, who, ("lengths", "phase"))
+    if "lengths" not in world:  # the ground link fixed at `ground`, the others positive
+        world["lengths"] = (np.array([0.0, 0.0, 0.0, g]), np.array([np.inf, np.inf, np.inf, g]))
+        bounds["lengths"] = world["lengths"]
+    lo, hi = world["lengths"]
+    if "lengths" in world and lo[3] == hi[3] and lo[3] <= 0:
+        raise ValueError(f"{who}: the ground link's length must be positive")
+    syn = _search(
+        "function",
+        b,
+        np.zeros(2),
+        1.0,
+        timing="free" if offsets else "prescribed",
+        angles=a,
+        phase=None if offsets else 0.0,
+        frame=None,
+        bounds=bounds,
+        grashof=grashof,
+        full_rotation=full_rotation,
+        transmission=transmission,
+        starts=starts,
+        steps=steps,
+        seed=seed,
+        optimizer=optimizer,
+        gtol=gtol,
+        tol=tol,
+        margin=margin,
+        progress=progress,
+        who=who,
+        screen=screen,
+        hops=hops,
+    )
+    return _clip_bounds(syn, {"lengths": world["lengths"]}, who)
+
+
+# ------------------------------------------------------------------ tasks, constraints and the search as objects
+
+Timing = Literal["free", "prescribed", "cyclic"]
+
+
+class Constraints(eqx.Module):
+    """What a synthesised four-bar must satisfy (every field as in `path_generation`).
+
+    - `frame`: `{"origin": (x, y), "angle": a}`, a fixed crank pivot and/or ground-line
+      direction (not for `Function`);
+    - `bounds`: box bounds per field in world units (`Function`: `"lengths"` and
+      `"phase"`);
+    - `grashof`: a Grashof linkage; `full_rotation`: its crank turns fully;
+    - `transmission`: `(μmin, μmax)` (rad), the transmission angle's limits over the
+      motion;
+    - `margin`: the targets' distance from a toggle position, relative to their size.
+    """
+
+    frame: Any = None
+    bounds: Any = None
+    grashof: bool = False
+    full_rotation: bool = False
+    transmission: Any = None
+    margin: float = 0.02
+
+
+class MultiStart(eqx.Module):
+    """The search: gradient descent from many starts at once, with an optional global
+    phase (every field as in `path_generation`).
+
+    - `starts`, `steps`: the number of starts and the most iterations of each (None:
+      the task's own default, `task.starts` and `task.steps`);
+    - `screen`, `hops`, `atlas`: the global phase (quasi-random screening, rounds of
+      basin hopping, starts from the atlas of coupler curves), off by default;
+    - `seed`: the random starts' seed; `optimizer`, `gtol`: as in `diffmech.fit.fit`;
+    - `tol`: a start succeeds when its relative error is at most this;
+    - `spread`: a `Path` with a `mechanism`: the starts' relative perturbation of its
+      coordinates;
+    - `progress`: text progress bars on stderr.
+    """
+
+    starts: int | None = None
+    steps: int | None = None
+    screen: int = 0
+    hops: int = 0
+    atlas: int = 0
+    seed: int = 0
+    optimizer: Any = "lbfgs"
+    gtol: float = 1e-12
+    tol: float = 1e-6
+    spread: float = 0.05
+    progress: bool = False
+
+
+class AbstractTask(eqx.Module):
+    """What a synthesised mechanism is to do (`Path`, `Motion`, `Function`): given to
+    `synthesize` with its `Constraints` and its `MultiStart` search. `starts` and
+    `steps` are the task's defaults for the search."""
+
+    starts: eqx.AbstractClassVar[int]
+    steps: eqx.AbstractClassVar[int]
+
+    @abc.abstractmethod
+    def solve(self, constraints: Constraints, search: MultiStart, *, who: str = "synthesize") -> Synthesis:
+        """The search's best design (`synthesize`); errors name `who`."""
+
+
+def _timing(cls: str, timing, allowed) -> None:
+    if timing not in allowed:
+        raise ValueError(f"synthesis.{cls}: `timing` must be one of {', '.join(map(repr, allowed))}; got {timing!r}")
+
+
+class Path(AbstractTask):
+    """Path generation: the coupler point (or a linkage's `tracer`) passes through
+    `target_points` `(n, 2)`.
+
+    - `timing`: `"free"` (the crank angle at each target is a design variable),
+      `"cyclic"` (free, the targets met in their given cyclic order during one
+      revolution) or `"prescribed"` (the crank at `phase + crank_angles[i]` at target
+      i);
+    - `crank_angles`, `phase`: prescribed timing's crank angles and fixed phase (as in
+      `path_generation`);
+    - `mechanism`, `tracer`: a planar `Linkage` to synthesise instead of a four-bar, and
+      the joint that traces the path (prescribed timing).
+    """
+
+    target_points: Any
+    timing: Timing = "free"
+    crank_angles: Any = None
+    phase: Any = None
+    mechanism: Linkage | None = None
+    tracer: str | None = None
+    starts: ClassVar[int] = 32
+    steps: ClassVar[int] = 300
+
+    def __check_init__(self):
+        _timing("Path", self.timing, ("free", "prescribed", "cyclic"))
+
+    def solve(self, constraints: Constraints, search: MultiStart, *, who: str = "synthesize") -> Synthesis:
+        c, m = _parts(constraints, search, who)
+        cyclic = self.timing == "cyclic"
+        return _path_generation(
+            who,
+            self.target_points,
+            "free" if cyclic else self.timing,
+            crank_angles=self.crank_angles,
+            phase=self.phase,
+            frame=c.frame,
+            bounds=c.bounds,
+            cyclic_order=cyclic,
+            grashof=c.grashof,
+            full_rotation=c.full_rotation,
+            transmission=c.transmission,
+            mechanism=self.mechanism,
+            tracer=self.tracer,
+            starts=self.starts if m.starts is None else m.starts,
+            steps=self.steps if m.steps is None else m.steps,
+            screen=m.screen,
+            hops=m.hops,
+            atlas=m.atlas,
+            seed=m.seed,
+            optimizer=m.optimizer,
+            gtol=m.gtol,
+            tol=m.tol,
+            margin=c.margin,
+            spread=m.spread,
+            progress=m.progress,
+        )
+
+
+class Motion(AbstractTask):
+    """Motion generation (rigid-body guidance): the coupler carries a body through
+    `poses` `(n, 3)` = (x, y, φ); `timing` `"free"` or `"cyclic"` (the poses in their
+    given cyclic order during one revolution)."""
+
+    poses: Any
+    timing: Literal["free", "cyclic"] = "free"
+    starts: ClassVar[int] = 64
+    steps: ClassVar[int] = 400
+
+    def __check_init__(self):
+        _timing("Motion", self.timing, ("free", "cyclic"))
+
+    def solve(self, constraints: Constraints, search: MultiStart, *, who: str = "synthesize") -> Synthesis:
+        c, m = _parts(constraints, search, who)
+        if m.atlas:
+            raise ValueError(f"{who}: `atlas` searches coupler curves for path generation; a Motion has none")
+        return _motion_generation(
+            who,
+            self.poses,
+            cyclic_order=self.timing == "cyclic",
+            frame=c.frame,
+            bounds=c.bounds,
+            grashof=c.grashof,
+            full_rotation=c.full_rotation,
+            transmission=c.transmission,
+            starts=self.starts if m.starts is None else m.starts,
+            steps=self.steps if m.steps is None else m.steps,
+            screen=m.screen,
+            hops=m.hops,
+            seed=m.seed,
+            optimizer=m.optimizer,
+            gtol=m.gtol,
+            tol=m.tol,
+            margin=c.margin,
+            progress=m.progress,
+        )
+
+
+class Function(AbstractTask):
+    """Function generation: the rocker angle follows the crank angle at the pairs
+    (`theta_in`, `theta_out`); `offsets`: a constant added to each side; `ground`: the
+    ground link's length unless the bounds leave it free (as in
+    `function_generation`)."""
+
+    theta_in: Any
+    theta_out: Any
+    offsets: bool = False
+    ground: float = 1.0
+    starts: ClassVar[int] = 32
+    steps: ClassVar[int] = 600
+
+    def solve(self, constraints: Constraints, search: MultiStart, *, who: str = "synthesize") -> Synthesis:
+        c, m = _parts(constraints, search, who)
+        if c.frame is not None:
+            raise ValueError(f"{who}: a Function's linkage has no frame to fix (its angles are measured from A→D)")
+        if m.atlas:
+            raise ValueError(f"{who}: `atlas` searches coupler curves for path generation; a Function has none")
+        return _function_generation(
+            who,
+            self.theta_in,
+            self.theta_out,
+            offsets=self.offsets,
+            ground=self.ground,
+            bounds=c.bounds,
+            grashof=c.grashof,
+            full_rotation=c.full_rotation,
+            transmission=c.transmission,
+            starts=self.starts if m.starts is None else m.starts,
+            steps=self.steps if m.steps is None else m.steps,
+            screen=m.screen,
+            hops=m.hops,
+            seed=m.seed,
+            optimizer=m.optimizer,
+            gtol=m.gtol,
+            tol=m.tol,
+            margin=c.margin,
+            progress=m.progress,
+        )
+
+
+def _parts(constraints, search, who) -> tuple[Constraints, MultiStart]:
+    if not isinstance(constraints, Constraints):
+        raise ValueError(f"{who}: `constraints` must be a synthesis.Constraints; got {type(constraints).__name__}")
+    if not isinstance(search, MultiStart):
+        raise ValueError(f"{who}: `search` must be a synthesis.MultiStart; got {type(search).__name__}")
+    return constraints, search
+
+
+def synthesize(
+    task: AbstractTask, constraints: Constraints | None = None, search: MultiStart | None = None
+) -> Synthesis:
+    """Synthesise a four-bar (or a linkage) for `task`.
+
+    **Arguments:** `task`: a `Path`, `Motion` or `Function`; `constraints`: a
+    `Constraints` (default: none but the search window); `search`: a `MultiStart`
+    (default: the task's starts and steps, no global phase).
+
+    **Returns:** a `Synthesis`, as `path_generation`, `motion_generation` and
+    `function_generation` (their short forms) return it.
+
+    **Raises:** `ValueError` naming what is wrong; `InfeasibleError` (a
+    `RuntimeError`) if no start meets every constraint, with the closest design found.
+    """
+    if not isinstance(task, AbstractTask):
+        raise ValueError(f"synthesize: `task` must be a synthesis.Path, Motion or Function; got {type(task).__name__}")
+    return task.solve(Constraints() if constraints is None else constraints, MultiStart() if search is None else search)
+
+
 def path_generation(
     target_points,
     timing: str = "free",
@@ -1219,6 +1699,9 @@ def path_generation(
     progress: bool = False,
 ) -> Synthesis:
     """Synthesise a mechanism whose coupler point passes through `target_points`.
+
+    The short form of `synthesize(Path(...), Constraints(...), MultiStart(...))`: the
+    same search, the same result.
 
     **Arguments:**
 
@@ -1292,80 +1775,14 @@ def path_generation(
     who = "path_generation"
     if timing not in ("free", "prescribed"):
         raise ValueError(f"{who}: `timing` must be 'free' or 'prescribed'; got {timing!r}")
-    t, centre, scale = _as_targets(target_points)
-    n = t.shape[0]
-    if crank_angles is not None:
-        inc = np.asarray(crank_angles, dtype=float)
-        if inc.shape != (n,) or not np.all(np.isfinite(inc)):
-            raise ValueError(f"{who}: `crank_angles` must be {n} finite values (one per target); got shape {inc.shape}")
-        if timing == "free":
-            raise ValueError(f"{who}: `crank_angles` prescribe the timing; pass timing='prescribed'")
-    if phase is not None and timing != "prescribed":
-        raise ValueError(f"{who}: `phase` fixes prescribed timing's crank angles; pass timing='prescribed'")
     if cyclic_order and timing != "free":
         raise ValueError(
             f"{who}: `cyclic_order` orders free timing's crank angles; prescribed timing has its own order"
         )
-    if mechanism is not None:
-        for name, v in (("starts", starts), ("steps", steps)):
-            check_count(who, name, v)
-        if screen or hops or atlas:
-            raise ValueError(
-                f"{who}: `screen`, `hops` and `atlas` search four-bars; a `mechanism` is fitted from perturbed "
-                "copies of it (`starts`, `spread`)"
-            )
-        check_scalar(who, "spread", spread, nonnegative=True)
-        return _linkage_generation(
-            t,
-            scale,
-            mechanism,
-            tracer,
-            timing,
-            crank_angles,
-            starts,
-            steps,
-            seed,
-            optimizer,
-            gtol,
-            tol,
-            spread,
-            progress,
-        )
-    if crank_angles is None:
-        inc = _TWO_PI * np.arange(n) / n
-    elif np.any(np.diff(inc) <= 0) and np.any(np.diff(inc) >= 0):
-        raise ValueError(f"{who}: `crank_angles` must be monotonic (the crank turns one way)")
-    # prescribed timing, free phase: the phase is the crank angle at the first target
-    angles = inc if phase is not None else inc - inc[0]
-    mode = "cyclic" if cyclic_order else timing
-    world, _ = _world_bounds(bounds, frame, who, tuple(_FIELDS))
-    syn = _search(
-        "path",
-        t,
-        centre,
-        scale,
-        timing=mode,
-        angles=angles,
-        phase=phase,
-        frame=frame,
-        bounds=bounds,
-        grashof=grashof,
-        full_rotation=full_rotation,
-        transmission=transmission,
-        starts=starts,
-        steps=steps,
-        seed=seed,
-        optimizer=optimizer,
-        gtol=gtol,
-        tol=tol,
-        margin=margin,
-        progress=progress,
-        who=who,
-        screen=screen,
-        hops=hops,
-        atlas=atlas,
-    )
-    return _clip_bounds(syn, world, who)
+    task = Path(target_points, "cyclic" if cyclic_order else timing, crank_angles, phase, mechanism, tracer)
+    constraints = Constraints(frame, bounds, grashof, full_rotation, transmission, margin)
+    search = MultiStart(starts, steps, screen, hops, atlas, seed, optimizer, gtol, tol, spread, progress)
+    return task.solve(constraints, search, who=who)
 
 
 def motion_generation(
@@ -1390,6 +1807,8 @@ def motion_generation(
 ) -> Synthesis:
     """Rigid-body guidance: a four-bar whose coupler carries a body through `poses`.
 
+    The short form of `synthesize(Motion(...), Constraints(...), MultiStart(...))`.
+
     `poses` `(n, 3)` = (x, y, φ): the body's reference point and its angle (rad,
     anticlockwise). The body is the coupler; its reference point is the coupler point
     (`design.point`, coupler frame) and its angle is the coupler line's world angle plus
@@ -1406,35 +1825,10 @@ def motion_generation(
     **Returns:** a `Synthesis` (`points`: the coupler point at the poses;
     `constraints["max_angle_error"]`: the largest body-angle error, rad).
     """
-    who = "motion_generation"
-    t, centre, scale = _as_targets(poses, who, "poses", 3)
-    world, _ = _world_bounds(bounds, frame, who, tuple(_FIELDS))
-    syn = _search(
-        "motion",
-        t,
-        centre,
-        scale,
-        timing="cyclic" if cyclic_order else "free",
-        angles=None,
-        phase=None,
-        frame=frame,
-        bounds=bounds,
-        grashof=grashof,
-        full_rotation=full_rotation,
-        transmission=transmission,
-        starts=starts,
-        steps=steps,
-        seed=seed,
-        optimizer=optimizer,
-        gtol=gtol,
-        tol=tol,
-        margin=margin,
-        progress=progress,
-        who=who,
-        screen=screen,
-        hops=hops,
-    )
-    return _clip_bounds(syn, world, who)
+    task = Motion(poses, "cyclic" if cyclic_order else "free")
+    constraints = Constraints(frame, bounds, grashof, full_rotation, transmission, margin)
+    search = MultiStart(starts, steps, screen, hops, 0, seed, optimizer, gtol, tol, progress=progress)
+    return task.solve(constraints, search, who="motion_generation")
 
 
 def function_generation(
@@ -1460,6 +1854,8 @@ def function_generation(
 ) -> Synthesis:
     """A four-bar whose rocker angle follows its crank angle at the given pairs.
 
+    The short form of `synthesize(Function(...), Constraints(...), MultiStart(...))`.
+
     `theta_in` (crank angles) and `theta_out` (rocker angles, the direction D→C), both
     measured from the ground line A→D anticlockwise, n ≥ 3 pairs, `theta_in` monotonic
     (the crank turns one way through them). Without `offsets` the angles are absolute:
@@ -1474,54 +1870,10 @@ def function_generation(
     **Returns:** a `Synthesis` (`design.lengths`; `points`: the pairs (crank angle,
     rocker angle) the closure core gives; `constraints["offsets"]`).
     """
-    who = "function_generation"
-    a = as_floats(who, "theta_in", theta_in)
-    b = as_floats(who, "theta_out", theta_out)
-    if a.ndim != 1 or a.shape[0] < 3 or not np.all(np.isfinite(a)):
-        raise ValueError(f"{who}: `theta_in` must be a finite 1-D array of n ≥ 3 crank angles; got shape {a.shape}")
-    if b.shape != a.shape or not np.all(np.isfinite(b)):
-        raise ValueError(
-            f"{who}: `theta_out` must be {a.shape[0]} finite rocker angles, one per crank angle; got shape {b.shape}"
-        )
-    if not (np.all(np.diff(a) > 0) or np.all(np.diff(a) < 0)):
-        raise ValueError(f"{who}: `theta_in` must be strictly monotonic (the crank turns one way)")
-    g = float(ground)
-    if not (np.isfinite(g) and g > 0):
-        raise ValueError(f"{who}: `ground` must be a positive length; got {ground!r}")
-    bounds = {} if bounds is None else dict(bounds)
-    world, _ = _world_bounds(bounds, None, who, ("lengths", "phase"))
-    if "lengths" not in world:  # the ground link fixed at `ground`, the others positive
-        world["lengths"] = (np.array([0.0, 0.0, 0.0, g]), np.array([np.inf, np.inf, np.inf, g]))
-        bounds["lengths"] = world["lengths"]
-    lo, hi = world["lengths"]
-    if "lengths" in world and lo[3] == hi[3] and lo[3] <= 0:
-        raise ValueError(f"{who}: the ground link's length must be positive")
-    syn = _search(
-        "function",
-        b,
-        np.zeros(2),
-        1.0,
-        timing="free" if offsets else "prescribed",
-        angles=a,
-        phase=None if offsets else 0.0,
-        frame=None,
-        bounds=bounds,
-        grashof=grashof,
-        full_rotation=full_rotation,
-        transmission=transmission,
-        starts=starts,
-        steps=steps,
-        seed=seed,
-        optimizer=optimizer,
-        gtol=gtol,
-        tol=tol,
-        margin=margin,
-        progress=progress,
-        who=who,
-        screen=screen,
-        hops=hops,
-    )
-    return _clip_bounds(syn, {"lengths": world["lengths"]}, who)
+    task = Function(theta_in, theta_out, offsets, ground)
+    constraints = Constraints(None, bounds, grashof, full_rotation, transmission, margin)
+    search = MultiStart(starts, steps, screen, hops, 0, seed, optimizer, gtol, tol, progress=progress)
+    return task.solve(constraints, search, who="function_generation")
 
 
 # --------------------------------------------------------------------------- linkages
@@ -1533,21 +1885,19 @@ def _linkage_loss(lk, targets, inputs, tracer, scale):
 
 
 def _linkage_generation(
-    t, scale, lk, tracer, timing, inputs, starts, steps, seed, optimizer, gtol, tol, spread, progress
+    t, scale, lk, tracer, timing, inputs, starts, steps, seed, optimizer, gtol, tol, spread, progress, who
 ):
     if not isinstance(lk, Linkage):
-        raise ValueError(f"path_generation: `mechanism` must be a diffmech Linkage; got {type(lk).__name__}")
+        raise ValueError(f"{who}: `mechanism` must be a diffmech Linkage; got {type(lk).__name__}")
     if lk.geometry != "planar":
-        raise ValueError(f"path_generation: `mechanism` must be planar; {lk.name!r} is {lk.geometry}")
+        raise ValueError(f"{who}: `mechanism` must be planar; {lk.name!r} is {lk.geometry}")
     if timing != "prescribed" or inputs is None:
         raise ValueError(
-            "path_generation: a linkage is synthesised with prescribed timing: pass timing='prescribed' "
+            f"{who}: a linkage is synthesised with prescribed timing: pass timing='prescribed' "
             "and `crank_angles` (its inputs at the targets, the first 0)"
         )
     if tracer not in lk.names:
-        raise ValueError(
-            f"path_generation: `tracer` must name a joint of {lk.name!r} ({', '.join(lk.names)}); got {tracer!r}"
-        )
+        raise ValueError(f"{who}: `tracer` must name a joint of {lk.name!r} ({', '.join(lk.names)}); got {tracer!r}")
     k = lk.names.index(tracer)
     u = jnp.asarray(inputs, lk.coords.dtype)
     targets = jnp.asarray(t, lk.coords.dtype)
@@ -1580,7 +1930,7 @@ def _linkage_generation(
     dist = jnp.mean(jnp.sqrt(jnp.sum((pts - targets) ** 2, -1)), axis=-1)
     errors = jnp.where(ok & jnp.isfinite(dist), dist, jnp.inf)
     if not bool(jnp.any(jnp.isfinite(errors))):
-        raise RuntimeError(f"path_generation: none of the {starts} starts of {lk.name!r} assembles at every input")
+        raise RuntimeError(f"{who}: none of the {starts} starts of {lk.name!r} assembles at every input")
     b = int(jnp.argmin(errors))
     design = eqx.tree_at(lambda m: m.coords, lk, res.params.coords[b])
     return Synthesis(

@@ -56,6 +56,26 @@ def test_prescribed_timing_recovers_a_known_path_checked_by_core_and_linkage_mod
     # the loss history of the best start decreases to round-off
     h = np.asarray(r.history.loss)[np.asarray(r.history.active)]
     assert h[-1] <= 1e-20 and np.all(np.diff(h) <= 1e-12 * h[:-1] + 1e-30)
+    # the same problem as objects, with the task's default search (32 starts, 300 steps,
+    # seed 0: the arguments above): the same design bit for bit, nothing compiled anew
+    seen = []
+    listen = lambda e, d, **k: seen.append(e) if e == "/jax/core/compile/backend_compile_duration" else None  # noqa: E731
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        r2 = S.synthesize(S.Path(t, "prescribed", crank_angles=THETA - THETA[0]))
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listen)
+    assert seen == [], len(seen)
+    assert_same_synthesis(r2, r)
+
+
+def assert_same_synthesis(a, b):
+    for x, y in zip(
+        jax.tree.leaves(eqx.filter((a.design, a.inputs, a.errors, a.valid), eqx.is_array)),
+        jax.tree.leaves(eqx.filter((b.design, b.inputs, b.errors, b.valid), eqx.is_array)),
+    ):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    assert (a.objective, a.error, a.success_rate) == (b.objective, b.error, b.success_rate)
 
 
 def _candidate(design, t):
@@ -456,6 +476,8 @@ def check_five_pose_motion_generation(r, poses):
 def test_motion_generation_is_exact_where_burmester_theory_has_solutions(n):
     poses = _poses(np.linspace(0.3, 2.6, n))
     r = S.motion_generation(poses, starts=32, steps=400)
+    # the same task as an object (its own default of 64 starts replaced): the same result
+    assert_same_synthesis(S.synthesize(S.Motion(poses), search=S.MultiStart(starts=32, steps=400)), r)
     if n == 5:
         check_five_pose_motion_generation(r, poses)
         return
@@ -490,6 +512,7 @@ def test_function_generation_matches_freudensteins_three_point_solution():
     expected = _freudenstein(phi, psi, 0.30)
     r = S.function_generation(phi, psi, ground=0.30, **SMALL)
     np.testing.assert_allclose(np.asarray(r.design.lengths), expected, rtol=1e-8)
+    assert_same_synthesis(S.synthesize(S.Function(phi, psi, ground=0.30), search=S.MultiStart(**SMALL)), r)
     assert r.objective <= 1e-20
     np.testing.assert_allclose(np.asarray(r.points), np.c_[phi, psi], atol=1e-10)
     # with input and output offsets free, five pairs of a shifted four-bar are exact
@@ -554,6 +577,18 @@ def test_infeasible_constraints_are_reported_with_the_closest_design():
         (lambda t: S.path_generation(t, screen=64, atlas=8), "`atlas`.*cyclic_order"),
         (lambda t: S.path_generation(t, cyclic_order=True, atlas=8), "`atlas`.*`screen`"),
         (lambda t: S.motion_generation(t), "poses"),
+        (lambda t: S.synthesize(S.Path(t[:2])), r"^synthesize: `target_points`"),
+        (lambda t: S.Path(t, "clockwise"), r"synthesis.Path: `timing` must be one of"),
+        (lambda t: S.Motion(np.c_[t, t[:, 0]], "prescribed"), r"synthesis.Motion: `timing`"),
+        (lambda t: S.synthesize(t), r"`task` must be a synthesis.Path"),
+        (lambda t: S.synthesize(S.Path(t), {"grashof": True}), r"`constraints` must be a synthesis.Constraints"),
+        (lambda t: S.synthesize(S.Path(t), search=S.Constraints()), r"`search` must be a synthesis.MultiStart"),
+        (
+            lambda t: S.synthesize(S.Function([0.1, 0.2, 0.3], [0.1, 0.2, 0.3]), S.Constraints(frame={"angle": 0})),
+            "no frame",
+        ),
+        (lambda t: S.synthesize(S.Motion(np.c_[t, t[:, 0]]), search=S.MultiStart(atlas=8)), "`atlas`"),
+        (lambda t: S.synthesize(S.Path(t, "cyclic"), search=S.MultiStart(atlas=8)), "`atlas`.*`screen`"),
         (lambda t: S.function_generation([0.1, 0.2, 0.3], [0.1, 0.2]), "theta_out"),
         (lambda t: S.function_generation([0.1, 0.3, 0.2], [0.1, 0.2, 0.3]), "monotonic"),
         (

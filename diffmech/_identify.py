@@ -83,12 +83,15 @@ def fourbar_tracer(theta_A, points, initial: FourBar, point0, *, steps: int = 20
     pts = jnp.asarray(points, dtype=initial.lengths.dtype)
     if theta.ndim != 1 or theta.size < 1 or pts.shape != theta.shape + (2,):
         raise ValueError(
-            f"fourbar_tracer: `theta_A` (N,) and `points` (N, 2) must match, N ≥ 1; got {theta.shape} and {pts.shape}"
+            f"identify.fourbar_tracer: `theta_A` (N,) and `points` (N, 2) must match, N ≥ 1; "
+            f"got {theta.shape} and {pts.shape}"
         )
     if not (np.all(np.isfinite(np.asarray(theta))) and np.all(np.isfinite(np.asarray(pts)))):
-        raise ValueError("fourbar_tracer: `theta_A` and `points` must be finite")
+        raise ValueError("identify.fourbar_tracer: `theta_A` and `points` must be finite")
     if initial.batch_shape:
-        raise ValueError(f"fourbar_tracer: `initial` must be one design; got batch shape {initial.batch_shape}")
+        raise ValueError(
+            f"identify.fourbar_tracer: `initial` must be one design; got batch shape {initial.batch_shape}"
+        )
     # a start that cannot be assembled at the measured angles has no tracer to compare:
     # its penalty would be "fitted" and reported converged
     _, gap = _closed_forms(initial, jnp.asarray(theta))
@@ -601,20 +604,23 @@ def fourbar_dynamics(
         )
     if t.ndim != 1 or th.shape != t.shape or t.size < 2 * window + 3:
         raise ValueError(
-            f"fourbar_dynamics: `times` and `theta_A` must be (N,) with N ≥ 2 `window` + 3 = {2 * window + 3}; "
+            f"identify.fourbar_dynamics: `times` and `theta_A` must be (N,) with N ≥ 2 `window` + 3 = "
+            f"{2 * window + 3}; "
             f"got {t.shape} and {th.shape}"
         )
     if not (np.all(np.isfinite(t)) and np.all(np.isfinite(th))):
-        raise ValueError("fourbar_dynamics: `times` and `theta_A` must be finite")
+        raise ValueError("identify.fourbar_dynamics: `times` and `theta_A` must be finite")
     h = np.diff(t)
     if not (np.all(h > 0) and np.ptp(h) <= 1e-9 * h.mean()):
-        raise ValueError("fourbar_dynamics: `times` must be increasing and uniformly spaced")
+        raise ValueError("identify.fourbar_dynamics: `times` must be increasing and uniformly spaced")
     if initial.batch_shape:
-        raise ValueError(f"fourbar_dynamics: `initial` must be one design; got batch shape {initial.batch_shape}")
+        raise ValueError(
+            f"identify.fourbar_dynamics: `initial` must be one design; got batch shape {initial.batch_shape}"
+        )
     free = drive is None or (drive.torque is None and not np.any(np.asarray(drive.damping)))
     if scale is not None and not free:
         raise ValueError(
-            "fourbar_dynamics: `scale` fixes the unobservable scale of free motion; with a known "
+            "identify.fourbar_dynamics: `scale` fixes the unobservable scale of free motion; with a known "
             "torque all base parameters are identified"
         )
     drive = drive if drive is not None else fbd.Drive()

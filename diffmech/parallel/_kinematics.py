@@ -700,7 +700,7 @@ def inverse_kinematics(
     **Returns:** a `Kinematics`.
     """
     if method not in ("exact", "one_step"):
-        raise ValueError(f"inverse_kinematics: `method` must be 'exact' or 'one_step'; got {method!r}")
+        raise ValueError(f"parallel.inverse_kinematics: `method` must be 'exact' or 'one_step'; got {method!r}")
     check_kinematics_arguments("parallel.inverse_kinematics", mechanism, trajectory=trajectory)
     eager = not is_traced(mechanism, trajectory)
     if eager:
@@ -875,7 +875,7 @@ def mobility(mechanism: AbstractParallelMechanism, pose=None, *, rtol: float = 1
     converged, res, screws, (R_at, pos_at) = _pose_screws(mechanism, R, pos)
     if not bool(converged):
         raise ValueError(
-            f"mobility: the chains of {type(mechanism).__name__} cannot reach this pose "
+            f"parallel.mobility: the chains of {type(mechanism).__name__} cannot reach this pose "
             f"(closure residual {float(res):.3g})"
         )
     # the task may prescribe only part of the pose (the 3UPS–UPU–S: the platform normal);
@@ -884,7 +884,7 @@ def mobility(mechanism: AbstractParallelMechanism, pose=None, *, rtol: float = 1
     dp = float(np.max(np.abs(np.asarray(pos_at) - pos)))
     if dR > 1e-9 or dp > 1e-9 * (1.0 + float(np.max(np.abs(pos)))):
         raise ValueError(
-            f"mobility: {type(mechanism).__name__} cannot take this pose: with the coordinates its "
+            f"parallel.mobility: {type(mechanism).__name__} cannot take this pose: with the coordinates its "
             f"trajectory prescribes it closes at position {np.round(np.asarray(pos_at), 9).tolist()} "
             f"(asked {np.round(np.asarray(pos), 9).tolist()}; orientation differs by {dR:.3g})"
         )

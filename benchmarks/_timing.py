@@ -88,19 +88,31 @@ def write_results(path: str, rows: dict) -> dict:
     return out
 
 
-def timed(f, *args, repeats):
-    """Run `f(*args)` once (compilation included), then `repeats` times: returns the
-    last output, the compile time (first call minus the warm median) and the warm
-    median, in seconds."""
-    t = time.perf_counter()
-    jax.block_until_ready(f(*args))
-    first = time.perf_counter() - t
+def median(f, *args, repeats):
+    """The median wall time (s) of `repeats` calls `f(*args)`, each waited for."""
     runs = []
     for _ in range(repeats):
         t = time.perf_counter()
-        out = jax.block_until_ready(f(*args))
+        jax.block_until_ready(f(*args))
         runs.append(time.perf_counter() - t)
-    med = statistics.median(runs)
+    return statistics.median(runs)
+
+
+def timed(f, *args, repeats, aot=False):
+    """The benchmarks' one timing: returns `f(*args)`'s output, its compile time and
+    the median of `repeats` warm calls, in seconds. The compile time is the first
+    call's time less the warm median; with `aot` (`f` a jitted function) it is
+    `f.lower(*args).compile()`'s time, and the warm calls run the compiled program."""
+    if aot:
+        t = time.perf_counter()
+        f = f.lower(*args).compile()
+        compile_s = time.perf_counter() - t
+        out = jax.block_until_ready(f(*args))
+        return out, compile_s, median(f, *args, repeats=repeats)
+    t = time.perf_counter()
+    out = jax.block_until_ready(f(*args))
+    first = time.perf_counter() - t
+    med = median(f, *args, repeats=repeats)
     return out, max(first - med, 0.0), med
 
 

@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import diffmech as dm  # noqa: E402
+from benchmarks._timing import median  # noqa: E402
 from diffmech import fourbar as fbk  # noqa: E402
 
 L = (0.12, 0.25, 0.26, 0.30)
@@ -45,15 +46,6 @@ J = (0.001, 0.016, 0.006)
 COM = ((0.06, 0.0), (0.125, 0.0), (0.13, 0.0))
 G = (0.0, -9.81)
 T1 = 5.0
-
-
-def _median_time(f, repeats):
-    ws = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        jax.block_until_ready(f())
-        ws.append(time.perf_counter() - t)
-    return float(np.median(ws))
 
 
 def _loop_gap(q):
@@ -83,7 +75,7 @@ def single_runs(fb, q0, rtols, modes, repeats, theta_ref):
             t = time.perf_counter()
             tr = jax.block_until_ready(run())
             first = time.perf_counter() - t
-            wall = _median_time(run, repeats)
+            wall = median(run, repeats=repeats)
             rows.append(
                 dict(
                     mode=mode,
@@ -149,7 +141,7 @@ def throughput(fb, batches, t1, rtol, repeats):
             t = time.perf_counter()
             theta, ok = jax.block_until_ready(run(th0, w0))
             first = time.perf_counter() - t
-            wall = _median_time(lambda: run(th0, w0), repeats)
+            wall = median(lambda: run(th0, w0), repeats=repeats)
             row.update(
                 {
                     f"{key}compile_s": max(first - wall, 0.0),

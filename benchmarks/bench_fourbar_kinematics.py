@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import diffmech as dm  # noqa: E402
-from benchmarks._timing import add_dispatch_flag, set_dispatch  # noqa: E402
+from benchmarks._timing import add_dispatch_flag, set_dispatch, timed  # noqa: E402
 from diffmech import (
     _closure,  # noqa: E402
     fourbar as fbk,
@@ -34,18 +34,6 @@ from diffmech._xla import COMPILER_OPTIONS  # noqa: E402
 jit = functools.partial(jax.jit, compiler_options=COMPILER_OPTIONS)
 
 SEED_L = np.array([0.12, 0.25, 0.26, 0.30])
-
-
-def timed(f, *args, repeats):
-    t = time.perf_counter()
-    jax.block_until_ready(f(*args))
-    compile_s = time.perf_counter() - t
-    runs = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        jax.block_until_ready(f(*args))
-        runs.append(time.perf_counter() - t)
-    return compile_s, float(np.median(runs))
 
 
 def designs(n):
@@ -130,7 +118,7 @@ def main(argv=None):
         ("sequential continuation (previous core)", seq),
         ("closed form (specialised, no Newton)", closed),
     ):
-        c, r = timed(f, fb, th180, repeats=reps_single)
+        _, c, r = timed(f, fb, th180, repeats=reps_single)
         single[name] = {"compile_s": c, "median_s": r}
     # the rows above run one after the other, and this machine's speed drifts between
     # them: the calls the goals compare are also timed alternately, 20 calls a turn
@@ -167,7 +155,7 @@ def main(argv=None):
         ("diffmech fourbar.sweep (eager, README's call)", beager_default),
         ("closed form (specialised, no Newton)", bclosed),
     ):
-        c, r = timed(f, fbs, repeats=reps_batch)
+        _, c, r = timed(f, fbs, repeats=reps_batch)
         batch[name] = {"compile_s": c, "median_s": r, "positions_per_s": n * N / r}
     # accuracy of the batch
     s = jit(lambda f: fbk.sweep(f, thN, condition=False))(fbs)

@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import diffmech as dm  # noqa: E402
-from benchmarks._timing import add_dispatch_flag, set_dispatch  # noqa: E402
+from benchmarks._timing import add_dispatch_flag, set_dispatch, timed  # noqa: E402
 from diffmech import _closure, _linalg, linkage as L  # noqa: E402
 from diffmech.linkage import _model, _simulate  # noqa: E402
 
@@ -33,20 +33,6 @@ PAPER_S = dict(fourbar=1.4, stephenson2=3.79, theo_jansen=3.81, spherical_rrpr=1
 
 
 BATCH_CHUNK = 64  # designs per chunk of the batched runs
-
-
-def timed(f, *args, repeats):
-    t = time.perf_counter()
-    compiled = f.lower(*args).compile()
-    compile_s = time.perf_counter() - t
-    jax.block_until_ready(compiled(*args))
-    runs = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = compiled(*args)
-        jax.block_until_ready(out)
-        runs.append(time.perf_counter() - t)
-    return compile_s, float(np.median(runs)), out
 
 
 def perturbed(lk, n, rel=2e-3, seed=0):
@@ -80,7 +66,7 @@ def bench_example(name, designs, repeats):
     )
     for label, cond in (("single", True), ("single_lean", False)):
         f = jax.jit(lambda lk, u, c=cond: L.simulate_functional(lk, u, condition=c))
-        c_s, run_s, m = timed(f, lk, inputs, repeats=repeats)
+        m, c_s, run_s = timed(f, lk, inputs, repeats=repeats, aot=True)
         ok = np.asarray(m.converged)
         res[label] = dict(
             compile_s=c_s,
@@ -97,7 +83,7 @@ def bench_example(name, designs, repeats):
         with generic_predictor():
             for label, cond in (("generic", True), ("generic_lean", False)):
                 f = jax.jit(lambda lk, u, c=cond: L.simulate_functional(lk, u, condition=c))
-                c_s, run_s, m = timed(f, lk, inputs, repeats=repeats)
+                m, c_s, run_s = timed(f, lk, inputs, repeats=repeats, aot=True)
                 res[label] = dict(compile_s=c_s, run_s=run_s, converged=int(np.asarray(m.converged).sum()))
     # the eager entry point a notebook user calls (validation, the initial check and the
     # compiled program), against the jitted program alone: the eager layer's overhead
@@ -116,7 +102,7 @@ def bench_example(name, designs, repeats):
             _model.prepared_residual, lk.x0(), u, _model.prepare(lk), branch=prep_det, condition=False, max_steps=10
         )
     )
-    c_s, run_s, m = timed(f, lk, inputs, repeats=repeats)
+    m, c_s, run_s = timed(f, lk, inputs, repeats=repeats, aot=True)
     res["sequential"] = dict(
         compile_s=c_s,
         run_s=run_s,
@@ -137,7 +123,7 @@ def bench_example(name, designs, repeats):
             batch_size=min(BATCH_CHUNK, designs),
         )
     )
-    c_s, run_s, m = timed(f, batch, repeats=max(3, repeats // 5))
+    m, c_s, run_s = timed(f, batch, repeats=max(3, repeats // 5), aot=True)
     conv = np.asarray(m.converged)
     res["batched"] = dict(
         designs=designs,

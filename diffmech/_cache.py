@@ -20,7 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from ._validate import is_traced
-from ._xla import COMPILER_OPTIONS, filter_jit
+from ._xla import COMPILER_OPTIONS, filter_jit, jit
 
 # a program that compiles in at least this long is kept (most of diffmech's take 0.1-3 s)
 MIN_COMPILE_TIME = 0.05
@@ -269,7 +269,7 @@ def _lapack_ready() -> None:
 
         lapack.prepare_lapack_call("getrf", np.dtype(np.float64))
     except Exception:  # another jaxlib: the way JAX itself gets there
-        jax.jit(jnp.linalg.solve).lower(np.eye(2), np.ones(2))
+        jit(jnp.linalg.solve, top_level=True).lower(np.eye(2), np.ones(2))
 
 
 def _compile(key: str, f: Callable, tree, leaves: list, fixed, static: tuple):
@@ -285,7 +285,7 @@ def _compile(key: str, f: Callable, tree, leaves: list, fixed, static: tuple):
     # the program's name in JAX's logs, and in its persistent cache's key: a new build
     # of this package names its programs anew (see `_HITS`)
     flat.__name__ = flat.__qualname__ = f"{getattr(f, '__name__', 'program')}_{_environment()[:12]}"
-    lowered = jax.jit(flat, compiler_options=COMPILER_OPTIONS).lower(*leaves)
+    lowered = jit(flat, top_level=True).lower(*leaves)
     # XLA code and LAPACK calls only: a custom call is a handler the process must have
     # set up. JAX sets LAPACK up when it lowers the first LAPACK operation, so a loaded
     # program with LAPACK calls runs after `_lapack_ready` (without it, a Bennett

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import equinox as eqx
 import jax
@@ -19,7 +19,7 @@ from jaxtyping import Array, Bool, Float, Int
 from . import _cache
 from ._progress import TextProgress
 from ._validate import check_count, is_traced
-from ._xla import row
+from ._xla import filter_jit, row
 
 __all__ = ["FitResult", "History", "fit", "masked_mean"]
 
@@ -107,7 +107,7 @@ def _from_u(u, positive):
     return jax.tree.map(lambda a, s: exp(a) if s else a, u, positive)
 
 
-@eqx.filter_jit
+@filter_jit
 def _objective(u, problem):
     # jitted (the loss static, by identity) so that it is traced once per signature:
     # L-BFGS evaluates it, with its gradient, at four places of a step (the value and
@@ -247,7 +247,7 @@ def fit(
     *args,
     trainable=None,
     positive: bool | Callable = False,
-    optimizer="lbfgs",
+    optimizer: Literal["lbfgs", "adam"] | optax.GradientTransformation = "lbfgs",
     learning_rate=None,
     steps: int = 200,
     gtol: float = 1e-10,

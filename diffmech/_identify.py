@@ -3,6 +3,8 @@ the module docstring there describes them)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -791,7 +793,7 @@ def payload(
     external_wrench=None,
     *,
     kinematics=None,
-    method: str = "newton_euler",
+    method: Literal["newton_euler", "momentum"] = "newton_euler",
     regressor=None,
 ) -> PayloadFit:
     """Identify the platform's (payload's) mass, centre of mass and inertia from

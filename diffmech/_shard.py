@@ -30,6 +30,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from ._progress import TextProgress
 from ._validate import ArgumentTypeError, check_callable, check_count, check_type
+from ._xla import jit
 
 __all__ = ["batch_size", "devices", "initialize", "mesh", "pad", "run", "strip"]
 
@@ -175,7 +176,9 @@ def _program(fn, static, m: Mesh):
             return jax.vmap(lambda d: fn(eqx.combine(d, static)))(dynamic)
 
         # check_vma off: the library's loops start from constants (Newton, continuation)
-        _PROGRAMS[key] = jax.jit(jax.shard_map(body, mesh=m, in_specs=spec, out_specs=spec, check_vma=False))
+        _PROGRAMS[key] = jit(
+            jax.shard_map(body, mesh=m, in_specs=spec, out_specs=spec, check_vma=False), top_level=True
+        )
     return _PROGRAMS[key]
 
 

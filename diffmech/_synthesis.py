@@ -1673,7 +1673,7 @@ def synthesize(
 
 def path_generation(
     target_points,
-    timing: str = "free",
+    timing: Literal["free", "prescribed"] = "free",
     *,
     crank_angles=None,
     phase=None,

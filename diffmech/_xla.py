@@ -38,11 +38,18 @@ def filter_jit(f: Callable | None = None, **options) -> Any:
     return _top_level(f, eqx.filter_jit, options)
 
 
-def jit(f: Callable | None = None, **options) -> Any:
+def jit(f: Callable | None = None, *, top_level: bool = False, **options) -> Any:
     """`jax.jit` (every argument an array, or static by name) compiled with the
-    library's compiler options when called at the top level (see `_top_level`)."""
+    library's compiler options when called at the top level (see `_top_level`).
+
+    `top_level=True`: a program only ever called eagerly (an entry point's own program,
+    never inside another): `jax.jit` with the options itself, without the check for a
+    traced call (a warm call's Python overhead spared; `.lower` available). This and
+    `filter_jit` are the library's only ways to jit (`tests/test_house.py`)."""
     if f is None:
-        return functools.partial(jit, **options)
+        return functools.partial(jit, top_level=top_level, **options)
+    if top_level:
+        return jax.jit(f, compiler_options=COMPILER_OPTIONS, **options)
     return _top_level(f, jax.jit, options)
 
 

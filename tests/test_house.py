@@ -124,3 +124,24 @@ def test_the_checks_see_a_circle_and_a_private_reach():
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert _circles({"a": {"b"}, "b": set()}) == []
     assert _private("_sweep") and not _private("__version__") and not _private("sweep")
+
+
+def _direct_jits():
+    """Every `jax.jit` or `eqx.filter_jit` outside `diffmech._xla` (called, or as a
+    decorator): the library jits through `_xla.jit` and `_xla.filter_jit` alone."""
+    found = []
+    for name, path in MODULES.items():
+        if name == "diffmech._xla":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and (node.value.id, node.attr) in (("jax", "jit"), ("eqx", "filter_jit"))
+            ):
+                found.append(f"{name}:{node.lineno}: {node.value.id}.{node.attr}")
+    return found
+
+
+def test_one_way_to_jit():
+    assert _direct_jits() == []

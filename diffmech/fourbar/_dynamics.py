@@ -18,7 +18,7 @@ at round-off by construction, the default).
 """
 
 from collections.abc import Callable
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import diffrax
 import equinox as eqx
@@ -261,7 +261,7 @@ def _rotate(q, phi):
 
 # each vector field jitted (a drive's own function static, by identity): traced once
 # per signature, not at each of Diffrax's traces of it in a solve (as the linkage's)
-@eqx.filter_jit
+@filter_jit
 def _rhs_minimal(t, y, args):
     fb, drive, lin = args
     theta_A, Pi = y[0], y[1]
@@ -270,7 +270,7 @@ def _rhs_minimal(t, y, args):
     return jnp.stack([omega, dPi])
 
 
-@eqx.filter_jit
+@filter_jit
 def _rhs_paper(t, y, args):
     fb, drive, lin = args
     Pi, q = y[0], y[1:]
@@ -279,7 +279,7 @@ def _rhs_paper(t, y, args):
     return jnp.concatenate([dPi[None], omega * tq])
 
 
-@eqx.filter_jit
+@filter_jit
 def _rhs_lie(t, y, args):
     # y = (Π1, φA, φB, φD) with qᵢ(t) = exp(φᵢ S1) qᵢ(0). SO(2) is abelian, so the
     # Munthe-Kaas form of a Runge–Kutta method is the method applied to the rotation
@@ -366,8 +366,8 @@ def simulate(
     *,
     saveat: Float[Array, " T"] | None = None,
     t0: float = 0.0,
-    mode: str = "minimal",
-    solver: str | diffrax.AbstractAdaptiveSolver = "dopri8",
+    mode: Literal["minimal", "lie", "paper"] = "minimal",
+    solver: Literal["tsit5", "dopri5", "dopri8"] | diffrax.AbstractAdaptiveSolver = "dopri8",
     rtol: float = 1e-10,
     atol: float = 1e-12,
     drive: Drive | None = None,

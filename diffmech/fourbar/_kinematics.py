@@ -18,7 +18,7 @@ from .. import _cache, _closure, _linalg
 from .._geometry import attitude, cross, perp
 from .._result import RESULTS, AbstractResult, BranchSwitchError, MotionLimitError, code as _result_code, finish
 from .._validate import as_floats, check_finite, check_scalar, check_shape, check_trailing, is_traced, is_traced_module
-from .._xla import COMPILER_OPTIONS, eager_program, host_array, jit
+from .._xla import eager_program, host_array, jit
 from ._model import FourBar
 
 # --------------------------------------------------------------------------- closure
@@ -483,9 +483,7 @@ def _sweep_lengths_program(lengths, theta_A, condition, deferred, branch):
 
 
 # plain jit: eqx.filter_jit costs ~0.2 ms a call here
-_sweep_jit = jax.jit(
-    _sweep_lengths_program, static_argnames=("condition", "deferred", "branch"), compiler_options=COMPILER_OPTIONS
-)
+_sweep_jit = jit(_sweep_lengths_program, static_argnames=("condition", "deferred", "branch"), top_level=True)
 
 
 def sweep(fb: FourBar, theta_A_values, *, condition: bool = True, throw: bool = False) -> Sweep:

@@ -625,7 +625,7 @@ def _split(y, k):
     return u, udot, y[2 * k], y[2 * k + 1], y[2 * k + 2 :]
 
 
-@eqx.filter_jit
+@filter_jit
 def _rhs(t, y, args):
     # jitted (a drive's own function static, by identity): Diffrax traces the vector
     # field five times in a solve; jitted, it is traced once per signature (see the

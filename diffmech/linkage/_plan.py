@@ -49,6 +49,7 @@ from jaxtyping import Array
 
 from .. import _closure, _screw
 from .._validate import Recent, array_module
+from .._xla import jit
 from . import _model, _structure
 from ._equations import EQUATIONS, TRACERS
 from ._joints import KINDS as JOINT_KINDS
@@ -386,7 +387,7 @@ def state(prep: Prepared, X) -> Array:
     return jnp.concatenate([X.reshape(-1), jnp.zeros((1,), X.dtype)])[prep.plan.x_src]
 
 
-@jax.jit
+@jit
 def residual(x, u, prep: Prepared) -> Array:
     """The padded square system: the linkage's rigidity equations in its own slots, `x`
     in the others (jitted so that it is traced once per signature, as `_model.prepared_residual`)."""
@@ -486,7 +487,7 @@ def _side(kind, X, C0, step):
     return _structure.dyad_side(kind, X, C0, step[3], step[5], step[6])
 
 
-branch_jit = jax.jit(branch)
+branch_jit = jit(branch)
 
 
 def max_step(lk: Linkage) -> np.ndarray:

@@ -4,7 +4,7 @@ the implicit function theorem."""
 
 import dataclasses
 import math
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import equinox as eqx
 import jax
@@ -24,7 +24,7 @@ from .._validate import (
     check_shape,
     is_traced,
 )
-from .._xla import COMPILER_OPTIONS, eager_program, filter_jit, host_array, jit, pad_rows, size_class
+from .._xla import eager_program, filter_jit, host_array, jit, pad_rows, size_class
 from . import _change, _plan, _structure
 from ._equations import orthonormal
 from ._joints import KINDS
@@ -512,9 +512,7 @@ def _unpad(lk, motion, n: int):
     return jax.tree.unflatten(treedef, leaves)
 
 
-_first_rows_jit = jax.jit(
-    lambda leaves, n: [a[:n] for a in leaves], static_argnums=1, compiler_options=COMPILER_OPTIONS
-)
+_first_rows_jit = jit(lambda leaves, n: [a[:n] for a in leaves], static_argnums=1, top_level=True)
 
 
 def _first(motion, n):
@@ -526,14 +524,10 @@ _MOTIONS: dict = {}
 
 
 # plain jit: cheaper calls
-_simulate_jit = jax.jit(
-    _simulate_program, static_argnames=("branch", "condition", "deferred"), compiler_options=COMPILER_OPTIONS
-)
-_resume_jit = jax.jit(_resume_program, static_argnames=("branch", "condition"), compiler_options=COMPILER_OPTIONS)
-_plan_jit = jax.jit(
-    _plan_program, static_argnames=("branch", "condition", "deferred"), compiler_options=COMPILER_OPTIONS
-)
-_plan_resume_jit = jax.jit(_plan_resume, static_argnames=("branch", "condition"), compiler_options=COMPILER_OPTIONS)
+_simulate_jit = jit(_simulate_program, static_argnames=("branch", "condition", "deferred"), top_level=True)
+_resume_jit = jit(_resume_program, static_argnames=("branch", "condition"), top_level=True)
+_plan_jit = jit(_plan_program, static_argnames=("branch", "condition", "deferred"), top_level=True)
+_plan_resume_jit = jit(_plan_resume, static_argnames=("branch", "condition"), top_level=True)
 
 
 def simulate(
@@ -545,7 +539,7 @@ def simulate(
     branch: bool = True,
     condition: bool = True,
     check: bool = True,
-    at_change: str = "stop",
+    at_change: Literal["stop", "continue", "turn"] = "stop",
     throw: bool = False,
 ) -> Motion:
     """Simulate a range of the input (Algorithm 1 of the seed, on the closure core).
@@ -838,7 +832,7 @@ def _continued(lk, motion, side, k, x, u, w, at_change, branch):
 
 _states_jit = jit(lambda lk, C: jax.vmap(lk.state)(C))
 # the rows of a sorted path in the order the inputs were given: one program, not a gather per field
-_rows_jit = jax.jit(lambda motion, take: jax.tree.map(lambda a: a[take], motion), compiler_options=COMPILER_OPTIONS)
+_rows_jit = jit(lambda motion, take: jax.tree.map(lambda a: a[take], motion), top_level=True)
 
 
 def path_rows(inputs: np.ndarray):

@@ -37,6 +37,7 @@ import numpy as np
 
 from .. import _closure, _screw
 from .._geometry import cross, dot, perp
+from .._xla import jit
 from ._joints import KINDS
 from ._model import Linkage, LinkageError, assemble_coords, compile_equations
 
@@ -476,7 +477,7 @@ def _branch_fn(topo, names, link_names):
     # jitted (as the residual is): its index arrays then live inside its own program, not
     # as constants of the sweep's fallback, which a `custom_vmap` must not close over
     # (a batch of synthesis starts failed there)
-    return jax.jit(invariant), of_coords
+    return jit(invariant), of_coords
 
 
 def dyad_side(kind: str, X, C0, a, c, b):
@@ -675,7 +676,7 @@ def _spatial_branch_fn(topo, names, link_names):
     def invariant(x, u, prep):
         return of_coords(assemble_coords(x, u, prep), prep.C0)
 
-    return jax.jit(invariant), of_coords
+    return jit(invariant), of_coords
 
 
 def _known_poses(topo, C0, u):

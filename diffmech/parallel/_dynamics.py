@@ -27,7 +27,7 @@ underdetermined one (redundant actuation, as the 3UPS–UPU–S) for the solutio
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import equinox as eqx
 import jax
@@ -261,9 +261,9 @@ def inverse_dynamics(
     trajectory,
     external_wrench=None,
     *,
-    method: str = "newton_euler",
+    method: Literal["newton_euler", "momentum"] = "newton_euler",
     kinematics: Kinematics | None = None,
-    ik_method: str = "exact",
+    ik_method: Literal["exact", "one_step"] = "exact",
     throw: bool = True,
 ) -> Dynamics:
     """Actuator forces and the wrench through every joint along a trajectory.
@@ -281,7 +281,7 @@ def inverse_dynamics(
     **Returns:** a `Dynamics`.
     """
     if method not in METHODS:
-        raise ValueError(f"inverse_dynamics: `method` must be one of {METHODS}; got {method!r}")
+        raise ValueError(f"parallel.inverse_dynamics: `method` must be one of {METHODS}; got {method!r}")
     _kin.check_kinematics_arguments(
         "parallel.inverse_dynamics", mechanism, trajectory=trajectory, kinematics=kinematics
     )

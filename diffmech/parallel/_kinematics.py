@@ -21,7 +21,7 @@ home, the platform's rotation vector and its translation (displacement from home
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 import equinox as eqx
 import jax
@@ -32,7 +32,7 @@ from jaxtyping import Array, Bool, Float
 from .. import _cache, _closure, _linalg, _screw
 from .._result import RESULTS, AbstractResult, MotionLimitError, SingularError, code
 from .._validate import check_scalar, check_shape, check_type, is_traced
-from .._xla import COMPILER_OPTIONS, jit
+from .._xla import jit
 from . import _trajectory
 from ._model import AbstractParallelMechanism, Chain, StewartPlatform, ThreeUPSUPUS
 
@@ -636,8 +636,8 @@ def _one_step(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory) -> 
     )
 
 
-_exact_jit = jax.jit(_exact, static_argnums=2, compiler_options=COMPILER_OPTIONS)  # stride is static
-_one_step_jit = jax.jit(_one_step, compiler_options=COMPILER_OPTIONS)
+_exact_jit = jit(_exact, static_argnums=2, top_level=True)  # stride is static
+_one_step_jit = jit(_one_step, top_level=True)
 
 
 def check_kinematics_arguments(owner, mechanism, *, trajectory=None, kinematics=None) -> None:
@@ -668,7 +668,7 @@ def inverse_kinematics(
     mechanism: AbstractParallelMechanism,
     trajectory: _trajectory.Trajectory,
     *,
-    method: str = "exact",
+    method: Literal["exact", "one_step"] = "exact",
     stride: int | None = None,
     throw: bool = True,
 ) -> Kinematics:

@@ -10,7 +10,7 @@ warm runs):
   `fourbar_sweep_lean`: the same with `condition=False`;
 - `fourbar_dynamics`: n released four-bars (random crank angle and rate, minimal mode,
   rtol 1e-8), 5 s each — simulated seconds per second;
-- `linkage_sweep`: the Stephenson-II through `linkage.simulate_functional`, n designs
+- `linkage_sweep`: the Stephenson-II through `linkage.sweep_functional`, n designs
   (every point moved by 0.2 % of the size), its default inputs, conditioning on (the
   default) — positions per second; `linkage_sweep_lean`: the same with `condition=False`;
 - `jansen_dynamics`: the Theo Jansen leg's `linkage.simulate_dynamics`, n designs (link
@@ -72,7 +72,7 @@ def fourbar_dynamics(n, repeats, t1=5.0, rtol=1e-8):
 
     def one(a):
         q0 = fbk.project(fb, jnp.stack([jnp.cos(a[0]), jnp.sin(a[0]), 0.0, 1.0, 0.0, 1.0]))
-        tr = fbk.simulate(
+        tr = fbk.simulate_dynamics(
             fb, q0, fbk.momentum(fb, q0, a[1]), t1, saveat=jnp.array([0.0, t1]), rtol=rtol, atol=rtol * 1e-2
         )
         return tr.theta_A[-1], tr.ok
@@ -92,7 +92,7 @@ def linkage_sweep(n, repeats, name="stephenson2", condition=True):
     move = np.array([[1.0, 1.0, 0.0] if t != "P" else [0.0, 0.0, 1.0] for t in lk.types])
     rng = np.random.default_rng(0)
     coords = lk.coords[None] + jnp.asarray(2e-3 * size * rng.normal(size=(n,) + lk.coords.shape) * move)
-    one = lambda c: L.simulate_functional(eqx.tree_at(lambda k: k.coords, lk, c), u, condition=condition)  # noqa: E731
+    one = lambda c: L.sweep_functional(eqx.tree_at(lambda k: k.coords, lk, c), u, condition=condition)  # noqa: E731
     # 64 designs a chunk on the CPU (bench_linkages.py's measured best), one vmap elsewhere
     if jax.default_backend() == "cpu":
         run = jax.jit(lambda b: (lambda m: m.converged)(jax.lax.map(one, b, batch_size=min(64, n))))

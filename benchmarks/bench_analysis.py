@@ -93,7 +93,7 @@ def main(argv=None):
 
     # transmission angles along 180 crank angles: diffmech's from a simulated motion, pylinkage's analysis
     lk = dm.examples.fourbar()
-    comp, run, t = clock(lambda: L.transmission(lk, L.simulate(lk, condition=False)), a.repeats)
+    comp, run, t = clock(lambda: L.transmission(lk, L.sweep(lk, condition=False)), a.repeats)
     out["fourbar_transmission"] = dict(compile_s=comp, median_s=run)
     line = f"four-bar transmission (simulate + angles, 180 steps): {run * 1e3:.2f} ms"
     if pk.available():
@@ -124,7 +124,7 @@ def main(argv=None):
     # singular points along the default sweeps
     for name in ("fourbar", "theo_jansen"):
         lk = getattr(dm.examples, name)()
-        motion = L.simulate(lk, condition=False)
+        motion = L.sweep(lk, condition=False)
         comp, run, s = clock(lambda: L.singularities(lk, motion), a.repeats)
         out[f"{name}_singularities"] = dict(
             compile_s=comp, median_s=run, events=[list(e) for e in s.events()], worst_step=float(np.max(s.step))

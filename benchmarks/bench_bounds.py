@@ -118,7 +118,7 @@ def main(argv=None):
         "checks (determinant and condition, [J | I] on 180 inputs)": timed(jax.vmap(opts.checks), J, repeats=small)
         * 1e3,
         "whole sweep (simulate_functional, jitted)": timed(
-            lambda lk_, v: L.simulate_functional(lk_, v).coords, lk, u, repeats=small
+            lambda lk_, v: L.sweep_functional(lk_, v).coords, lk, u, repeats=small
         )
         * 1e3,
     }

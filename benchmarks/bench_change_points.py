@@ -1,4 +1,4 @@
-"""What the change-point search costs `linkage.simulate`: each bundled one-input linkage
+"""What the change-point search costs `linkage.sweep`: each bundled one-input linkage
 simulated as the README writes it (its defaults), with the search and without it (the
 program's screen and the host's search taken out, in the same process), the two
 interleaved call by call; and the Peaucellier–Lipkin inversor stopped at its change point and passed on
@@ -78,21 +78,21 @@ def main():
     for name in ("fourbar", "stephenson2", "theo_jansen", "spherical_rrpr", "spherical_watt1", "ss5", "rssr"):
         lk = dm.examples.load(name)
         t = time.perf_counter()
-        jax.block_until_ready(linkage.simulate(lk).coords)
+        jax.block_until_ready(linkage.sweep(lk).coords)
         first = time.perf_counter() - t
-        on, off = interleaved(lambda lk=lk: linkage.simulate(lk), a.repeats)
+        on, off = interleaved(lambda lk=lk: linkage.sweep(lk), a.repeats)
         rows.append(dict(linkage=name, first_s=first, with_search_ms=on * 1e3, without_ms=off * 1e3, ratio=on / off))
     inv = _peaucellier()
     u = np.linspace(0.0, -1.6, 81)
     passed = {}
     for mode in ("stop", "continue", "turn"):
         t = time.perf_counter()
-        m = linkage.simulate(inv, inputs=u, at_change=mode)
+        m = linkage.sweep(inv, inputs=u, at_change=mode)
         first = time.perf_counter() - t
         runs = []
         for _ in range(max(a.repeats // 20, 5)):
             t = time.perf_counter()
-            jax.block_until_ready(linkage.simulate(inv, inputs=u, at_change=mode).coords)
+            jax.block_until_ready(linkage.sweep(inv, inputs=u, at_change=mode).coords)
             runs.append(time.perf_counter() - t)
         passed[mode] = dict(
             first_s=first, warm_ms=statistics.median(runs) * 1e3, converged=int(m.n_converged), result=str(m.result)

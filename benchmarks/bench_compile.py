@@ -11,7 +11,7 @@ the size of what XLA receives (StableHLO lines, `while` and `custom_call` ops), 
 the whole first call of the eager entry point (tracing, compiling and running, with
 its validation), again in a fresh process. Programs: one four-bar 180-step sweep
 (`fourbar.sweep`), the Stephenson-II's default sweep with its initial check
-(`linkage.simulate`), the Gough–Stewart exact inverse kinematics of 100 samples
+(`linkage.sweep`), the Gough–Stewart exact inverse kinematics of 100 samples
 (`parallel.inverse_kinematics`).
 
     python benchmarks/bench_compile.py [--repeats 3]
@@ -52,7 +52,7 @@ def _setup(case):
     if case == "stephenson2":
         lk = dm.examples.stephenson2()
         u = lks._default_inputs(lk, None, None)
-        return (lks._simulate_jit, (lk, u, True, True, True)), lambda: L.simulate(lk)
+        return (lks._simulate_jit, (lk, u, True, True, True)), lambda: L.sweep(lk)
     mech = par.StewartPlatform()
     traj = par.stewart_spiral(mech, jnp.arange(100) * 1e-3)
     return (pk._exact_jit, (mech, traj, 1)), lambda: par.inverse_kinematics(mech, traj)

@@ -50,7 +50,7 @@ entries = {{
     "linkage.rates": (lambda: (lambda lk: (lk, lk.x0()))(examples.stephenson2()),
                       lambda s: linkage.rates(s[0], s[1], 0.0, 1.0, 0.0),
                       [(_simulate, "_linkage_rates"), (_simulate, "prepare")]),
-    "linkage.link_pose": (lambda: (lambda lk: (lk, linkage.simulate(lk)))(examples.theo_jansen()),
+    "linkage.link_pose": (lambda: (lambda lk: (lk, linkage.sweep(lk)))(examples.theo_jansen()),
                           lambda s: linkage.link_pose(s[0], s[1], s[0].link_names[2]), [(_simulate, "_link_pose")]),
     "examples.bennett()": (lambda: None, lambda s: examples.bennett().coords,
                            [(_model, "_redundancy_values"), (_model, "_x0"), (_model, "prepare")]),

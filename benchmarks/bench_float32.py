@@ -58,7 +58,7 @@ fbd = dm.FourBar(lengths=jnp.asarray((0.12, 0.25, 0.26, 0.30), dtype=dt), masses
 q0 = fbk.assemble(fbd, 0.3)
 p0 = fbk.momentum(fbd, q0, jnp.asarray(2.0, dt))
 tol = max(1e-10, 100 * eps)
-tr = fbk.simulate(fbd, q0, p0, 2.0, saveat=jnp.linspace(0.0, 2.0, 201, dtype=dt), rtol=tol, atol=tol * 1e-2)
+tr = fbk.simulate_dynamics(fbd, q0, p0, 2.0, saveat=jnp.linspace(0.0, 2.0, 201, dtype=dt), rtol=tol, atol=tol * 1e-2)
 E = np.asarray(fbk.energy(fbd, tr.Pi, tr.q), dtype=float)
 out["energy_drift"] = float(np.max(np.abs(E - E[0])) / abs(E[0]))
 out["rtol"] = tol

@@ -70,7 +70,7 @@ def single_runs(fb, q0, rtols, modes, repeats, theta_ref):
         for rtol in rtols if mode != "minimal" else sorted(set(rtols) | {1e-9, 1e-11, 1e-13, 1e-14}, reverse=True):
 
             def run():
-                return fbk.simulate(fb, q0, 0.0, T1, mode=mode, rtol=rtol, atol=rtol * 1e-2)
+                return fbk.simulate_dynamics(fb, q0, 0.0, T1, mode=mode, rtol=rtol, atol=rtol * 1e-2)
 
             t = time.perf_counter()
             tr = jax.block_until_ready(run())
@@ -104,7 +104,7 @@ def released(fb, theta0, omega0, t1, rtol):
     """One run of the batched throughput: released at crank angle `theta0` with crank
     rate `omega0`, minimal mode, saved at 0 and `t1`."""
     q0 = fbk.project(fb, jnp.stack([jnp.cos(theta0), jnp.sin(theta0), 0.0, 1.0, 0.0, 1.0]))
-    return fbk.simulate(
+    return fbk.simulate_dynamics(
         fb, q0, fbk.momentum(fb, q0, omega0), t1, saveat=jnp.array([0.0, t1]), rtol=rtol, atol=rtol * 1e-2
     )
 

@@ -1,4 +1,4 @@
-"""`linkage.simulate_functional` as one program: a design gradient taken eagerly.
+"""`linkage.sweep_functional` as one program: a design gradient taken eagerly.
 
 The double wishbone's bump steer (notebook 10): the toe at the top of a 5-input wheel
 travel, differentiated by `jax.grad` at the top level with respect to the inner tie
@@ -34,7 +34,7 @@ path = jnp.asarray(np.c_[np.linspace(0.0, 0.1, 5), np.zeros(5)])
 
 def toe(dz):
     lk = eqx.tree_at(lambda k: k.coords, sus, sus.coords.at[ti, 2].add(dz))
-    X = linkage.simulate_functional(lk, path).coords[-1]
+    X = linkage.sweep_functional(lk, path).coords[-1]
     a = X[lk.joint("WS")] - X[lk.joint("W")]
     return jnp.degrees(jnp.arctan2(a[0], a[1]))
 

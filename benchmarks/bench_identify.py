@@ -137,7 +137,7 @@ def stephenson2(repeats):
     (r, ok, J), c_fwd, t_fwd = timed(lambda x: _identify._lk_linearise(x, lk, u, k, pts), p, repeats=repeats)
 
     def residual(x):
-        m = identify.lks.simulate_functional(identify.linkage_from_params(lk, x), u, branch=True, condition=False)
+        m = identify.lks.sweep_functional(identify.linkage_from_params(lk, x), u, branch=True, condition=False)
         return (m.coords[:, k, :2] - pts).reshape(-1)
 
     h = jnp.full(p.shape, 1e-6, p.dtype)

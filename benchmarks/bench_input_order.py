@@ -1,5 +1,5 @@
 """What the branch certificate costs: a linkage simulated at inputs in the order of
-motion (the baseline) against the same inputs shuffled, eagerly (`linkage.simulate`
+motion (the baseline) against the same inputs shuffled, eagerly (`linkage.sweep`
 sorts them into a path from input 0) and under `jax.jit` (`simulate_functional` follows
 them in the order given, long steps in substeps), and against inputs 30° apart in order
 (every step above the 15° `max_step`: substeps and the sequential fallback).
@@ -50,15 +50,15 @@ def main():
         u = np.asarray(linkage.default_inputs(lk))  # 180 steps of 2°, in order
         perm = np.r_[0, 1 + np.random.default_rng(0).permutation(u.size - 1)]
         coarse = u[::15]  # 12 inputs 30° apart, in order
-        jit_sim = jax.jit(lambda lk_, v: linkage.simulate_functional(lk_, v, condition=False).coords)
+        jit_sim = jax.jit(lambda lk_, v: linkage.sweep_functional(lk_, v, condition=False).coords)
         modes = {
-            "in order (simulate)": (lambda: linkage.simulate(lk, inputs=u, condition=False).coords, None),
-            "shuffled (simulate)": (lambda: linkage.simulate(lk, inputs=u[perm], condition=False).coords, perm),
+            "in order (simulate)": (lambda: linkage.sweep(lk, inputs=u, condition=False).coords, None),
+            "shuffled (simulate)": (lambda: linkage.sweep(lk, inputs=u[perm], condition=False).coords, perm),
             "in order (jit)": (lambda: jit_sim(lk, u), None),
             "shuffled (jit)": (lambda: jit_sim(lk, u[perm]), perm),
             "30° apart (jit)": (lambda: jit_sim(lk, coarse), slice(None, None, 15)),
         }
-        base = np.asarray(linkage.simulate(lk, inputs=u, condition=False).coords)
+        base = np.asarray(linkage.sweep(lk, inputs=u, condition=False).coords)
         scale = float(np.abs(base).max())
         row = {}
         for mode, (f, rows) in modes.items():

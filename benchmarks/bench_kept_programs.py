@@ -28,17 +28,17 @@ STATEMENTS = {
         "fb = dm.FourBar(lengths=(0.12, 0.25, 0.26, 0.30)); th = jnp.linspace(0, 2 * jnp.pi, 361)",
         "out = fourbar.sweep(fb, th).q",
     ),
-    "linkage.simulate (Jansen)": ("lk = dm.examples.theo_jansen()", "out = linkage.simulate(lk).coords"),
+    "linkage.sweep (Jansen)": ("lk = dm.examples.theo_jansen()", "out = linkage.sweep(lk).coords"),
     "linkage.joint_forces along the motion (Jansen)": (
-        "lk = dm.examples.theo_jansen(); m = linkage.simulate(lk)",
+        "lk = dm.examples.theo_jansen(); m = linkage.sweep(lk)",
         "out = linkage.joint_forces(lk, m, 2 * jnp.pi, 0.0).torque",
     ),
     "linkage.tolerance (Jansen, 4096 samples)": (
-        "lk = dm.examples.theo_jansen(); m = linkage.simulate(lk)",
+        "lk = dm.examples.theo_jansen(); m = linkage.sweep(lk)",
         "out = linkage.tolerance(lk, m, 1e-4, samples=4096).linear",
     ),
     "linkage.singularities (Jansen)": (
-        "lk = dm.examples.theo_jansen(); m = linkage.simulate(lk)",
+        "lk = dm.examples.theo_jansen(); m = linkage.sweep(lk)",
         "out = linkage.singularities(lk, m).at",
     ),
     "parallel.inverse_kinematics (Stewart, 50 samples)": (
@@ -58,7 +58,7 @@ STATEMENTS = {
     ),
 }
 FORCES_FROM_INPUTS = (
-    "lk = dm.examples.theo_jansen(); m = linkage.simulate(lk); u = jnp.linspace(0, 2 * jnp.pi, 36, endpoint=False)",
+    "lk = dm.examples.theo_jansen(); m = linkage.sweep(lk); u = jnp.linspace(0, 2 * jnp.pi, 36, endpoint=False)",
     "out = linkage.joint_forces(lk, u, 2 * jnp.pi, 0.0).torque",
 )
 

@@ -112,7 +112,7 @@ def stephenson(repeats):
         return r, ok, J @ B
 
     def res(z):
-        m = lks.simulate_functional(
+        m = lks.sweep_functional(
             identify.linkage_from_params(start, jnp.asarray(p_init) + B @ z), u, branch=True, condition=False
         )
         return (m.coords[:, k, :2] - pts).reshape(-1), jnp.all(m.converged)

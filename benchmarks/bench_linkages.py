@@ -47,7 +47,7 @@ def perturbed(lk, n, rel=2e-3, seed=0):
 
 
 class generic_predictor:
-    """Within it, `linkage.simulate` uses the generic predictor for every linkage."""
+    """Within it, `linkage.sweep` uses the generic predictor for every linkage."""
 
     def __enter__(self):
         self.saved = _simulate._structure.predictor
@@ -65,7 +65,7 @@ def bench_example(name, designs, repeats):
         name=name, geometry=lk.geometry, input=lk.input_kind, steps=steps, counts=lk.counts(), paper_s=PAPER_S[name]
     )
     for label, cond in (("single", True), ("single_lean", False)):
-        f = jax.jit(lambda lk, u, c=cond: L.simulate_functional(lk, u, condition=c))
+        f = jax.jit(lambda lk, u, c=cond: L.sweep_functional(lk, u, condition=c))
         m, c_s, run_s = timed(f, lk, inputs, repeats=repeats, aot=True)
         ok = np.asarray(m.converged)
         res[label] = dict(
@@ -82,16 +82,16 @@ def bench_example(name, designs, repeats):
     if _simulate._structure.predictor(lk) is not None:
         with generic_predictor():
             for label, cond in (("generic", True), ("generic_lean", False)):
-                f = jax.jit(lambda lk, u, c=cond: L.simulate_functional(lk, u, condition=c))
+                f = jax.jit(lambda lk, u, c=cond: L.sweep_functional(lk, u, condition=c))
                 m, c_s, run_s = timed(f, lk, inputs, repeats=repeats, aot=True)
                 res[label] = dict(compile_s=c_s, run_s=run_s, converged=int(np.asarray(m.converged).sum()))
     # the eager entry point a notebook user calls (validation, the initial check and the
     # compiled program), against the jitted program alone: the eager layer's overhead
-    jax.block_until_ready(L.simulate(lk))
+    jax.block_until_ready(L.sweep(lk))
     runs = []
     for _ in range(repeats):
         t = time.perf_counter()
-        jax.block_until_ready(L.simulate(lk))
+        jax.block_until_ready(L.sweep(lk))
         runs.append(time.perf_counter() - t)
     res["eager"] = dict(run_s=float(np.median(runs)), overhead=float(np.median(runs)) / res["single"]["run_s"] - 1)
     # baseline in the same run: the sequential continuation through every input
@@ -118,7 +118,7 @@ def bench_example(name, designs, repeats):
     # against 1.83 s, 5-SS 6.20 against 7.82 s)
     f = jax.jit(
         lambda b: jax.lax.map(
-            lambda c: L.simulate_functional(eqx.tree_at(lambda l: l.coords, lk, c), inputs, condition=False),
+            lambda c: L.sweep_functional(eqx.tree_at(lambda l: l.coords, lk, c), inputs, condition=False),
             b,
             batch_size=min(BATCH_CHUNK, designs),
         )

@@ -1,5 +1,5 @@
 """Spatial linkages and several inputs: a sweep of each new bundled linkage through the
-jitted `linkage.simulate_functional`, against the closed form (or independent model)
+jitted `linkage.sweep_functional`, against the closed form (or independent model)
 its test checks it with, evaluated in NumPy in the same run, one input after another
 (the baseline a user without diffmech writes for this one mechanism).
 
@@ -123,7 +123,7 @@ def main():
     rows = []
     for name, U, baseline, what in cases():
         lk = load(name)
-        run = jax.jit(lambda k, u: (lambda m: (m.coords, m.converged, m.residual))(L.simulate_functional(k, u)))
+        run = jax.jit(lambda k, u: (lambda m: (m.coords, m.converged, m.residual))(L.sweep_functional(k, u)))
         u = jnp.asarray(U)
         (_, ok, res), compile_s, wall = timed(run, lk, u, repeats=a.repeats)
         row = dict(

@@ -95,7 +95,7 @@ def jansen_by_lengths(a, clock) -> dict:
         P = J.points(jnp, lengths)
         xy = jnp.stack([P[n] for n in ("O", "B", "M", "J", "K", "E", "F", "H")])
         coords = lk.coords.at[jnp.asarray(rows), :2].set(xy)
-        m = L.simulate_functional(eqx.tree_at(lambda l_: l_.coords, lk, coords), inputs, condition=False)
+        m = L.sweep_functional(eqx.tree_at(lambda l_: l_.coords, lk, coords), inputs, condition=False)
         return m["H"], m.converged
 
     L0 = jnp.asarray(J.LENGTHS)
@@ -269,7 +269,7 @@ def main(argv=None):
         )
 
     lk = dm.examples.theo_jansen()
-    motion = L.simulate(lk, condition=False)
+    motion = L.sweep(lk, condition=False)
     comp, run, s = clock(lambda: L.sensitivity(lk, motion), a.repeats)
     out["jansen_sensitivity"] = dict(compile_s=comp, median_s=run, dimensions=len(s.dimensions))
     comp3, run3, _ = clock(lambda: L.tolerance(lk, motion, 1e-4, samples=4096), a.repeats)  # as the README calls it

@@ -1,7 +1,7 @@
 """Topology as data: one compiled simulation per size class of planar linkages.
 
 Each scenario runs in a fresh process (nothing compiled, no persistent cache), the
-calls as the README writes them (`linkage.simulate(lk)`, its defaults), once with the
+calls as the README writes them (`linkage.sweep(lk)`, its defaults), once with the
 plans (the default) and once with the per-topology programs (the plans switched off
 in that process: the baseline, same run):
 
@@ -39,14 +39,14 @@ from test_first_call import _other_topologies
 
 def first(lk, **options):
     c, t = compiles[0], time.perf_counter()
-    jax.block_until_ready(linkage.simulate(lk, **options).coords)
+    jax.block_until_ready(linkage.sweep(lk, **options).coords)
     return time.perf_counter() - t, compiles[0] - c
 
 def warm(lk):
     runs = []
     for _ in range(200):
         t = time.perf_counter()
-        jax.block_until_ready(linkage.simulate(lk).coords)
+        jax.block_until_ready(linkage.sweep(lk).coords)
         runs.append(time.perf_counter() - t)
     return statistics.median(runs)
 

@@ -72,8 +72,8 @@ def cache(path=None, *, min_compile_time: float = MIN_COMPILE_TIME) -> pathlib.P
 # --------------------------------------------------------------------------- compiled programs on disk
 #
 # JAX's persistent cache keys a program by its lowered text: a later process still traces
-# and lowers it before the cache can answer (the Jansen leg's `linkage.simulate`, 1.05 s
-# of its 1.25 s with the cache warm). The library's main programs (`linkage.simulate`'s
+# and lowers it before the cache can answer (the Jansen leg's `linkage.sweep`, 1.05 s
+# of its 1.25 s with the cache warm). The library's main programs (`linkage.sweep`'s
 # size-class ones serve every topology of their class) are kept here as compiled
 # executables, keyed by what determines them without tracing: the program's name, its
 # static options, the structure and the shapes and dtypes of its arguments, and

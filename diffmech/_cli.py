@@ -121,7 +121,7 @@ def _demo_dynamics(args, crank_rocker):
     out = {}
     for name, (fb, q0_printed, f_dyn, f_track) in cases.items():
         t0 = time.perf_counter()
-        tr = fbk.simulate(fb, q0_printed, 0.0, args.t1, saveat=jnp.linspace(0.0, args.t1, 501))
+        tr = fbk.simulate_dynamics(fb, q0_printed, 0.0, args.t1, saveat=jnp.linspace(0.0, args.t1, 501))
         tr.q.block_until_ready()
         wall = time.perf_counter() - t0
         q = np.asarray(tr.q)
@@ -444,7 +444,7 @@ def _convert(args) -> int:
         elif kind == "MJCF":
             L.to_mjcf(lk, dst, softness=args.softness)
         else:
-            motion = L.simulate(lk) if (kind == "CSV" or args.motion) else None
+            motion = L.sweep(lk) if (kind == "CSV" or args.motion) else None
             {"DXF": L.to_dxf, "SVG": L.to_svg}.get(kind, lambda lk_, p, m: L.to_csv(m, p))(lk, dst, motion)
     except (L.LinkageError, OSError) as e:
         print(f"diffmech convert: {e}", file=sys.stderr)

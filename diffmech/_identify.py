@@ -175,7 +175,7 @@ def _lk_linearise(p, lk, inputs, k, points):
     continuation: the implicit function theorem at every input)."""
 
     def res(p_):
-        m = lks.simulate_functional(linkage_from_params(lk, p_), inputs, branch=True, condition=False)
+        m = lks.sweep_functional(linkage_from_params(lk, p_), inputs, branch=True, condition=False)
         ok = jnp.all(m.converged)
         r = jnp.where(ok, (m.coords[:, k, :2] - points).reshape(-1), 0.0)
         return r, (r, ok)
@@ -477,7 +477,7 @@ def _oe_residual(p, template, drive, fixed, nscale, times, theta, rtol, fit_leng
     th0, w0 = p[-2], p[-1]
     fb = fourbar_from_base(eqx.tree_at(lambda f: f.lengths, template, lengths), base)
     q0, ok0 = fbd.closure_q(fb, th0)
-    tr = fbd.simulate(
+    tr = fbd.simulate_dynamics(
         fb,
         q0,
         fbd.sigma(fb, q0) * w0,

@@ -16,7 +16,7 @@ prescribed motion (`closure.root`, `fourbar.solve`, `linkage.solve`,
 `parallel.inverse_kinematics`, `parallel.inverse_dynamics`; `fourbar.assemble`
 always raises); `throw=False` where the inputs scan a range whose end is itself an
 answer (a crank that stops at a motion limit: `closure.sweep`,
-`closure.continuation`, `fourbar.sweep`, `linkage.simulate`, `fourbar.simulate`).
+`closure.continuation`, `fourbar.sweep`, `linkage.sweep`, `fourbar.simulate_dynamics`).
 """
 
 from typing import TYPE_CHECKING, Any, ClassVar

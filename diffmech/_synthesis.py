@@ -12,7 +12,7 @@ pass count; the reported path error is the core's.
 
 Linkages (six-bars and beyond): the joint coordinates of a `Linkage` are fitted so that
 a tracer passes through the targets at prescribed inputs, through
-`linkage.simulate_functional` (the core's continuation and implicit gradients), with
+`linkage.sweep_functional` (the core's continuation and implicit gradients), with
 unassemblable samples masked out of the loss before the gradient.
 """
 
@@ -1880,7 +1880,7 @@ def function_generation(
 
 
 def _linkage_loss(lk, targets, inputs, tracer, scale):
-    m = lks.simulate_functional(lk, inputs, branch=True, condition=False)
+    m = lks.sweep_functional(lk, inputs, branch=True, condition=False)
     return _fit.masked_mean(m.coords[:, tracer, :2] - targets, m.converged) / scale**2
 
 
@@ -1950,7 +1950,7 @@ def _linkage_generation(
 
 _simulate_batch = filter_jit(
     lambda lk, u: jax.vmap(
-        lambda c: lks.simulate_functional(eqx.tree_at(lambda m: m.coords, lk, c), u, branch=True, condition=False)
+        lambda c: lks.sweep_functional(eqx.tree_at(lambda m: m.coords, lk, c), u, branch=True, condition=False)
     )(lk.coords)
 )
 

@@ -5,6 +5,7 @@ the functional core reports problems through statuses instead.
 """
 
 import collections
+import warnings
 from pathlib import Path
 
 import jax
@@ -231,3 +232,17 @@ def output_path(owner: str, path) -> Path:
     if p.is_dir():
         raise IsADirectoryError(f"{owner}: cannot write {str(p)!r}: it is a folder; name a file")
     return p
+
+
+def renamed(f, old: str, new: str):
+    """`f` under its former public name `old`, for one version: each call warns
+    (`DeprecationWarning`) that the name is now `new`, then calls `f`."""
+
+    def alias(*args, **kwargs):
+        warnings.warn(f"{old} is now {new}; the old name goes in the next version", DeprecationWarning, stacklevel=2)
+        return f(*args, **kwargs)
+
+    alias.__name__ = alias.__qualname__ = old.rpartition(".")[2]
+    alias.__module__ = f.__module__
+    alias.__doc__ = f"The former name of `{new}` (deprecated: it goes in the next version)."
+    return alias

@@ -88,14 +88,14 @@ def bennett() -> Linkage:
 
 def five_bar() -> Linkage:
     """Planar five-bar with two inputs: cranks about A = (0, 0) and E = (1, 0) and two
-    links meeting at C; `simulate` takes inputs of shape (N, 2)."""
+    links meeting at C; `linkage.sweep` takes inputs of shape (N, 2)."""
     return load("five_bar")
 
 
 def delta() -> Linkage:
     """Delta robot (Clavel): three arms turning about horizontal axes on the base, each
     carrying a parallelogram of two S–S rods to a platform that translates (tracer T
-    at its centre); three inputs, one per arm: `simulate` takes inputs of shape (N, 3)."""
+    at its centre); three inputs, one per arm: `linkage.sweep` takes inputs of shape (N, 3)."""
     return load("delta")
 
 

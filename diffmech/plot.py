@@ -27,7 +27,7 @@ def _check_motion(who, lk, motion):
     if not isinstance(lk, Linkage):
         raise ValueError(f"plot.{who}: `lk` must be a Linkage; got {type(lk).__name__}")
     if not isinstance(motion, Motion):
-        raise ValueError(f"plot.{who}: `motion` must be a Motion (linkage.simulate); got {type(motion).__name__}")
+        raise ValueError(f"plot.{who}: `motion` must be a Motion (linkage.sweep); got {type(motion).__name__}")
     if motion.coords.shape[-2] != len(lk.names) or motion.coords.ndim != 3:
         raise ValueError(
             f"plot.{who}: `motion` is not a single motion of {lk.name!r} ({motion.coords.shape[-2]} joints against "
@@ -143,12 +143,14 @@ def fourbar_dynamics(traj, *, title: str = "", fig=None):
     (qA, qB, qD) against time, with the loop-closure residual (symmetric-log scale, so
     exact zeros show) and the relative energy error H(t)/H(0) − 1.
 
-    **Arguments:** `traj`: a `fourbar.simulate` trajectory; `title`: the figure's title;
+    **Arguments:** `traj`: a `fourbar.simulate_dynamics` trajectory; `title`: the figure's title;
     `fig`: a figure to draw in (default: a new one). **Returns:** the figure.
     """
 
     if not isinstance(traj, _fb.Simulation):
-        raise ValueError(f"plot.fourbar_dynamics: `traj` must be a fourbar.simulate result; got {type(traj).__name__}")
+        raise ValueError(
+            f"plot.fourbar_dynamics: `traj` must be a fourbar.simulate_dynamics result; got {type(traj).__name__}"
+        )
 
     fig = _figure("plot.fourbar_dynamics", fig, (10, 6.5))
     axs = fig.subplots(2, 2, sharex=True)
@@ -404,7 +406,7 @@ def synthesis(result, targets, *, ax=None, title: str | None = None):
             ax.plot([j[a][0], j[b][0]], [j[a][1], j[b][1]], "-", color="0.35", lw=2)
         ax.plot([j["A"][0], j["D"][0]], [j["A"][1], j["D"][1]], "^", color="0.2", ms=9, label="ground pivots")
     else:
-        m = _lk.simulate(d, inputs=jnp.linspace(float(u.min()), float(u.max()), 181), condition=False)
+        m = _lk.sweep(d, inputs=jnp.linspace(float(u.min()), float(u.max()), 181), condition=False)
         k = int(np.argmin(np.linalg.norm(np.asarray(m.coords)[0, :, :2] - np.asarray(result.points)[0], axis=1)))
         curve = np.where(np.asarray(m.converged)[:, None], np.asarray(m.coords)[:, k, :2], np.nan)
     ax.plot(curve[:, 0], curve[:, 1], "-", color="C0", lw=1.5, label="coupler curve (closure core)")

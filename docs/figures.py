@@ -48,7 +48,7 @@ def crank_rocker(out, small):
     plot.fourbar_track(fb, s.q, every=15, point=(0.125, 0.0), ax=ax)
     ax.set_title("crank-rocker: coupler track (closure core)")
     t1 = 1.0 if small else 5.0
-    sim = fbk.simulate(fb, fbk.assemble(fb, 0.0), 0.0, t1, saveat=jnp.linspace(0.0, t1, 101 if small else 501))
+    sim = fbk.simulate_dynamics(fb, fbk.assemble(fb, 0.0), 0.0, t1, saveat=jnp.linspace(0.0, t1, 101 if small else 501))
     ax1 = fig.add_subplot(1, 2, 2)
     ax1.plot(np.asarray(sim.ts), np.asarray(sim.theta_A), color="C0")
     ax1.set_xlabel("t (s)")
@@ -71,7 +71,7 @@ def seed_linkages(out, small):
         inputs = L.default_inputs(lk)
         if small:
             inputs = inputs[:: max(1, len(inputs) // 24)]
-        m = L.simulate(lk, inputs=inputs, condition=False)
+        m = L.sweep(lk, inputs=inputs, condition=False)
         ax = fig.add_subplot(2, 3, k + 1, projection="3d" if lk.dim == 3 else None)
         plot.linkage_curve(lk, m, ax=ax, every=max(1, len(inputs) // 8), title=f"{name} ({lk.geometry})")
         ax.legend().remove()

@@ -68,7 +68,7 @@ def test_fourbar_sensitivity_and_tolerance_against_differences_to_second_order()
 def test_linkage_sensitivity_matches_central_differences_and_its_tolerance_the_first_order():
     lk = dm.examples.theo_jansen()
     inputs = np.asarray(L.default_inputs(lk))  # the README's motion: 180 steps of 2°
-    motion = L.simulate(lk, inputs=inputs, condition=False)
+    motion = L.sweep(lk, inputs=inputs, condition=False)
     s = L.sensitivity(lk, motion)
     assert s.outputs == ("J8",) and s.jacobian.shape == (180, 2, len(s.dimensions))
     rows = [lk.joint(name.rsplit(".", 1)[0]) for name in s.dimensions]
@@ -76,7 +76,7 @@ def test_linkage_sensitivity_matches_central_differences_and_its_tolerance_the_f
 
     def path(k, v):
         C = lk.coords.at[rows[k], cols[k]].add(v[0])
-        m = L.simulate(eqx.tree_at(lambda l: l.coords, lk, C), inputs=inputs, condition=False)
+        m = L.sweep(eqx.tree_at(lambda l: l.coords, lk, C), inputs=inputs, condition=False)
         return np.asarray(m["J8"])
 
     fd = np.stack([central_diff(lambda v, k=k: path(k, v), np.zeros(1))[..., 0] for k in range(len(rows))], -1)
@@ -155,7 +155,7 @@ def test_monte_carlo_takes_the_closed_form_where_the_sweep_would_and_the_sweep_e
     from diffmech.linkage import _analysis as A
 
     lk = dm.examples.fourbar()
-    prob, _ = A._problem("test", lk, L.simulate(lk, condition=False), None, None)
+    prob, _ = A._problem("test", lk, L.sweep(lk, condition=False), None, None)
     assert A._closed_form_only(lk)
     sigma = jnp.full((len(prob.dimensions),), 0.1)
     key = jax.random.key(5)

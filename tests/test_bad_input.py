@@ -53,26 +53,36 @@ def _spoil_array(good, bad):
 CASES = [
     ("fourbar.assemble", "theta_A", NUMBER, lambda v: fourbar.assemble(FB, v)),
     ("fourbar.sweep", "theta_A_values", NUMBER, lambda v: fourbar.sweep(FB, _spoil_array(np.linspace(0, 1, 5), v))),
-    ("fourbar.simulate", "q0", st.one_of(NUMBER, SHAPE), lambda v: fourbar.simulate(FB, _spoil_array(Q0, v), 0.0, 1.0)),
-    ("fourbar.simulate", "Pi0", NUMBER, lambda v: fourbar.simulate(FB, Q0, v, 1.0)),
-    ("fourbar.simulate", "t1", st.one_of(NUMBER, st.floats(-5, 0)), lambda v: fourbar.simulate(FB, Q0, 0.0, v)),
     (
-        "fourbar.simulate",
+        "fourbar.simulate_dynamics",
+        "q0",
+        st.one_of(NUMBER, SHAPE),
+        lambda v: fourbar.simulate_dynamics(FB, _spoil_array(Q0, v), 0.0, 1.0),
+    ),
+    ("fourbar.simulate_dynamics", "Pi0", NUMBER, lambda v: fourbar.simulate_dynamics(FB, Q0, v, 1.0)),
+    (
+        "fourbar.simulate_dynamics",
+        "t1",
+        st.one_of(NUMBER, st.floats(-5, 0)),
+        lambda v: fourbar.simulate_dynamics(FB, Q0, 0.0, v),
+    ),
+    (
+        "fourbar.simulate_dynamics",
         "saveat",
         st.one_of(NUMBER, st.sampled_from([np.array([0.5, 0.2]), np.array([-0.1, 0.5]), np.array([0.5, 1.5])])),
-        lambda v: fourbar.simulate(FB, Q0, 0.0, 1.0, saveat=_spoil_array(np.linspace(0, 1, 4), v)),
+        lambda v: fourbar.simulate_dynamics(FB, Q0, 0.0, 1.0, saveat=_spoil_array(np.linspace(0, 1, 4), v)),
     ),
     (
-        "fourbar.simulate",
+        "fourbar.simulate_dynamics",
         "max_steps",
         st.one_of(st.integers(-3, 0), st.sampled_from([1.5, "10"])),
-        lambda v: fourbar.simulate(FB, Q0, 0.0, 1.0, max_steps=v),
+        lambda v: fourbar.simulate_dynamics(FB, Q0, 0.0, 1.0, max_steps=v),
     ),
     (
-        "linkage.simulate",
+        "linkage.sweep",
         "inputs",
         st.one_of(NUMBER, SHAPE),
-        lambda v: linkage.simulate(LK, inputs=_spoil_array(np.linspace(0, 1, 5), v)),
+        lambda v: linkage.sweep(LK, inputs=_spoil_array(np.linspace(0, 1, 5), v)),
     ),
     ("fourbar.rates", "omega_A", NUMBER, lambda v: fourbar.rates(FB, Q0, 0.0, v)),
     ("fourbar.rates", "q", NUMBER, lambda v: fourbar.rates(FB, _spoil_array(Q0, v), 0.0, 1.0)),
@@ -278,23 +288,23 @@ TIMES = jnp.linspace(0.0, 0.05, 6)
 # argument, before anything runs
 WRONG = [
     (lambda: linkage.load(None), "`path`"),
-    (lambda: linkage.simulate(LK, steps=2.5), "`steps`"),
-    (lambda: linkage.simulate(LK, steps=10, step=0.0), "`step`"),
-    (lambda: linkage.simulate(LK, steps=10, inputs=np.array([0.0, 0.1])), "`inputs` or `steps`"),
+    (lambda: linkage.sweep(LK, steps=2.5), "`steps`"),
+    (lambda: linkage.sweep(LK, steps=10, step=0.0), "`step`"),
+    (lambda: linkage.sweep(LK, steps=10, inputs=np.array([0.0, 0.1])), "`inputs` or `steps`"),
     (lambda: linkage.default_inputs(LK, steps=0), "`steps`"),
     (lambda: linkage.Drive(torque="x"), "`torque`"),
     (lambda: linkage.Drive(damping=-1.0), "`damping`"),
     (lambda: linkage.simulate_dynamics(LK, 0.0, 0.1, rtol=-1.0), "`rtol`"),
     (lambda: linkage.simulate_dynamics(LK, np.zeros(3), 0.1), "`udot0`"),
     (lambda: linkage.joint_forces(LK, np.linspace(0.0, 1.0, 5), np.ones(3)), "`udot`"),
-    (lambda: linkage.joint_forces(LK, linkage.simulate(STEPH, steps=3)), "`u` is not a motion of 'fourbar'"),
+    (lambda: linkage.joint_forces(LK, linkage.sweep(STEPH, steps=3)), "`u` is not a motion of 'fourbar'"),
     (lambda: linkage.solve(LK, 0.3, guess=np.zeros(3)), "`guess`"),
     (lambda: linkage.mobility(LK, np.zeros(3)), "`x`"),
     (lambda: linkage.mobility(LK, rtol=-1.0), "`rtol`"),
     (lambda: linkage.rates(LK, np.zeros(3), 0.0), "`x`"),
     (lambda: linkage.generalised_inertia(LK, np.zeros(3), 0.0), "`x`"),
     (lambda: linkage.potential(LK, np.zeros(3), 0.0), "`x`"),
-    (lambda: linkage.motion_rates(LK, linkage.simulate(STEPH, steps=3)), "`motion`"),
+    (lambda: linkage.motion_rates(LK, linkage.sweep(STEPH, steps=3)), "`motion`"),
     (lambda: linkage.rod_mass_properties(LK, density=-1.0), "`density`"),
     (lambda: parallel.trajectory(lambda t: jnp.eye(3), lambda t: jnp.zeros(3), np.array([])), "`times`"),
     (lambda: parallel.trajectory("R", lambda t: STEWART.reference, TIMES), "`rotation`"),
@@ -373,9 +383,9 @@ def _plot(name, *args, **kw):
 WRONG += [
     (lambda: fourbar.Drive(torque=5.0), "`torque`"),
     (lambda: fourbar.Drive(damping=(1.0, 2.0)), "`damping`"),
-    (lambda: fourbar.simulate(SEED, fourbar.assemble(SEED, 0.0), 0.0, 0.2, drive="strong"), "`drive`"),
-    (lambda: fourbar.simulate(SEED, fourbar.assemble(SEED, 0.0), 0.0, 0.2, adjoint="backsolve"), "`adjoint`"),
-    (lambda: fourbar.simulate(SEED, fourbar.assemble(SEED, 0.0), 0.0, np.array([0.2, 0.3])), "`t1`"),
+    (lambda: fourbar.simulate_dynamics(SEED, fourbar.assemble(SEED, 0.0), 0.0, 0.2, drive="strong"), "`drive`"),
+    (lambda: fourbar.simulate_dynamics(SEED, fourbar.assemble(SEED, 0.0), 0.0, 0.2, adjoint="backsolve"), "`adjoint`"),
+    (lambda: fourbar.simulate_dynamics(SEED, fourbar.assemble(SEED, 0.0), 0.0, np.array([0.2, 0.3])), "`t1`"),
     (lambda: identify.fourbar_tracer(np.linspace(0, 1, 4), np.zeros((4, 2)), NOPE, (0.0, 0.0)), "`initial`"),
     (lambda: dm.fit.fit("loss", FB), "`loss`"),
     (lambda: dm.fit.fit(lambda m: jnp.sum(m.lengths), FB, chunk=0), "`chunk`"),
@@ -386,8 +396,8 @@ WRONG += [
     (lambda: _plot("fourbar_dynamics", SWEEP), "`traj`"),
     (lambda: _plot("fourbar_attitudes", [SWEEP]), "`sweeps`"),
     (lambda: _plot("linkage_curve", LK, "m"), "`motion`"),
-    (lambda: _plot("linkage_curve", LK, linkage.simulate(STEPH, steps=3)), "`motion`"),
-    (lambda: _plot("linkage_curve", LK, linkage.simulate(LK, steps=3), tracers=["J99"]), "`tracers`"),
+    (lambda: _plot("linkage_curve", LK, linkage.sweep(STEPH, steps=3)), "`motion`"),
+    (lambda: _plot("linkage_curve", LK, linkage.sweep(LK, steps=3), tracers=["J99"]), "`tracers`"),
     (lambda: _plot("animate_linkage", LK, "m"), "`motion`"),
     (lambda: _plot("time_series", np.arange(10.0), np.ones((9, 2)), ["a", "b"]), "`values`"),
 ]
@@ -463,7 +473,7 @@ WRONG += [
     (lambda: fourbar.crank_torque(FB, jnp.zeros(3), jnp.zeros(4), 0.0), "do not broadcast"),
     (lambda: fourbar.energy(SEED, jnp.zeros(3), jnp.zeros((4, 6))), "`Pi`"),
     (lambda: fourbar.momentum(SEED, fourbar.assemble(SEED, 0.0), float("nan")), "`omega_A`"),
-    (lambda: fourbar.simulate(SEED, jnp.zeros(6), 0.0, 0.1), "`q0`"),
+    (lambda: fourbar.simulate_dynamics(SEED, jnp.zeros(6), 0.0, 0.1), "`q0`"),
     (lambda: closure.root(_slider, "x", 0.5, (0.1, 0.3)), "`x0`"),
     (lambda: closure.root(_slider, X0, 0.5, ("a", "b")), "`params`"),
     (lambda: closure.jacobian(None), "`fn`"),
@@ -521,7 +531,7 @@ WRONG += [
 
 
 def test_an_unknown_joint_name_is_a_key_error_and_a_value_error():
-    m = linkage.simulate(LK, steps=3)
+    m = linkage.sweep(LK, steps=3)
     for call in (lambda: m["J99"], lambda: m.path("nope")):
         with pytest.raises(KeyError, match="joints are"):
             call()

@@ -19,7 +19,7 @@ def test_a_planar_linkage_drawn_as_dxf_reads_back_as_its_geometry(tmp_path):
     # circle at its coordinates, every binary link a line between its pins, each slide a
     # line on its line, the tracer's path the motion's converged rows
     lk = dm.examples.stephenson2()
-    m = L.simulate(lk, inputs=jnp.linspace(0.0, 0.6, 13))
+    m = L.sweep(lk, inputs=jnp.linspace(0.0, 0.6, 13))
     assert bool(np.all(m.converged))
     doc = ezdxf.readfile(L.to_dxf(lk, tmp_path / "s2.dxf", motion=m))
     msp = doc.modelspace()
@@ -57,7 +57,7 @@ def test_a_motion_written_as_csv_reads_back_row_for_row(tmp_path):
     # the rest their inputs and status only
     lk = dm.examples.five_bar()
     U = np.stack([np.linspace(0.0, 3.0, 7), np.zeros(7)], axis=1)
-    m = L.simulate(lk, inputs=U)
+    m = L.sweep(lk, inputs=U)
     ok = np.asarray(m.converged)
     assert ok.any() and not ok.all()
     with L.to_csv(m, tmp_path / "m.csv").open() as fh:

@@ -48,12 +48,12 @@ def test_a_linkages_second_simulation_compiles_nothing(name, monkeypatch):
     # the programs other tests compiled first would hide a second compilation
     monkeypatch.setattr(_simulate, "_LENGTHS", ())
     steps = 61
-    first = linkage.simulate(examples.load(name), steps=steps)
+    first = linkage.sweep(examples.load(name), steps=steps)
     with compilations() as seen:
-        linkage.simulate(examples.load(name), steps=steps)  # a new object: its first call, checked
+        linkage.sweep(examples.load(name), steps=steps)  # a new object: its first call, checked
         lk = examples.load(name)
-        linkage.simulate(lk, steps=steps)
-        same = linkage.simulate(lk, steps=steps)  # the same object again (its check made)
+        linkage.sweep(lk, steps=steps)
+        same = linkage.sweep(lk, steps=steps)  # the same object again (its check made)
     assert seen == [], len(seen)
     np.testing.assert_array_equal(np.asarray(first.coords), np.asarray(same.coords))
 
@@ -67,14 +67,14 @@ def test_loads_added_to_a_linkage_compile_none_of_its_kinematics_again(monkeypat
     monkeypatch.setattr(_simulate, "_LENGTHS", ())  # a length of its own (see above)
     steps = 59
     spec = examples.stephenson2().to_dict()  # no plan (a group larger than a dyad): the linkage is the program's
-    bare = linkage.simulate(linkage.Linkage.from_dict(spec), steps=steps)
+    bare = linkage.sweep(linkage.Linkage.from_dict(spec), steps=steps)
     spec["loads"] = [
         {"type": "spring", "joints": ["J2", "J5"], "links": ["L1", "L5"], "stiffness": 40.0},
         {"type": "force", "joint": "J8", "link": "L4", "force": [0.0, -9.0]},
     ]
     loaded = linkage.Linkage.from_dict(spec)
     with compilations() as seen:
-        m = linkage.simulate(loaded, steps=steps)
+        m = linkage.sweep(loaded, steps=steps)
     assert seen == [], len(seen)
     np.testing.assert_array_equal(np.asarray(m.coords), np.asarray(bare.coords))
 
@@ -111,14 +111,14 @@ def test_a_further_topology_of_the_class_compiles_nothing():
 
     steps = 37  # the class's program for this length is compiled by the first call below
     four = examples.fourbar()
-    linkage.simulate(four, steps=steps)
+    linkage.sweep(four, steps=steps)
     rocker_tracer, slider = _other_topologies()
     assert _plan.class_of(rocker_tracer) == _plan.class_of(four) == _plan.class_of(slider)
     assert rocker_tracer.topology != four.topology
     programs = _simulate._plan_jit._cache_size()
     with compilations() as seen:
-        a = linkage.simulate(rocker_tracer, steps=steps)
-        b = linkage.simulate(slider, steps=steps, step=0.004)
+        a = linkage.sweep(rocker_tracer, steps=steps)
+        b = linkage.sweep(slider, steps=steps, step=0.004)
     assert seen == [], len(seen)
     assert _simulate._plan_jit._cache_size() == programs
     assert bool(a.converged.all()) and bool(b.converged.all())
@@ -144,15 +144,15 @@ def test_a_path_of_another_length_in_its_class_compiles_no_simulation_and_is_the
     lk = linkage.Linkage.from_dict(DOUBLE_ROCKER) if name == "double_rocker" else examples.load(name)
     path = np.linspace(-0.5, 3.0, 45) if name != "double_rocker" else np.linspace(0.0, 3.0, 45)
     assert size_class(45, _simulate._LENGTHS) == size_class(41, _simulate._LENGTHS) == 48
-    linkage.simulate(lk, inputs=path[:41])
+    linkage.sweep(lk, inputs=path[:41])
     programs = (_simulate._plan_jit, _simulate._simulate_jit, _simulate._first_rows_jit, _simulate._rows_jit)
     before = [p._cache_size() for p in programs]
     with compilations() as seen:
-        a = linkage.simulate(lk, inputs=path)
+        a = linkage.sweep(lk, inputs=path)
     made = [p._cache_size() - b for p, b in zip(programs, before)]
     assert made[:2] == [0, 0] and len(seen) == sum(made[2:]), (made, len(seen))
     monkeypatch.setattr(_simulate, "_LENGTHS", ())  # each length its own program
-    b = linkage.simulate(lk, inputs=path)
+    b = linkage.sweep(lk, inputs=path)
     assert a.coords.shape[0] == b.coords.shape[0] == 45
     for field in ("inputs", "coords", "condition", "residual"):
         np.testing.assert_array_equal(np.asarray(getattr(a, field)), np.asarray(getattr(b, field)), err_msg=field)
@@ -176,7 +176,7 @@ def test_simulate_functional_is_one_program_eagerly_and_under_a_top_level_grad()
 
     def end(dx):  # the tracer's x at the end of the path, the rocker's pivot moved by dx
         k = eqx.tree_at(lambda k_: k_.coords, lk, lk.coords.at[d, 0].add(dx))
-        return linkage.simulate_functional(k, path).coords[-1, p, 0]
+        return linkage.sweep_functional(k, path).coords[-1, p, 0]
 
     with compilations() as eager:
         value = end(0.0)
@@ -252,7 +252,7 @@ dm.cache(sys.argv[1])
 for name in sys.argv[3:]:
     lk = {"fourbar": examples.fourbar, "rscr": examples.rscr}.get(name, lambda: _other_topologies()[0])()
     traced.clear()
-    m = linkage.simulate(lk)
+    m = linkage.sweep(lk)
     np.save(f"{sys.argv[1]}/{name}.{len(sys.argv)}.npy", np.asarray(m.coords))
     print(name, sum(str(f).startswith(("_plan_program", "_simulate_program")) for f in traced), int(m.converged.sum()))
 """
@@ -284,7 +284,7 @@ def test_kept_programs_answer_a_later_process_without_tracing(tmp_path):
     assert len(list((tmp_path / "programs").glob("*.bin"))) == 2
     for name in ("fourbar", "rscr"):
         np.testing.assert_array_equal(np.load(tmp_path / f"{name}.6.npy"), np.load(tmp_path / f"{name}.5.npy"))
-    here = {"fourbar": linkage.simulate(examples.fourbar()), "rocker_tracer": linkage.simulate(_other_topologies()[0])}
+    here = {"fourbar": linkage.sweep(examples.fourbar()), "rocker_tracer": linkage.sweep(_other_topologies()[0])}
     for name, m in here.items():
         np.testing.assert_allclose(np.load(tmp_path / f"{name}.6.npy"), np.asarray(m.coords), rtol=0, atol=1e-13)
     # the kept files lost, JAX's cache (in the same folder) answers the compilation: an
@@ -379,14 +379,14 @@ def test_drive_laws_are_data_other_numbers_compile_nothing():
     a = linkage.simulate_dynamics(lk, 0.0, 1.0, 0.2, drive=linkage.Drive(torque=linkage.AffineTorque(0.5, 0.05)), **kw)
     fb = fourbar.FourBar(jnp.array([0.12, 0.25, 0.26, 0.30]))
     q0 = fourbar.assemble(fb, 0.0)
-    f = fourbar.simulate(
+    f = fourbar.simulate_dynamics(
         fb, q0, 0.0, 0.2, saveat=np.linspace(0.0, 0.2, 5), drive=fourbar.Drive(fourbar.ConstantTorque(0.1))
     )
     with compilations() as seen:
         b = linkage.simulate_dynamics(
             lk, 0.0, 1.0, 0.2, drive=linkage.Drive(torque=linkage.AffineTorque(0.8, 0.02)), **kw
         )
-        g = fourbar.simulate(
+        g = fourbar.simulate_dynamics(
             fb, q0, 0.0, 0.2, saveat=np.linspace(0.0, 0.2, 5), drive=fourbar.Drive(fourbar.ConstantTorque(0.2))
         )
         # free motion, a constant torque, another damping: the same law's program
@@ -394,7 +394,7 @@ def test_drive_laws_are_data_other_numbers_compile_nothing():
         c = linkage.simulate_dynamics(
             lk, 0.0, 1.0, 0.2, drive=linkage.Drive(torque=linkage.ConstantTorque(0.8), damping=0.1), **kw
         )
-        h = fourbar.simulate(fb, q0, 0.0, 0.2, saveat=np.linspace(0.0, 0.2, 5))
+        h = fourbar.simulate_dynamics(fb, q0, 0.0, 0.2, saveat=np.linspace(0.0, 0.2, 5))
         # other save times, as many as their size class holds: the same program
         d = linkage.simulate_dynamics(
             lk,
@@ -459,7 +459,7 @@ def test_eager_entry_points_compile_one_program_not_one_per_operation():
     fb = FourBar(lengths=(0.12, 0.25, 0.26, 0.30))
     th = np.linspace(0.1, 1.2, 23)
     lk = examples.rssr()
-    motion = linkage.simulate(lk, steps=23)
+    motion = linkage.sweep(lk, steps=23)
     x0 = lk.x0()
     q = np.asarray(fourbar.assemble(fb, th))
     framed = [n for n, f in zip(lk.link_names, lk.plan.frames) if f is not None]  # not the S–S rod

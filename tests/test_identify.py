@@ -78,7 +78,9 @@ def test_crank_torque_is_the_torque_that_drove_the_simulation():
     h = 3e-4
     tc = np.array([0.2, 0.5, 0.8])
     ts = jnp.asarray((tc[:, None] + h * np.arange(-2, 3)).reshape(-1))
-    tr = fbk.simulate(TRUE, q0, fbk.momentum(TRUE, q0, 2.0), 1.0, saveat=ts, drive=drive, rtol=1e-12, atol=1e-14)
+    tr = fbk.simulate_dynamics(
+        TRUE, q0, fbk.momentum(TRUE, q0, 2.0), 1.0, saveat=ts, drive=drive, rtol=1e-12, atol=1e-14
+    )
     w = np.asarray(tr.omega_A).reshape(3, 5)
     alpha = (w[:, 0] - 8 * w[:, 1] + 8 * w[:, 3] - w[:, 4]) / (12 * h)
     got = fbk.crank_torque(TRUE, np.asarray(tr.theta_A).reshape(3, 5)[:, 2], w[:, 2], alpha)
@@ -118,7 +120,9 @@ def test_equal_base_parameters_move_identically_and_free_motion_hides_the_scale(
 
     def run(fb, drive=None):
         return np.asarray(
-            fbk.simulate(fb, q0, fbk.momentum(fb, q0, 2.0), 1.0, saveat=ts, drive=drive, rtol=1e-12, atol=1e-14).theta_A
+            fbk.simulate_dynamics(
+                fb, q0, fbk.momentum(fb, q0, 2.0), 1.0, saveat=ts, drive=drive, rtol=1e-12, atol=1e-14
+            ).theta_A
         )
 
     ref = run(TRUE)
@@ -134,7 +138,9 @@ def _measurement(sigma, n=321, t1=1.6, seed=0, free=False):
     drive = fbk.Drive() if free else fbk.Drive(torque=lambda t, th, w: 0.06 * jnp.tanh(2 * t) + 0.03 * jnp.sin(7 * t))
     ts = jnp.linspace(0.0, t1, n)
     q0 = fbk.assemble(TRUE, 0.3)
-    tr = fbk.simulate(TRUE, q0, fbk.momentum(TRUE, q0, 2.0), t1, saveat=ts, drive=drive, rtol=1e-12, atol=1e-14)
+    tr = fbk.simulate_dynamics(
+        TRUE, q0, fbk.momentum(TRUE, q0, 2.0), t1, saveat=ts, drive=drive, rtol=1e-12, atol=1e-14
+    )
     z = np.random.default_rng(seed).normal(size=n)
     return ts, np.asarray(tr.theta_A) + sigma * z, drive
 
@@ -157,7 +163,9 @@ def test_crank_angles_cannot_fix_the_length_scale():
     ts, th, drive = _measurement(0.0, n=161, t1=0.8)
     tt, meas = jnp.asarray(ts[5:-5]), jnp.asarray(th[5:-5])
     q0 = fbk.assemble(TRUE, 0.3)
-    tr = fbk.simulate(TRUE, q0, fbk.momentum(TRUE, q0, 2.0), 0.8, saveat=tt[:1], drive=drive, rtol=1e-12, atol=1e-14)
+    tr = fbk.simulate_dynamics(
+        TRUE, q0, fbk.momentum(TRUE, q0, 2.0), 0.8, saveat=tt[:1], drive=drive, rtol=1e-12, atol=1e-14
+    )
     nscale = jnp.asarray(np.abs(TRUE_BASE))
 
     def residual(p):  # p: base / |base|, the four lengths, θA and ωA at tt[0]
@@ -323,7 +331,7 @@ SIX_INPUTS = np.linspace(0.0, 2 * np.pi, 48, endpoint=False)  # a full turn of t
 
 def _six_case():
     lk = dm.examples.stephenson2()
-    path = np.asarray(dm.linkage.simulate(lk, inputs=SIX_INPUTS, condition=False)["J8"])[:, :2]
+    path = np.asarray(dm.linkage.sweep(lk, inputs=SIX_INPUTS, condition=False)["J8"])[:, :2]
     rng = np.random.default_rng(3)  # a nominal design measured to 0.1 %
     start = eqx.tree_at(lambda k: k.coords, lk, lk.coords * (1 + 1e-3 * rng.normal(size=lk.coords.shape)))
     return lk, path, start
@@ -334,7 +342,7 @@ def _tracer_jacobian_fd(lk, h=1e-6):
     independent count of what the measurement sees: no forward mode, no fit)."""
 
     def pts(p):
-        m = dm.linkage.simulate(identify.linkage_from_params(lk, p), inputs=SIX_INPUTS, condition=False)
+        m = dm.linkage.sweep(identify.linkage_from_params(lk, p), inputs=SIX_INPUTS, condition=False)
         return np.asarray(m["J8"])[:, :2].reshape(-1)
 
     p0 = identify.linkage_params(lk)
@@ -370,8 +378,8 @@ def test_stephenson2_geometry_from_noisy_tracer_positions():
     seen = sv[: fit0.rank]
     assert np.abs(err * seen).max() < 1e-11 and np.abs(err[seen >= 1e-3 * sv[0]]).max() < 1e-10, err
     between = SIX_INPUTS + np.pi / SIX_INPUTS.size  # half-way between the samples (notebook 06: the same)
-    true_b = np.asarray(dm.linkage.simulate(lk, inputs=between, condition=False)["J8"])[:, :2]
-    fit_b = np.asarray(dm.linkage.simulate(fit0.linkage, inputs=between, condition=False)["J8"])[:, :2]
+    true_b = np.asarray(dm.linkage.sweep(lk, inputs=between, condition=False)["J8"])[:, :2]
+    fit_b = np.asarray(dm.linkage.sweep(fit0.linkage, inputs=between, condition=False)["J8"])[:, :2]
     np.testing.assert_allclose(fit_b, true_b, atol=1e-10)
 
     sigma, n, draws = 1e-3, SIX_INPUTS.size, 12

@@ -42,10 +42,10 @@ def five_bar_closed_form(U):
 
 def test_five_bar_driven_by_both_cranks_follows_the_circle_intersection():
     lk = dm.examples.five_bar()
-    assert lk.n_inputs == 2 and L.mobility(lk)["mobility"] == 2
+    assert lk.n_inputs == 2 and L.mobility(lk).dof == 2
     t = np.linspace(0.0, 2 * np.pi, 61)
     U = np.c_[0.4 * np.sin(t), -0.3 * np.sin(2 * t)]  # both cranks, from the file's configuration
-    m = L.simulate(lk, inputs=U)
+    m = L.sweep(lk, inputs=U)
     assert m.inputs.shape == (61, 2) and bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
     C = np.asarray(m.coords)[:, lk.joint("C"), :2]
     assert np.max(np.abs(C - five_bar_closed_form(U))) <= 1e-10
@@ -70,11 +70,11 @@ def test_five_bar_driven_by_both_cranks_follows_the_circle_intersection():
 def test_several_inputs_are_named_when_missing_or_of_the_wrong_width():
     lk = dm.examples.five_bar()
     with pytest.raises(ValueError, match=r"has 2 inputs: give `inputs`, a path of shape \(N, 2\)"):
-        L.simulate(lk)
+        L.sweep(lk)
     with pytest.raises(ValueError, match=r"inputs must be a finite array of shape \(N, 2\).*got shape \(5, 3\)"):
-        L.simulate(lk, inputs=np.zeros((5, 3)))
+        L.sweep(lk, inputs=np.zeros((5, 3)))
     with pytest.raises(ValueError, match=r"has 2 input\(s\): `inputs` must be of shape \(N, 2\); got \(4,\)"):
-        jax.jit(lambda v: L.simulate_functional(lk, v))(jnp.zeros(4))  # inside a program too
+        jax.jit(lambda v: L.sweep_functional(lk, v))(jnp.zeros(4))  # inside a program too
     with pytest.raises(ValueError, match=r"`udot` must be a scalar or one value per input, shape \(2,\)"):
         L.rates(lk, lk.x0(), jnp.zeros(2), jnp.ones(3))
     with pytest.raises(
@@ -132,10 +132,10 @@ def delta_closed_form(U):
 
 def test_delta_robot_forward_kinematics_meets_the_three_spheres():
     lk = dm.examples.delta()
-    assert lk.n_inputs == 3 and L.mobility(lk)["mobility"] == 3
+    assert lk.n_inputs == 3 and L.mobility(lk).dof == 3
     t = np.linspace(0.0, 2 * np.pi, 41)
     U = np.c_[0.3 * np.sin(t), 0.3 * np.sin(t + 2.0), 0.3 * np.sin(2 * t)]  # three arms at once
-    m = L.simulate(lk, inputs=U)
+    m = L.sweep(lk, inputs=U)
     assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
     C = np.asarray(m.coords)
     assert np.max(np.abs(C[:, lk.joint("T")] - delta_closed_form(U))) <= 1e-10
@@ -149,7 +149,7 @@ def test_link_pose_carries_every_point_of_the_link_and_the_delta_platform_only_t
     # tracers) onto the motion: the knuckle's (a wheel carrier) along bump and steering
     sus = dm.examples.double_wishbone()
     U = np.c_[np.linspace(0.0, 0.25, 21), np.linspace(0.0, 0.02, 21)]  # the suspension test's path
-    m = L.simulate(sus, inputs=U)
+    m = L.sweep(sus, inputs=U)
     R, p = L.link_pose(sus, m, "knuckle")
     X0, X = np.asarray(sus.initial()), np.asarray(m.coords)
     for name in ("LB", "UB", "TO", "W", "WS"):
@@ -159,7 +159,7 @@ def test_link_pose_carries_every_point_of_the_link_and_the_delta_platform_only_t
     # the delta's parallelograms keep the platform's orientation: R = I along any path
     delta = dm.examples.delta()
     t = np.linspace(0.0, 2 * np.pi, 41)
-    md = L.simulate(delta, inputs=np.c_[0.3 * np.sin(t), 0.3 * np.sin(t + 2.0), 0.3 * np.sin(2 * t)])
+    md = L.sweep(delta, inputs=np.c_[0.3 * np.sin(t), 0.3 * np.sin(t + 2.0), 0.3 * np.sin(2 * t)])
     Rd, pd = L.link_pose(delta, md, "platform")
     assert np.max(np.abs(np.asarray(Rd) - np.eye(3))) <= 1e-10
     T0 = np.asarray(delta.initial())[delta.joint("T")]  # the platform's centre: p is its displacement
@@ -277,7 +277,7 @@ def test_motion_rates_and_joint_forces_take_a_motion_with_several_inputs():
     # differences; joint_forces takes the motion (its configurations)
     lk = dm.examples.five_bar()
     U = np.array([[0.0, 0.0], [0.2, -0.1], [-0.15, 0.25]])
-    m = L.simulate(lk, inputs=U)
+    m = L.sweep(lk, inputs=U)
     w = np.array([0.7, -1.3])
     vel, _ = L.motion_rates(lk, m, w)
     h = 1e-6

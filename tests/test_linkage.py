@@ -30,7 +30,7 @@ class _Motions:
     def __getitem__(self, name):
         if name not in self._cache:
             lk = getattr(dm.examples, name)()
-            self._cache[name] = (lk, L.simulate(lk))
+            self._cache[name] = (lk, L.sweep(lk))
         return self._cache[name]
 
 
@@ -84,7 +84,7 @@ def test_counts_match_the_paper():
         assert c["paper_unknowns"] == n, (name, c)
         assert c["equations"] == c["unknowns"]
         m = L.mobility(lk)
-        assert m["mobility"] == 1 and m["rank_x"] == c["unknowns"], (name, m)
+        assert m.dof == 1 and m.rank_x == c["unknowns"], (name, m)
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -138,7 +138,7 @@ def test_input_is_applied_exactly(motions, name):
 
 def test_fourbar_matches_the_fourbar_module():
     lk = dm.examples.fourbar()
-    m = L.simulate(lk, steps=180)
+    m = L.sweep(lk, steps=180)
     fb = dm.FourBar(lengths=(0.12, 0.25, 0.26, 0.30))
     s = dm.fourbar.sweep(fb, m.inputs)
     assert bool(jnp.all(m.converged)) and bool(jnp.all(s.converged))
@@ -233,7 +233,7 @@ def test_gradient_of_tracer_path_wrt_initial_coordinates(name, tracer):
 
     @jax.jit
     def loss(coords):
-        m = L.simulate_functional(eqx.tree_at(lambda l: l.coords, lk, coords), inputs, branch=False, condition=False)
+        m = L.sweep_functional(eqx.tree_at(lambda l: l.coords, lk, coords), inputs, branch=False, condition=False)
         p = m.coords[:, j, : lk.dim]
         return jnp.sum(jnp.where(m.converged[:, None], p * jnp.arange(1.0, lk.dim + 1.0), 0.0))
 
@@ -265,13 +265,11 @@ def test_vmap_over_designs_equals_single_runs():
     )
     inputs = L.default_inputs(lk, steps=40)
     f = eqx.filter_jit(
-        eqx.filter_vmap(
-            lambda c: L.simulate_functional(eqx.tree_at(lambda l: l.coords, lk, c), inputs, condition=False)
-        )
+        eqx.filter_vmap(lambda c: L.sweep_functional(eqx.tree_at(lambda l: l.coords, lk, c), inputs, condition=False))
     )
     mb = f(batch)
     for i in (0, 3):
-        mi = L.simulate(eqx.tree_at(lambda l: l.coords, lk, batch[i]), inputs=inputs, condition=False)
+        mi = L.sweep(eqx.tree_at(lambda l: l.coords, lk, batch[i]), inputs=inputs, condition=False)
         np.testing.assert_allclose(np.asarray(mb.coords[i]), np.asarray(mi.coords), atol=1e-12)
         assert bool(jnp.all(mb.converged[i] == mi.converged))
 
@@ -303,7 +301,7 @@ def slider_crank_spec(offset=0.0):
 
 def test_planar_prismatic_input_against_circle_intersection():
     lk = L.Linkage.from_dict(slider_crank_spec(0.05))
-    m = L.simulate(lk, steps=60, step=0.004)
+    m = L.sweep(lk, steps=60, step=0.004)
     s = np.asarray(m.inputs)
     B = np.stack([s, np.full_like(s, 0.05)], 1)  # along (b, −a) = (1, 0)
     D = np.array([0.1, 0.3])
@@ -324,7 +322,7 @@ def test_planar_prismatic_input_against_circle_intersection():
 def test_motion_limit_is_reported_and_the_branch_kept():
     # a double rocker (non-Grashof): the crank cannot turn fully; the open curve stops
     lk = L.Linkage.from_dict(DOUBLE_ROCKER)
-    m = L.simulate(lk)
+    m = L.sweep(lk)
     ok = np.asarray(m.converged)
     n = int(ok.sum())
     assert 0 < n < 180 and ok[:n].all() and not ok[n:].any()
@@ -369,14 +367,14 @@ def test_inputs_in_any_order_are_solved_on_the_initial_assembly(motions, name):
         err = np.abs(np.asarray(m.coords) - C)[conv]
         assert err.size == 0 or np.nanmax(err) <= 1e-9 * scale
 
-    agrees(L.simulate(lk, inputs=u), must_converge=True)
+    agrees(L.sweep(lk, inputs=u), must_converge=True)
     if name in ("theo_jansen", "stephenson2"):
         # in the order given: a motion limit met on the way masks what follows (marked, not wrong)
-        agrees(jax.jit(L.simulate_functional)(lk, jnp.asarray(u)), must_converge=not beyond.size)
+        agrees(jax.jit(L.sweep_functional)(lk, jnp.asarray(u)), must_converge=not beyond.size)
     if name == "theo_jansen":
         v = np.array([0.0, 1.6, 0.4, 2.6])
-        m = L.simulate(lk, inputs=v)
-        inorder = L.simulate(lk, inputs=np.sort(v))
+        m = L.sweep(lk, inputs=v)
+        inorder = L.sweep(lk, inputs=np.sort(v))
         assert bool(m.converged.all())
         expected = np.asarray(inorder.coords)[[0, 2, 1, 3]]
         np.testing.assert_allclose(np.asarray(m.coords), expected, rtol=0, atol=1e-9 * scale)
@@ -400,10 +398,10 @@ def test_eager_simulate_compiles_the_fallback_only_when_needed():
         eager = lambda: S._simulate_jit._cache_size() + S._plan_jit._cache_size()  # noqa: E731
         resume = lambda: S._resume_jit._cache_size() + S._plan_resume_jit._cache_size()  # noqa: E731
         before = eager(), resume()
-        m = L.simulate(lk, steps=steps)
+        m = L.sweep(lk, steps=steps)
         assert eager() - before[0] == 1, name
         assert resume() - before[1] == (1 if needed else 0), name
-        one = jax.jit(lambda lk_, u: L.simulate_functional(lk_, u))(lk, m.inputs)
+        one = jax.jit(lambda lk_, u: L.sweep_functional(lk_, u))(lk, m.inputs)
         np.testing.assert_array_equal(m.converged, one.converged)
         np.testing.assert_array_equal(m.status._value, one.status._value)
         ok = np.asarray(one.converged)
@@ -415,11 +413,11 @@ def test_eager_simulate_compiles_the_fallback_only_when_needed():
 def test_simulate_names_a_bad_range():
     lk = dm.examples.fourbar()
     with pytest.raises(ValueError, match=r"`steps` must be an integer ≥ 1; got 0"):
-        L.simulate(lk, steps=0)
+        L.sweep(lk, steps=0)
     with pytest.raises(ValueError, match="`step` must be one finite number; got nan"):
-        L.simulate(lk, steps=3, step=float("nan"))
+        L.sweep(lk, steps=3, step=float("nan"))
     with pytest.raises(ValueError, match=r"inputs must be a finite 1-D array; got shape \(2, 2\)"):
-        L.simulate(lk, inputs=np.zeros((2, 2)))
+        L.sweep(lk, inputs=np.zeros((2, 2)))
 
 
 # ------------------------------------------------------------------ files
@@ -508,14 +506,14 @@ def test_undetermined_configuration_is_an_error_with_its_rank():
     }
     lk = L.Linkage.from_dict(spec)
     with pytest.raises(L.LinkageError, match="closure Jacobian rank 1 of 2"):
-        L.simulate(lk)
+        L.sweep(lk)
 
 
 # ------------------------------------------------------------------ dynamics (issue 23)
 #
 # The bundled four-bar carries Bai et al.'s masses and inertias with the centres of mass
 # at the links' midpoints: exactly `dm.FourBar.seed_crank_rocker()`, whose reduced
-# Hamiltonian model (`fourbar.simulate`, tested against an absolute-coordinate model)
+# Hamiltonian model (`fourbar.simulate_dynamics`, tested against an absolute-coordinate model)
 # is the independent reference here.
 
 FB_SEED = dm.FourBar.seed_crank_rocker()
@@ -547,7 +545,7 @@ def test_generic_dynamics_equals_the_fourbar_model_over_five_seconds(driven):
     fdrive = dm.fourbar.Drive(torque=torque, damping=jnp.array([0.002, 0.0, 0.0, 0.0])) if driven else None
     sim = L.simulate_dynamics(lk, 0.0, 5.0, saveat=T5, drive=drive, rtol=1e-12, atol=1e-14)
     q0 = dm.fourbar.assemble(FB_SEED, 0.0)
-    ref_ = dm.fourbar.simulate(FB_SEED, q0, 0.0, 5.0, saveat=T5, drive=fdrive, rtol=1e-12, atol=1e-14)
+    ref_ = dm.fourbar.simulate_dynamics(FB_SEED, q0, 0.0, 5.0, saveat=T5, drive=fdrive, rtol=1e-12, atol=1e-14)
     assert bool(jnp.all(sim.converged)) and sim.result == RESULTS.successful
     assert float(jnp.max(jnp.abs(sim.u - ref_.theta_A))) <= 1e-9
     # every saved configuration closed to round-off; the joints where the four-bar puts them
@@ -640,7 +638,7 @@ def test_joint_forces_agree_with_the_multiplier_model_and_the_reduced_equation(n
     lk = getattr(dm.examples, name)()
     t = np.arange(50) / 50.0
     u, ud, udd = 2 * np.pi * t, np.full(50, 2 * np.pi), 3.0 * np.sin(2 * np.pi * t)
-    m = L.simulate(lk, inputs=u)
+    m = L.sweep(lk, inputs=u)
     jf = L.joint_forces(lk, m, ud, udd)  # along the motion: its configurations
     assert bool(jnp.all(jf.converged))
     ref_ = absolute.inverse(absolute.load(absolute._data_path(name)), t, u, ud, udd)
@@ -707,7 +705,7 @@ def test_static_loads_on_a_massless_linkage_equal_virtual_work():
     jf = L.joint_forces(massless, u, 0.0, 0.0)
 
     def conf(v):
-        return np.asarray(L.simulate(lk, inputs=np.concatenate([[0.0], v]), condition=False).coords[1:])
+        return np.asarray(L.sweep(lk, inputs=np.concatenate([[0.0], v]), condition=False).coords[1:])
 
     h = 1e-6
     Xp, Xm = conf(u + h), conf(u - h)
@@ -771,13 +769,13 @@ def test_prismatic_input_joint_forces_equal_virtual_work_and_lagrange():
     h, iC = 1e-7, lk.names.index("C")
 
     def conf(v):
-        return np.asarray(L.simulate(lk, inputs=np.concatenate([[0.0], v]), condition=False).coords[1:, iC, :2])
+        return np.asarray(L.sweep(lk, inputs=np.concatenate([[0.0], v]), condition=False).coords[1:, iC, :2])
 
     dC = (conf(u + h) - conf(u - h)) / (2 * h)
     np.testing.assert_allclose(f, -(dC @ np.array([2.0, -3.0])), rtol=0, atol=1e-7)
     ud, udd = np.full(6, 0.4), np.linspace(-1.0, 1.0, 6)
     jf = L.joint_forces(lk, u, ud, udd)
-    motion = L.simulate(lk, inputs=u, condition=False)
+    motion = L.sweep(lk, inputs=u, condition=False)
     for k in range(6):
         x = lk.state(motion.coords[k])
         M, dM = L.generalised_inertia(lk, x, u[k])
@@ -802,7 +800,7 @@ def test_planar_actuator_joint_forces_equal_virtual_work_and_lagrange():
     h, iC = 1e-6, lk.names.index("C")
 
     def conf(v):
-        return np.asarray(L.simulate(lk, inputs=np.concatenate([[0.0], v]), condition=False).coords[1:])
+        return np.asarray(L.sweep(lk, inputs=np.concatenate([[0.0], v]), condition=False).coords[1:])
 
     dC = (conf(u + h)[:, iC, :2] - conf(u - h)[:, iC, :2]) / (2 * h)
     np.testing.assert_allclose(static, -(dC @ np.array([2.0, -3.0])), rtol=1e-7)
@@ -873,7 +871,7 @@ def test_spherical_dynamics_keep_the_energy_and_match_a_finite_difference_kineti
     assert bool(jnp.all(sim.converged)) and float(jnp.max(jnp.abs(sim.u))) > 1.0  # it swings
     assert float(sim.energy_error) <= 1e-9 and float(jnp.max(sim.residual)) <= 1e-13
     u0, h = 0.3, 1e-6
-    X = np.asarray(L.simulate(lk, inputs=np.array([0.0, 0.15, u0 - h, u0, u0 + h]), condition=False).coords)
+    X = np.asarray(L.sweep(lk, inputs=np.array([0.0, 0.15, u0 - h, u0, u0 + h]), condition=False).coords)
     M, _ = L.generalised_inertia(lk, lk.state(jnp.asarray(X[3])), u0)
     C0 = np.asarray(lk.initial())
 
@@ -953,7 +951,7 @@ def test_spatial_dynamics_keep_the_energy_and_match_the_rods_kinetic_energy():
         return two_t, gravity, spring, applied
 
     def at(u0):
-        X = np.asarray(L.simulate(lk, inputs=np.array([0.0, u0 / 2, u0 - h, u0, u0 + h]), condition=False).coords)
+        X = np.asarray(L.sweep(lk, inputs=np.array([0.0, u0 / 2, u0 - h, u0, u0 + h]), condition=False).coords)
         return X[2:], (X[4] - X[2]) / (2 * h)
 
     # M(u) and V(u) at u = 0.05
@@ -995,7 +993,7 @@ def test_spherical_joint_forces_least_norm_with_three_redundant_constraints():
     h = 1e-6
 
     def conf(v):
-        return np.asarray(L.simulate(lk, inputs=np.concatenate([[0.0], v]), condition=False).coords[1:])
+        return np.asarray(L.sweep(lk, inputs=np.concatenate([[0.0], v]), condition=False).coords[1:])
 
     Xm, X0, Xp = conf(u - h), conf(u), conf(u + h)
     i = {n: lk.names.index(n) for n in ("J1", "J2", "J4", "J5")}
@@ -1060,7 +1058,7 @@ def test_spatial_joint_forces_match_the_rods_and_lagrange():
     ]
     lk = L.Linkage.from_dict(spec)
     u, ud, udd = np.linspace(0.0, 0.3, 6), np.full(6, 0.7), np.linspace(-1.0, 1.0, 6)
-    m = L.simulate(lk, inputs=u, condition=False)  # the program of conf below
+    m = L.sweep(lk, inputs=u, condition=False)  # the program of conf below
     jf = L.joint_forces(lk, m, ud, udd)  # along the motion: its configurations
     massless = eqx.tree_at(lambda k: (k.masses, k.inertias), lk, (0 * lk.masses, 0 * lk.inertias))
     static = L.joint_forces(massless, m, 0.0, 0.0)
@@ -1069,7 +1067,7 @@ def test_spatial_joint_forces_match_the_rods_and_lagrange():
     h = 1e-4
 
     def conf(v):
-        return np.asarray(L.simulate(lk, inputs=np.concatenate([[0.0], v]), condition=False).coords[1:])
+        return np.asarray(L.sweep(lk, inputs=np.concatenate([[0.0], v]), condition=False).coords[1:])
 
     Xm, X0, Xp = conf(u - h), conf(u), conf(u + h)
     i = {n: lk.names.index(n) for n in ("J6", "J7", "J8", "J11")}
@@ -1144,3 +1142,19 @@ def test_spatial_mass_properties_and_loads_bad_input_names_the_item(change, mess
     change(spec)
     with pytest.raises(L.LinkageError, match=message):
         L.Linkage.from_dict(spec)
+
+
+def test_former_names_warn_and_answer_as_the_new_ones(motions):
+    """For one version `linkage.simulate`, `simulate_functional` and a mobility read as a
+    dict still answer, each with a DeprecationWarning naming what replaces it."""
+    lk, m = motions["fourbar"]
+    with pytest.warns(DeprecationWarning, match=r"linkage\.simulate is now linkage\.sweep"):
+        old = L.simulate(lk)
+    np.testing.assert_array_equal(np.asarray(old.coords), np.asarray(m.coords))
+    assert L.simulate_functional.__doc__ and "linkage.sweep_functional" in L.simulate_functional.__doc__
+    mob = L.mobility(lk)
+    assert isinstance(mob, L.Mobility) and mob.dof == 1 and mob.redundant == 0
+    with pytest.warns(DeprecationWarning, match=r"read m\.dof"):
+        assert mob["mobility"] == 1
+    with pytest.raises(KeyError):
+        mob["nonsense"]

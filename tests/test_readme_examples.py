@@ -26,7 +26,7 @@ PAGES = [README, ROOT / "docs" / "getting-started.md"]
 # four-bars but is no four-bar test's; ungrouped)
 FAMILY = (
     ("shard.", None),
-    ("fourbar.simulate(", "fourbar_dynamics"),
+    ("fourbar.simulate_dynamics(", "fourbar_dynamics"),
     ("synthesis.", "synthesis"),
     ("parallel.", "parallel"),
     ("linkage.", "linkage"),

@@ -61,7 +61,7 @@ def _linkage_case(throw=False):
     # the spherical Watt-I of seed 003 stops at a motion limit after 49 of its 180 steps
     # (located independently of the core by test_linkage's reference)
     lk = dm.examples.spherical_watt1()
-    m = linkage.simulate(lk, throw=throw)
+    m = linkage.sweep(lk, throw=throw)
     return m, 49
 
 

@@ -55,12 +55,12 @@ def test_cassies_leg_loops_close_and_sweep_with_the_knee_as_pinocchio_says():
     push = np.array([0.0, 0.0, 300.0])
     spec["loads"] = [{"type": "force", "joint": "left-plantar-foot-joint", "link": "left-foot", "force": push.tolist()}]
     lk = L.Linkage.from_dict(spec)
-    assert lk.n_inputs == 10 and L.mobility(lk)["mobility"] == 10
+    assert lk.n_inputs == 10 and L.mobility(lk).dof == 10
     assert float(np.max(np.abs(L.residual(lk.x0(), lk.zero_input(), lk)))) <= 1e-14
     knee = np.linspace(0.0, -0.3, 61)  # continuation steps of 0.005 rad
     U = np.zeros((len(knee), 10))
     U[:, 3] = U[:, 8] = knee
-    m = L.simulate(lk, inputs=U)
+    m = L.sweep(lk, inputs=U)
     assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-12
     C = np.asarray(m.coords)
     for side in SIDES:

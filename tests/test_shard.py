@@ -53,7 +53,7 @@ def test_dynamic_simulations_on_one_and_four_devices(tmp_path):
         w0 = jnp.linspace(-3.0, 3.0, 11)
         def simulate(w):
             q0 = fbk.assemble(fb, 0.0)
-            tr = fbk.simulate(fb, q0, fbk.momentum(fb, q0, w), 0.5, saveat=jnp.linspace(0.0, 0.5, 6))
+            tr = fbk.simulate_dynamics(fb, q0, fbk.momentum(fb, q0, w), 0.5, saveat=jnp.linspace(0.0, 0.5, 6))
             return tr.theta_A
         res = {{f"th{{d}}": shard.run(simulate, w0, devices=d, per_device=2) for d in (1, 4)}}
         res["th_ref"] = np.stack([np.asarray(simulate(w)) for w in w0[::5]])
@@ -267,7 +267,7 @@ def test_linkage_sweeps_wrench_solves_and_multistart_fits_on_one_and_four_device
         coords = six.coords[None] * (1 + 1e-3 * rng.normal(size=(6,) + six.coords.shape))
         u = jnp.linspace(0.0, 1.0, 20)
         def lk(c):
-            m = dm.linkage.simulate_functional(eqx.tree_at(lambda k: k.coords, six, c), u, condition=False)
+            m = dm.linkage.sweep_functional(eqx.tree_at(lambda k: k.coords, six, c), u, condition=False)
             return m.coords, m.converged
         mech = par.StewartPlatform()
         traj = par.stewart_spiral(mech, jnp.linspace(0.0, 2 * np.pi, 40))

@@ -36,7 +36,7 @@ def _spec(**changes):
 
 def test_crank_rocker_toggles_are_the_limit_positions():
     lk = examples.fourbar()
-    s = linkage.singularities(lk, linkage.simulate(lk))
+    s = linkage.singularities(lk, linkage.sweep(lk))
     assert s.outputs == ("rocker",)
     assert s.kinds == ("output", "output") and s.links == ("rocker", "rocker")
     expected = sorted(theta % (2 * np.pi) for _, theta in _limit_positions())
@@ -56,7 +56,7 @@ def test_rocker_driven_four_bar_stops_at_its_dead_centres(end):
     C0 = np.asarray(spec["joints"]["C"]["coords"])
     phi0 = np.arctan2(C0[1], C0[0] - D[0])
     dead = sorted(np.arctan2(C[1], C[0] - D[0]) - phi0 for C, _ in _limit_positions())
-    motion = linkage.simulate(lk, inputs=jnp.linspace(0.0, end, 61), throw=False)
+    motion = linkage.sweep(lk, inputs=jnp.linspace(0.0, end, 61), throw=False)
     assert not bool(motion.converged[-1])  # the sweep passes the rocker's reach: it stops
     s = linkage.singularities(lk, motion)
     assert s.events("input") == [("input", "", pytest.approx(dead[1] if end > 0 else dead[0], abs=1e-12))]
@@ -68,7 +68,7 @@ def test_parallelogram_change_point_where_all_links_line_up():
     joints["B"]["coords"], joints["C"]["coords"], joints["P"]["coords"] = [0.0, 0.1], [0.3, 0.1], [0.15, 0.1]
     links = {k: (v["joints"] if isinstance(v, dict) else v) for k, v in _spec()["links"].items()}
     lk = linkage.Linkage.from_dict(_spec(joints=joints, links=links))
-    s = linkage.singularities(lk, linkage.simulate(lk, inputs=jnp.linspace(0.0, 3.0, 91)))
+    s = linkage.singularities(lk, linkage.sweep(lk, inputs=jnp.linspace(0.0, 3.0, 91)))
     # crank 0.1 at 90° to start: its links are in line at crank angle 180°, input π/2
     assert s.events() == [("change", "", pytest.approx(np.pi / 2, abs=1e-12))]
 

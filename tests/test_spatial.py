@@ -56,7 +56,7 @@ def rssr_closed_form(thetas, C0=None, D=None):
 
 def test_rssr_rocker_follows_the_closed_form_input_output_equation():
     lk = dm.examples.rssr()
-    m = L.simulate(lk)  # the default: a full crank turn in 2° steps
+    m = L.sweep(lk)  # the default: a full crank turn in 2° steps
     assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
     _, C = rssr_closed_form(np.asarray(m.inputs))
     got = np.asarray(m.coords)[:, lk.joint("C")]
@@ -66,7 +66,7 @@ def test_rssr_rocker_follows_the_closed_form_input_output_equation():
     th = np.asarray(m.inputs)
     assert np.max(np.abs(B - np.c_[np.cos(th), np.sin(th), np.zeros_like(th)])) <= 1e-12
     # the mobility from the Jacobian's rank, and the round trip through the description
-    assert L.mobility(lk)["mobility"] == 1
+    assert L.mobility(lk).dof == 1
     back = L.Linkage.from_dict(lk.to_dict())
     assert back.names == lk.names and np.allclose(back.coords, lk.coords, atol=1e-15)
 
@@ -80,7 +80,7 @@ def test_rssr_design_gradient_matches_central_differences_of_the_closed_form():
 
     def phi_end(p):
         c = lk.coords.at[iC].add(p[:3]).at[jnp.array([iD, iDa])].add(p[3:])
-        m = L.simulate_functional(eqx.tree_at(lambda k: k.coords, lk, c), u)
+        m = L.sweep_functional(eqx.tree_at(lambda k: k.coords, lk, c), u)
         r0, r = c[iC] - c[iD], m.coords[-1, iC] - c[iD]
         perp = r0 - (r0 @ d) * d
         return jnp.arctan2(jnp.cross(d, perp) @ r, perp @ r)
@@ -127,7 +127,7 @@ def rssr_inertia(theta):
 def test_rssr_generalised_inertia_matches_the_closed_form_kinetic_energy():
     lk = dm.examples.rssr()
     u = jnp.linspace(0.0, 2 * np.pi, 7)[:-1]
-    m = L.simulate(lk, inputs=u)
+    m = L.sweep(lk, inputs=u)
     for i, th in enumerate(np.asarray(u)):
         M, _ = L.generalised_inertia(lk, lk.state(m.coords[i]), th)
         want = rssr_inertia(th)
@@ -202,8 +202,8 @@ def test_bennett_moves_as_bennetts_closed_form_says_though_kutzbach_counts_minus
     # the moving joint J3 and its axis point (6 unknowns); each moving link's 5 equations
     # (two fixed points: one freedom each); 3 redundant by Kutzbach's count, 1 because both
     # links hold J3's axis point at its distance
-    assert (mob["mobility"], mob["redundant"], lk.counts()["equations"], lk.counts()["unknowns"]) == (1, 4, 10, 6)
-    m = L.simulate(lk)  # a full turn of the crank
+    assert (mob.dof, mob.redundant, lk.counts()["equations"], lk.counts()["unknowns"]) == (1, 4, 10, 6)
+    m = L.sweep(lk)  # a full turn of the crank
     assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
     bennett_relation_holds(lk, m.coords, 1.2 + np.asarray(m.inputs))  # the file's crank angle plus the input
     # the implicit derivative through the over-constrained closure: dθ2/du against
@@ -211,7 +211,7 @@ def test_bennett_moves_as_bennetts_closed_form_says_though_kutzbach_counts_minus
     i1, i2, i3, a2 = (lk.joint(n) for n in ("J2", "J1", "J3", "J2.axis"))
 
     def theta2(u):
-        X = L.simulate_functional(lk, jnp.linspace(0.0, u, 8)).coords[-1]
+        X = L.sweep_functional(lk, jnp.linspace(0.0, u, 8)).coords[-1]
         x_in, x_out, zz = X[i1] - X[i2], X[i3] - X[i1], X[a2] - X[i1]
         return jnp.arctan2(jnp.cross(x_in, x_out) @ zz / jnp.linalg.norm(zz), x_in @ x_out)
 
@@ -233,11 +233,11 @@ def test_bennett_driven_at_a_joint_between_two_moving_links_keeps_bennetts_relat
     lk = L.Linkage.from_dict(spec)
     assert lk.to_dict()["input"] == spec["input"]
     # J2's and J3's axis points are each held by both their links: two redundant rows more
-    assert (L.mobility(lk)["mobility"], L.mobility(lk)["redundant"]) == (1, 5)
+    assert (L.mobility(lk).dof, L.mobility(lk).redundant) == (1, 5)
     h = 1e-4
     # 11 inputs, as notebook 10's path (its programs): five about 0.5 for the stencil
     u = np.array([0.0, 0.1, 0.2, 0.3, 0.4, 0.5 - 2 * h, 0.5 - h, 0.5, 0.5 + h, 0.5 + 2 * h, 1.0])
-    m = L.simulate(lk, inputs=u)
+    m = L.sweep(lk, inputs=u)
     assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
     bennett_relation_holds(lk, m.coords, 1.2 - u)
     links, g = spec["links"], np.array(spec["gravity"])
@@ -271,7 +271,7 @@ def test_a_bennett_design_off_its_condition_is_rigid_by_name_and_by_status():
     lk = dm.examples.bennett()
     a3 = lk.joint("J3.axis")
     bent = eqx.tree_at(lambda k: k.coords, lk, lk.coords.at[a3].add(0.01 * lk.coords[a3]))
-    m = L.simulate(bent, check=False)
+    m = L.sweep(bent, check=False)
     assert bool(np.asarray(m.converged)[0]) and not bool(np.asarray(m.converged)[1])
     assert bool(m.result == dm.closure.RESULTS.redundancy_lost), m.result
 
@@ -327,7 +327,7 @@ def test_spatial_joint_forces_drive_torque_is_the_closed_form_lagrangians():
     # the over-constrained Bennett linkage: its reactions are indeterminate (least norm,
     # three free), its motor torque is not: the reduced equation's, from M(u) and V(u)
     ben = dm.examples.bennett()
-    m = L.simulate(ben)  # the closure test's program: 180 inputs of 2°, every 30th checked
+    m = L.sweep(ben)  # the closure test's program: 180 inputs of 2°, every 30th checked
     jb = L.joint_forces(ben, m, w, alpha)  # along the motion: its configurations
     assert jb.redundancy == 3
     for i in range(0, 180, 30):
@@ -347,10 +347,10 @@ def test_double_wishbone_against_an_independent_absolute_coordinate_model():
 
     lk = dm.examples.double_wishbone()
     spec = json.loads(dm.examples.path("double_wishbone").read_text())
-    assert L.mobility(lk)["mobility"] == 2
+    assert L.mobility(lk).dof == 2
     n = 21
     U = np.c_[np.linspace(0.0, 0.25, n), np.linspace(0.0, 0.02, n)]  # bump and rack travel together
-    m = L.simulate(lk, inputs=U)
+    m = L.sweep(lk, inputs=U)
     assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
     want = ref.path(spec, U)
     for name in ("LB", "UB", "TO", "W", "WS"):
@@ -363,7 +363,7 @@ def test_double_wishbone_against_an_independent_absolute_coordinate_model():
 
     def toe(dz):
         k = eqx.tree_at(lambda k_: k_.coords, lk, lk.coords.at[ti, 2].add(dz))
-        X = L.simulate_functional(k, path).coords[-1]
+        X = L.sweep_functional(k, path).coords[-1]
         a = X[lk.joint("WS")] - X[lk.joint("W")]
         return jnp.arctan2(a[0], a[1])
 
@@ -386,8 +386,8 @@ def test_cardan_joint_output_follows_hookes_law():
     # the output yoke's axis stays perpendicular to the input's and to the output shaft:
     # e2 ∝ z2 × e1(φ1); its angle about z2 obeys tan φ2 = tan φ1 / cos β (Hooke)
     lk = dm.examples.cardan()
-    assert L.mobility(lk)["mobility"] == 1
-    m = L.simulate(lk)  # a full turn of the input shaft, 2° steps
+    assert L.mobility(lk).dof == 1
+    m = L.sweep(lk)  # a full turn of the input shaft, 2° steps
     assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
     X = np.asarray(m.coords)
     beta = np.radians(30.0)
@@ -421,7 +421,7 @@ def test_cardan_joint_forces_drive_torque_is_the_reduced_equations():
     # the universal joint transmits a force and the couple along its axes' normal; the
     # input torque from every shaft's Newton–Euler balance against M(u), V(u) (Lagrange)
     lk = dm.examples.cardan()
-    m = L.simulate(lk)  # the Hooke test's program; every 30th input checked
+    m = L.sweep(lk)  # the Hooke test's program; every 30th input checked
     w, alpha = 2.0, 0.5
     jf = L.joint_forces(lk, m, w, alpha)  # along the motion: its configurations
     assert bool(np.all(jf.converged)) and jf.redundancy == 3
@@ -466,7 +466,7 @@ def test_every_joints_reactions_do_no_work_on_the_motions_it_allows(name):
     # twists from the closure's rates (implicit differentiation), independent of the
     # Newton–Euler system the reactions come from.
     lk = getattr(dm.examples, name)()
-    m = L.simulate(lk)
+    m = L.sweep(lk)
     w, alpha = 2.0, 0.5
     jf = L.joint_forces(lk, m, w, alpha)  # the drive-torque test's program
     assert bool(np.all(jf.converged))
@@ -580,8 +580,8 @@ def test_rscr_follows_its_closure_condition_and_its_drive_torque_is_the_lagrangi
     # joint's reactions: no force along its axis, no couple about it) against the
     # reduced equation τ = M θ̈ + ½ M′ θ̇² + V′ of that closed form
     lk = dm.examples.rscr()
-    assert L.mobility(lk)["mobility"] == 1 and not lk.over_constrained
-    m = L.simulate(lk)  # a full crank turn
+    assert L.mobility(lk).dof == 1 and not lk.over_constrained
+    m = L.sweep(lk)  # a full crank turn
     assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
     for i in range(0, 180, 30):
         th = float(m.inputs[i])
@@ -648,7 +648,7 @@ def test_rscr_driven_by_its_cylindrical_joints_slide_or_turn_follows_the_closed_
         lk = L.Linkage.from_dict(spec)
         assert L.Linkage.from_dict(lk.to_dict()).topology == lk.topology
         u = np.linspace(0.0, top, 4)
-        m = L.simulate(lk, inputs=u)
+        m = L.sweep(lk, inputs=u)
         assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
         B = np.asarray(m.coords[:, lk.names.index("B")])
         theta = np.arctan2(B[:, 1], B[:, 0])
@@ -730,8 +730,8 @@ def test_spatial_prismatic_joint_slides_without_turning_and_drives_by_its_force(
     # crank-driven: the slider translates along its axis, by the root of |C + s e − B(θ)| = 2.5
     spec, e, C0 = slider_crank_spec()
     lk = L.Linkage.from_dict(spec)
-    assert L.mobility(lk)["mobility"] == 1
-    m = L.simulate(lk)
+    assert L.mobility(lk).dof == 1
+    m = L.sweep(lk)
     assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
     th = np.asarray(m.inputs)
     B = np.stack([np.cos(th), np.sin(th), 0 * th], axis=1)
@@ -748,7 +748,7 @@ def test_spatial_prismatic_joint_slides_without_turning_and_drives_by_its_force(
 
     def travel(dz):
         k = eqx.tree_at(lambda k_: k_.coords, lk, lk.coords.at[ax, 2].add(dz))
-        return L.simulate_functional(k, path).coords[-1, lk.names.index("C"), 0]
+        return L.sweep_functional(k, path).coords[-1, lk.names.index("C"), 0]
 
     def travel_ref(dz):
         e2 = ell * e + np.array([0.0, 0.0, dz])
@@ -767,7 +767,7 @@ def test_spatial_prismatic_joint_slides_without_turning_and_drives_by_its_force(
     spec, e, C0 = slider_crank_spec(driven="slider")
     lk = L.Linkage.from_dict(spec)
     u = np.linspace(0.0, -0.6, 7)
-    m = L.simulate(lk, inputs=u)
+    m = L.sweep(lk, inputs=u)
     assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
     th = np.unwrap(np.arctan2(m.coords[:, lk.names.index("B"), 1], m.coords[:, lk.names.index("B"), 0]))
     Cs = C0 + u[:, None] * e
@@ -790,9 +790,9 @@ def test_a_cylindrical_slider_turned_by_its_own_joint_is_a_second_input():
     spec, e, C0 = slider_crank_spec("C")
     spec["input"] = [spec["input"], {"type": "revolute", "joint": "P"}]
     lk = L.Linkage.from_dict(spec)
-    assert lk.n_inputs == 2 and L.mobility(lk)["mobility"] == 2
+    assert lk.n_inputs == 2 and L.mobility(lk).dof == 2
     U = np.stack([np.linspace(0.0, 0.8, 5), np.linspace(0.0, -0.6, 5)], axis=1)
-    m = L.simulate(lk, inputs=U)
+    m = L.sweep(lk, inputs=U)
     assert bool(np.all(m.converged)) and float(np.max(m.residual)) <= 1e-10
     P = np.array(spec["joints"]["P"]["coords"])
     for (u1, u2), X in zip(U, np.asarray(m.coords)):

@@ -175,11 +175,11 @@ def test_a_plans_simulation_equals_the_topologys_own_program(name, monkeypatch):
     lk = linkage(name)
     assert _plan.eligible(lk)
     path = _five_bar_path() if lk.n_inputs > 1 else None
-    got = L.simulate(lk, inputs=path)
+    got = L.sweep(lk, inputs=path)
     monkeypatch.setattr(_plan, "eligible", lambda lk: False)  # the topology's own programs
     monkeypatch.setattr(_plan, "_ARGUMENTS", Recent())  # (a linkage's plan is remembered with it)
     assert _plan.arguments(lk) is None  # so `simulate` takes the per-topology program
-    own = L.simulate(lk, inputs=path)
+    own = L.sweep(lk, inputs=path)
     assert got.names == own.names and got.coords.shape == own.coords.shape
     np.testing.assert_array_equal(np.asarray(got.converged), np.asarray(own.converged))
     np.testing.assert_array_equal(np.asarray(_simulate.code(got.status)), np.asarray(_simulate.code(own.status)))
@@ -232,7 +232,7 @@ def test_a_padded_state_keeps_the_linkages_own_equations_and_conditioning(monkey
     assert float(_linalg.condition_from_inverse(A, jnp.linalg.inv(A), own)) == 1.0
     assert float(_linalg.condition_from_inverse(A, jnp.linalg.inv(A))) == 4.0
     lk = dm.examples.theo_jansen()
-    exact = L.simulate(lk, steps=30)
+    exact = L.sweep(lk, steps=30)
     monkeypatch.setattr(_plan, "_N", (2, 4, 8, 12, 16))
     monkeypatch.setattr(_plan, "_EXACT", False)
     monkeypatch.setattr(_plan, "_ARGUMENTS", Recent())
@@ -240,7 +240,7 @@ def test_a_padded_state_keeps_the_linkages_own_equations_and_conditioning(monkey
     try:
         p = _plan.plan(lk)
         assert p.shape("slot") == (12,) and p.shape("g_dist") == (8, 2) and p.shape("steps") == (4, 8)
-        padded = L.simulate(lk, steps=30)
+        padded = L.sweep(lk, steps=30)
         # every form's rows in the linkage's own order (each dyad kind's forms: lines
         # carried, offsets, angles, units; the sphere's frames and carried elements),
         # the padding slots x itself
@@ -312,7 +312,7 @@ def _equal_to_sequential(lk, inputs, batch):
 
     @jax.jit
     def both(b):
-        fast = jax.vmap(lambda C: L.simulate_functional(design(C), inputs, condition=False))(b)
+        fast = jax.vmap(lambda C: L.sweep_functional(design(C), inputs, condition=False))(b)
         slow = jax.vmap(lambda C: _sequential(design(C), inputs))(b)
         states = jax.vmap(jax.vmap(lambda C, lk_: lk_.state(C), in_axes=(0, None)))(fast.coords, jax.vmap(design)(b))
         return fast, slow, states
@@ -412,7 +412,7 @@ def test_closed_form_design_gradients_match_central_differences(name, tracer):
 
     @jax.jit
     def loss(coords):
-        m = L.simulate_functional(eqx.tree_at(lambda l: l.coords, lk, coords), inputs, condition=False)
+        m = L.sweep_functional(eqx.tree_at(lambda l: l.coords, lk, coords), inputs, condition=False)
         return jnp.sum(jnp.where(m.converged[:, None], m.coords[:, j, :2] * jnp.array([1.0, 2.0]), 0.0))
 
     C = lk.coords

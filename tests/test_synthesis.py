@@ -50,7 +50,7 @@ def test_prescribed_timing_recovers_a_known_path_checked_by_core_and_linkage_mod
     path = tmp_path / "design.json"
     S.save_design(r, path)
     lk = dm.linkage.load(path)
-    m = dm.linkage.simulate(lk, inputs=np.asarray(r.inputs - r.inputs[0]))
+    m = dm.linkage.sweep(lk, inputs=np.asarray(r.inputs - r.inputs[0]))
     assert bool(jnp.all(m.converged))
     assert np.max(np.abs(np.asarray(m["P"])[:, :2] - t)) <= 1e-10 * _scale(t)
     # the loss history of the best start decreases to round-off
@@ -277,7 +277,7 @@ def test_cli_synthesize_writes_a_loadable_design_and_a_plot(tmp_path, capsys):
     assert (out / "synthesis.png").stat().st_size > 0
     lk = dm.linkage.load(out / "design.json")
     assert lk.names == ("A", "B", "C", "D", "P")
-    m = dm.linkage.simulate(lk, inputs=THETA - THETA[0])
+    m = dm.linkage.sweep(lk, inputs=THETA - THETA[0])
     assert bool(jnp.all(m.converged))
     assert np.max(np.abs(np.asarray(m["P"])[:, :2] - t)) <= 1e-10 * _scale(t)
     # bad input: a file with one column is refused with the reason, no traceback
@@ -296,15 +296,15 @@ def test_six_bar_synthesis_through_the_linkage_model():
 
     lk = dm.examples.stephenson2()
     u = np.linspace(0.0, 0.6, 10)
-    t = np.asarray(dm.linkage.simulate(lk, inputs=u, condition=False)["J8"])[:, :2]
+    t = np.asarray(dm.linkage.sweep(lk, inputs=u, condition=False)["J8"])[:, :2]
     rng = np.random.default_rng(3)
     lk0 = eqx.tree_at(lambda k: k.coords, lk, lk.coords * (1 + 0.01 * rng.normal(size=lk.coords.shape)))
     before = np.mean(
-        np.linalg.norm(np.asarray(dm.linkage.simulate(lk0, inputs=u, condition=False)["J8"])[:, :2] - t, axis=1)
+        np.linalg.norm(np.asarray(dm.linkage.sweep(lk0, inputs=u, condition=False)["J8"])[:, :2] - t, axis=1)
     )
     r = S.path_generation(t, "prescribed", crank_angles=u, mechanism=lk0, tracer="J8", starts=2, steps=100)
     assert isinstance(r.design, dm.Linkage)
-    m = dm.linkage.simulate(r.design, inputs=u)
+    m = dm.linkage.sweep(r.design, inputs=u)
     assert bool(jnp.all(m.converged))
     after = np.mean(np.linalg.norm(np.asarray(m["J8"])[:, :2] - t, axis=1))
     assert after == pytest.approx(r.error, rel=1e-6, abs=1e-12)
@@ -320,12 +320,12 @@ def test_linkage_synthesis_takes_a_description_with_mass_properties():
     lk = dm.examples.fourbar()
     assert lk.masses is not None
     u = np.linspace(0.0, 1.5, 8)
-    t = np.asarray(dm.linkage.simulate(lk, inputs=u, condition=False)["P"])[:, :2]
+    t = np.asarray(dm.linkage.sweep(lk, inputs=u, condition=False)["P"])[:, :2]
     rng = np.random.default_rng(0)
     lk0 = eqx.tree_at(lambda k: k.coords, lk, lk.coords * (1 + 0.01 * rng.normal(size=lk.coords.shape)))
-    before = np.mean(np.linalg.norm(np.asarray(dm.linkage.simulate(lk0, inputs=u)["P"])[:, :2] - t, axis=1))
+    before = np.mean(np.linalg.norm(np.asarray(dm.linkage.sweep(lk0, inputs=u)["P"])[:, :2] - t, axis=1))
     r = S.path_generation(t, "prescribed", crank_angles=u, mechanism=lk0, tracer="P", starts=2, steps=60)
-    m = dm.linkage.simulate(r.design, inputs=u)
+    m = dm.linkage.sweep(r.design, inputs=u)
     assert bool(jnp.all(m.converged)) and r.design.masses is not None
     after = np.mean(np.linalg.norm(np.asarray(m["P"])[:, :2] - t, axis=1))
     assert after == pytest.approx(r.error, rel=1e-6) and after < 1e-2 * before
@@ -390,7 +390,7 @@ def test_bounds_frame_phase_grashof_and_transmission_hold_on_the_returned_design
     path = tmp_path / "design.json"
     S.save_design(r, path)
     lk = dm.linkage.load(path)
-    m = dm.linkage.simulate(lk, inputs=np.linspace(0.0, THETA[-1] - THETA[0], 200))
+    m = dm.linkage.sweep(lk, inputs=np.linspace(0.0, THETA[-1] - THETA[0], 200))
     assert bool(np.all(m.converged))
     B, C, D = (np.asarray(m[k])[:, :2] for k in "BCD")
     b, c, e = np.linalg.norm(C - B, axis=1), np.linalg.norm(C - D, axis=1), np.linalg.norm(B - D, axis=1)

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.xdist_group("linkage")
 
 def test_fourbar_transmission_angle_is_the_law_of_cosines():
     lk = dm.examples.fourbar()
-    m = L.simulate(lk, condition=False)
+    m = L.sweep(lk, condition=False)
     t = L.transmission(lk, m)
     assert t.groups == ("1. RRR at C",)
     C0 = np.asarray(lk.coords)
@@ -37,7 +37,7 @@ def test_fourbar_transmission_angle_is_the_law_of_cosines():
 
 def test_spherical_and_jansen_dyads_and_bad_input():
     lk = dm.examples.spherical_watt1()
-    m = L.simulate(lk, condition=False)
+    m = L.sweep(lk, condition=False)
     t = L.transmission(lk, m)
     assert t.groups == ("1. RRR at J4", "2. RRR at J7")
     X = np.asarray(m.coords)
@@ -58,4 +58,4 @@ def test_spherical_and_jansen_dyads_and_bad_input():
     with pytest.raises(ValueError, match="not a motion of"):
         L.transmission(jansen, m)  # the Watt-I's
     with pytest.raises(ValueError, match="not a motion of"):
-        L.transmission(jansen, L.simulate(dm.examples.fourbar(), steps=4))
+        L.transmission(jansen, L.sweep(dm.examples.fourbar(), steps=4))

@@ -18,6 +18,7 @@ from ._dynamics import (
     project as project,
     sigma as sigma,
     simulate as simulate,
+    simulate_dynamics as simulate_dynamics,
     tangent as tangent,
 )
 from ._kinematics import (

@@ -39,6 +39,7 @@ from .._validate import (
     check_trailing,
     check_type,
     is_traced,
+    renamed,
 )
 from .._xla import eager_program, filter_jit, host_array
 from . import _kinematics as _k
@@ -358,7 +359,7 @@ def project(fb: FourBar, q0) -> Float[Array, "6"]:
 _MODES = ("minimal", "lie", "paper")
 
 
-def simulate(
+def simulate_dynamics(
     fb: FourBar,
     q0,
     Pi0,
@@ -415,38 +416,43 @@ def simulate(
     `max_steps`: the integrator's step budget (Diffrax's `max_steps`).
     """
     if mode not in _MODES:
-        raise ValueError(f"fourbar.simulate: `mode` must be one of {_MODES}; got {mode!r}")
+        raise ValueError(f"fourbar.simulate_dynamics: `mode` must be one of {_MODES}; got {mode!r}")
     if isinstance(solver, str):
         if solver not in _SOLVERS:
             raise ValueError(
-                f"fourbar.simulate: `solver` must be a Diffrax adaptive solver or one of {sorted(_SOLVERS)}; "
+                f"fourbar.simulate_dynamics: `solver` must be a Diffrax adaptive solver or one of {sorted(_SOLVERS)}; "
                 f"got {solver!r}"
             )
         solver = _SOLVERS[solver]()
     elif not isinstance(solver, diffrax.AbstractAdaptiveSolver):
         raise ValueError(
-            f"fourbar.simulate: `solver` must be a Diffrax adaptive solver (its step size is controlled at "
+            f"fourbar.simulate_dynamics: `solver` must be a Diffrax adaptive solver (its step size is controlled at "
             f"rtol, atol), e.g. diffrax.Dopri8(), or one of {sorted(_SOLVERS)}; got {solver!r}"
         )
-    check_type("fourbar.simulate", "drive", drive, (Drive, type(None)), "a fourbar.Drive or None")
+    check_type("fourbar.simulate_dynamics", "drive", drive, (Drive, type(None)), "a fourbar.Drive or None")
     adjoints = (diffrax.AbstractAdjoint, type(None))
-    check_type("fourbar.simulate", "adjoint", adjoint, adjoints, "a Diffrax adjoint or None")
+    check_type("fourbar.simulate_dynamics", "adjoint", adjoint, adjoints, "a Diffrax adjoint or None")
     for name, v in (("t0", t0), ("t1", t1)):
         if np.ndim(v) != 0:
-            raise ValueError(f"fourbar.simulate: `{name}` must be one time (s); got shape {np.shape(v)}")
+            raise ValueError(f"fourbar.simulate_dynamics: `{name}` must be one time (s); got shape {np.shape(v)}")
     if np.shape(q0) != (6,):
         raise ValueError(
-            f"fourbar.simulate: `q0` must hold the 6 attitude components (qA, qB, qD); got shape {np.shape(q0)}"
+            f"fourbar.simulate_dynamics: `q0` must hold the 6 attitude components (qA, qB, qD); "
+            f"got shape {np.shape(q0)}"
         )
     if not is_traced(q0) and not np.any(np.asarray(q0, dtype=float)[:2]):
-        raise ValueError(f"fourbar.simulate: `q0` needs a non-zero qA (its crank angle); got {np.asarray(q0).tolist()}")
+        raise ValueError(
+            f"fourbar.simulate_dynamics: `q0` needs a non-zero qA (its crank angle); got {np.asarray(q0).tolist()}"
+        )
     if np.shape(Pi0) != ():
-        raise ValueError(f"fourbar.simulate: `Pi0` must be a scalar (the crank momentum Π1); got shape {np.shape(Pi0)}")
-    check_integration("fourbar.simulate", {"q0": q0, "Pi0": Pi0}, t0, t1, saveat, max_steps)
+        raise ValueError(
+            f"fourbar.simulate_dynamics: `Pi0` must be a scalar (the crank momentum Π1); got shape {np.shape(Pi0)}"
+        )
+    check_integration("fourbar.simulate_dynamics", {"q0": q0, "Pi0": Pi0}, t0, t1, saveat, max_steps)
     if not is_traced(t1, t0) and not float(t1) > float(t0):
-        raise ValueError(f"fourbar.simulate: need t1 > t0; got t0={t0}, t1={t1}")
+        raise ValueError(f"fourbar.simulate_dynamics: need t1 > t0; got t0={t0}, t1={t1}")
     if not is_traced(rtol, atol) and not (rtol > 0 and atol > 0):
-        raise ValueError(f"fourbar.simulate: `rtol` and `atol` must be positive; got {rtol}, {atol}")
+        raise ValueError(f"fourbar.simulate_dynamics: `rtol` and `atol` must be positive; got {rtol}, {atol}")
     dt = fb.lengths.dtype
     xp = array_module(q0, Pi0, t0, t1, saveat, rtol, atol)
     ts = xp.linspace(t0, t1, 501, dtype=dt) if saveat is None else xp.asarray(saveat, dtype=dt)
@@ -470,7 +476,7 @@ def simulate(
         linearised,
         max_steps,
     )
-    return finish(out, throw, "fourbar.simulate")
+    return finish(out, throw, "fourbar.simulate_dynamics")
 
 
 @filter_jit
@@ -540,3 +546,8 @@ def _simulate(fb, q0, Pi0, t0, t1, ts, rtol, atol, drive, adjoint, mode, solver,
         solver_result=sol.result,
         num_steps=sol.stats["num_accepted_steps"],
     )
+
+
+# the former name (one version): integrating the equations of motion in time is
+# `simulate_dynamics` in every family
+simulate = renamed(simulate_dynamics, "fourbar.simulate", "fourbar.simulate_dynamics")

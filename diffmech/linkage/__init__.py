@@ -33,6 +33,7 @@ from ._model import Linkage as Linkage, residual as residual
 from ._schema import GEOMETRIES as GEOMETRIES, LinkageError as LinkageError
 from ._sdf import from_sdf as from_sdf
 from ._simulate import (
+    Mobility as Mobility,
     Motion as Motion,
     check_initial as check_initial,
     default_inputs as default_inputs,
@@ -43,6 +44,8 @@ from ._simulate import (
     simulate as simulate,
     simulate_functional as simulate_functional,
     solve as solve,
+    sweep as sweep,
+    sweep_functional as sweep_functional,
 )
 from ._singular import Singularities as Singularities, singularities as singularities
 from ._structure import Group as Group, Structure as Structure, structure as structure

@@ -43,7 +43,7 @@ from .._xla import filter_jit, jit
 from . import _simulate, _structure
 from ._joints import KINDS
 from ._model import Linkage, assemble_coords, carry_tracers, prepare, rigidity_rows
-from ._simulate import Motion, check_motion, path_rows, simulate_functional, widths
+from ._simulate import Motion, check_motion, path_rows, sweep_functional, widths
 
 # samples per chunk of the Monte Carlo (antithetic pairs: half of them drawn). A
 # linkage's sweeps run best 64 at a time on the CPU, a four-bar's in the hundreds
@@ -231,7 +231,7 @@ def _output_rows(prob: _Problem, coords):
 
 
 def _linkage_values(prob: _Problem, d):
-    m = simulate_functional(_perturbed(prob, d), prob.inputs, condition=False)
+    m = sweep_functional(_perturbed(prob, d), prob.inputs, condition=False)
     return _output_rows(prob, m.coords), m.converged
 
 
@@ -492,19 +492,19 @@ def sensitivity(design, motion, outputs=None, *, point=None) -> Sensitivity:
     - `design`: a `Linkage` (dimensions: its description's coordinates, see the
       module) or a `FourBar` (its lengths l1–l4, and with `point` the coupler point's
       p_x, p_y);
-    - `motion`: a `Motion` from `linkage.simulate` (its inputs), or the inputs as
-      `simulate` takes them (a `fourbar.Sweep` or crank angles for a four-bar);
+    - `motion`: a `Motion` from `linkage.sweep` (its inputs), or the inputs as
+      `sweep` takes them (a `fourbar.Sweep` or crank angles for a four-bar);
     - `outputs`: joint or tracer names (default: the linkage's tracers, else every
       joint; a four-bar's `"B"`, `"C"` and, with `point`, `"P"`: default `"P"`, else
       `"C"`);
     - `point`: a four-bar's coupler point `(p_x, p_y)` in the coupler frame.
 
     **Returns:** a `Sensitivity`. Eager only (it validates its arguments; inside a
-    transformation use `jax.jacfwd` of `linkage.simulate_functional`).
+    transformation use `jax.jacfwd` of `linkage.sweep_functional`).
     """
     owner = "linkage.sensitivity"
     if is_traced(motion, design):
-        raise ValueError(f"{owner}: eager only; inside a transformation differentiate simulate_functional")
+        raise ValueError(f"{owner}: eager only; inside a transformation differentiate sweep_functional")
     prob, take = _problem(owner, design, motion, outputs, point)
     values, J, ok = _sensitivity_program(prob)
     values, J, ok, inputs = _put_back(take, values, J, ok, prob.inputs)
@@ -665,12 +665,12 @@ def transmission(lk: Linkage, motion) -> Transmission:
     """The transmission angle of every dyad of a planar or spherical linkage along a
     motion (see `Transmission`), its minimum and where it occurs.
 
-    **Arguments:** `lk`: the linkage; `motion`: a `Motion` of it (`linkage.simulate`),
+    **Arguments:** `lk`: the linkage; `motion`: a `Motion` of it (`linkage.sweep`),
     or inputs, simulated first.
 
     **Returns:** a `Transmission`.
     """
-    from ._simulate import simulate
+    from ._simulate import sweep
     from ._structure import analyse
 
     owner = "linkage.transmission"
@@ -681,7 +681,7 @@ def transmission(lk: Linkage, motion) -> Transmission:
             f"{owner}: {lk.name!r} is spatial; dyads (and their transmission angles) are planar or spherical"
         )
     if not isinstance(motion, Motion):
-        motion = simulate(lk, inputs=motion, condition=False)
+        motion = sweep(lk, inputs=motion, condition=False)
     else:
         check_motion(owner, lk, motion)
     kinds = ("RRR",) if lk.geometry == "spherical" else ("RRR", "RRP")

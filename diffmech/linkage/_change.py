@@ -1,7 +1,7 @@
 """Change points along a motion: where `[J_x J_u]` loses rank, two assembly branches
 meet and the motion may go on along either. The augmented systems that locate a
 singular configuration (shared with `linkage.singularities`), the screen and the
-certificate that `linkage.simulate` applies to every motion, and the two branches'
+certificate that `linkage.sweep` applies to every motion, and the two branches'
 tangents at a change point (to pass it on the branch the caller names).
 
 With the closure `Φ(x, u) = 0`, a change point `z* = (x*, u*)` is located by
@@ -135,7 +135,7 @@ def suspect(inputs, converged, condition, codes, switch, limit):
     sample's relative margin is below `_TINY`, an interval of either side of the path
     passes `screen`'s V test, or a side's first failure is a branch switch (`codes ==
     switch`) or a motion limit (`codes == limit`) approached linearly
-    (`linear_approach`). The path's rows are as `simulate` orders them: 0, the
+    (`linear_approach`). The path's rows are as `sweep` orders them: 0, the
     negative inputs descending, then the others ascending (the first positive row
     follows row 0 along its side); `inputs` `(N,)`."""
     t = jnp.abs(inputs)

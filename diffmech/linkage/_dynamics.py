@@ -65,7 +65,7 @@ from . import _schema
 from ._equations import normals, orthonormal
 from ._joints import KINDS, REACTION_UNKNOWNS
 from ._model import Linkage, joint_coords, prepare, prepared_residual
-from ._simulate import Motion, check_motion, joint_path, simulate_functional, widths
+from ._simulate import Motion, check_motion, joint_path, sweep_functional, widths
 
 
 def rod_mass_properties(
@@ -809,7 +809,7 @@ def _simulate_dynamics(lk, u0, udot0, t1, ts, drive, solver, rtol, atol, max_ste
     prep, body = prepare(lk), _inertial(lk)
     if released:
         # the configuration at the release input u0: continuation from the file's (input 0)
-        start = simulate_functional(lk, u0[None], condition=False)
+        start = sweep_functional(lk, u0[None], condition=False)
         x0, assembled = lk.state(start.coords[0]), start.converged[0]
     else:  # u0 = 0 (a concrete zero): the file's configuration, no continuation compiled
         x0, assembled = lk.x0(), jnp.asarray(True)
@@ -1381,13 +1381,13 @@ def joint_forces(lk: Linkage, u, udot=0.0, uddot=0.0, *, throw: bool = True) -> 
     **Arguments:** `lk`: the linkage; `u`, `udot`, `uddot`: the input's value, rate and
     acceleration (`(N,)` arrays or scalars, in the input's units; for `k` inputs `u`
     `(N, k)`, the rates scalars, `(k,)` or `(N, k)`); `u` may be a `Motion` of `lk` from
-    `simulate`: the forces along it, at its configurations (the branch it took, a
+    `sweep`: the forces along it, at its configurations (the branch it took, a
     change point it passed), without sweeping again; they are the motion's, held
     fixed: for a gradient with respect to the design, pass the inputs (or a motion
-    from `simulate_functional` of the same design); `throw`: raise if the closure fails at an input.
+    from `sweep_functional` of the same design); `throw`: raise if the closure fails at an input.
     """
     motion = None
-    if isinstance(u, Motion):  # a motion from simulate: its configurations, not a second sweep
+    if isinstance(u, Motion):  # a motion from sweep: its configurations, not a second sweep
         motion, u = check_motion("linkage.joint_forces", lk, u, "u"), u.inputs
     dt = lk.coords.dtype
     k = lk.n_inputs
@@ -1496,9 +1496,9 @@ def _drop_idle_spins(e, body: _Inertial):
 def _joint_forces_program(lk, u, udot, uddot, body, plan):
     """The joint forces along `u`: a `Motion` of `lk` (its configurations), or inputs,
     whose configurations come from a sweep from the initial one (input 0:
-    `simulate_functional` starts there)."""
+    `sweep_functional` starts there)."""
     prep = prepare(lk)
-    motion = u if isinstance(u, Motion) else simulate_functional(lk, u, condition=False)
+    motion = u if isinstance(u, Motion) else sweep_functional(lk, u, condition=False)
     u = motion.inputs
     planar = plan.width == 3
 

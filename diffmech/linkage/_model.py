@@ -409,9 +409,9 @@ class Linkage(eqx.Module):
       `input_link` (static, −1 for an actuator), `input_joints` (static: the pivot or
       slider joint with the ground, or the actuator's two joints): the first input;
     - `more_inputs` (static): the second, third, … inputs, `(kind, link, joints)`
-      each (`n_inputs` counts them all; `simulate` then takes `(N, k)` inputs);
+      each (`n_inputs` counts them all; `sweep` then takes `(N, k)` inputs);
     - `geometry`, `name` (static); `steps`, `step` (static): the default range of
-      `simulate` (the seed's: 180 steps of 2°, or 0.01 length units).
+      `sweep` (the seed's: 180 steps of 2°, or 0.01 length units).
 
     Build one with `Linkage.from_dict`, load a JSON or TOML file (`load`), or take a
     bundled example (`diffmech.examples`). Construction validates the description and
@@ -664,7 +664,7 @@ class Linkage(eqx.Module):
 
     @property
     def n_inputs(self) -> int:
-        """How many inputs drive the linkage (`k`: `simulate` takes `(N, k)` inputs when
+        """How many inputs drive the linkage (`k`: `sweep` takes `(N, k)` inputs when
         it is more than one)."""
         return 1 + len(self.more_inputs)
 

@@ -4,6 +4,7 @@ the implicit function theorem."""
 
 import dataclasses
 import math
+import warnings
 from typing import ClassVar, Literal
 
 import equinox as eqx
@@ -23,6 +24,7 @@ from .._validate import (
     check_scalar,
     check_shape,
     is_traced,
+    renamed,
 )
 from .._xla import eager_program, filter_jit, host_array, jit, pad_rows, size_class
 from . import _change, _plan, _structure
@@ -210,7 +212,7 @@ def _default_inputs_device(lk, steps, step) -> tuple[Array, int]:
     if out is None:
         host = _default_inputs(lk, steps, step)
         if host.size < 1 or not np.all(np.isfinite(host)):
-            raise ValueError(f"linkage.simulate: steps and step must give a finite, non-empty range; got {key[:2]}")
+            raise ValueError(f"linkage.sweep: steps and step must give a finite, non-empty range; got {key[:2]}")
         n = host.shape[0]
         out = _DEFAULTS[key] = (jax.device_put(pad_rows(host, size_class(n, _LENGTHS))), n)
         while len(_DEFAULTS) > 32:
@@ -234,7 +236,7 @@ def _default_inputs(lk, steps, step) -> np.ndarray:
     return np.arange(steps, dtype=dtype) * np.asarray(step, dtype)
 
 
-def simulate_functional(
+def sweep_functional(
     lk: Linkage,
     inputs: Float[Array, " N"],
     *,
@@ -252,16 +254,16 @@ def simulate_functional(
     initial coordinates (implicit function theorem at every input). The inputs are
     followed as a path, in the order given, from the initial configuration (input 0):
     each solution is the configuration continuation along that path reaches (long
-    steps are taken in substeps), or is marked. `simulate` sorts the inputs first;
+    steps are taken in substeps), or is marked. `sweep` sorts the inputs first;
     here, inside a transformation, give them in the order of motion (out of order they
     are still solved right, more slowly, and a motion limit met on the way masks every
     later input). With `branch`, the sign of the Jacobian's determinant is also
     checked: an input solved on another assembly mode fails (`branch_switch`).
     `fallback`: the core's (`diffmech.closure.Continuation()` by default, or
-    `Deferred()`). `throw`: as `simulate`.
+    `Deferred()`). `throw`: as `sweep`.
 
     **Arguments:** `lk`: the linkage (or a batch of designs under `vmap`); `inputs`
-    `(N,)`: input values in the units of `simulate`'s `step`;
+    `(N,)`: input values in the units of `sweep`'s `step`;
     `condition`: compute the closure Jacobian's condition number per input (NaN
     where False, or where an input did not converge).
 
@@ -270,7 +272,7 @@ def simulate_functional(
     # a list of numbers: an array argument of the program, not static ones
     path = np.asarray(inputs, dtype=np.dtype(lk.coords.dtype)) if isinstance(inputs, list | tuple) else inputs
     motion = _functional_jit(lk, path, branch, condition, fallback)
-    return finish(motion, throw, f"linkage {lk.name!r}: simulate")
+    return finish(motion, throw, f"linkage {lk.name!r}: sweep")
 
 
 # One program whether called eagerly (op by op, a sweep compiles hundreds of small
@@ -295,7 +297,7 @@ def _sweep_options(lk) -> dict:
 
 
 def _simulate(lk, inputs, branch, condition, fallback, probe, origin=False):
-    """`simulate_functional`, and with `probe` the residual's max-norm and the closure
+    """`sweep_functional`, and with `probe` the residual's max-norm and the closure
     Jacobian at the initial configuration (input 0) from the sweep's own corrector;
     also the core's `SweepSolution` (for `_resume_program`). With `origin`, the path
     starts at input 0 (the initial configuration's) before the first of `inputs`,
@@ -304,7 +306,7 @@ def _simulate(lk, inputs, branch, condition, fallback, probe, origin=False):
     want = (None,) if lk.n_inputs == 1 else (None, lk.n_inputs)
     if inputs.ndim != len(want) or inputs.shape[1:] != want[1:]:  # shapes are static, traced or not
         raise ValueError(
-            f"linkage.simulate: {lk.name!r} has {lk.n_inputs} input(s): `inputs` must be of shape "
+            f"linkage.sweep: {lk.name!r} has {lk.n_inputs} input(s): `inputs` must be of shape "
             + ("(N,)" if lk.n_inputs == 1 else f"(N, {lk.n_inputs})")
             + f"; got {inputs.shape}"
         )
@@ -530,7 +532,7 @@ _plan_jit = jit(_plan_program, static_argnames=("branch", "condition", "deferred
 _plan_resume_jit = jit(_plan_resume, static_argnames=("branch", "condition"), top_level=True)
 
 
-def simulate(
+def sweep(
     lk: Linkage,
     steps: int | None = None,
     step: float | None = None,
@@ -558,7 +560,7 @@ def simulate(
       each side of the initial configuration is continued from it on its own, so a
       motion limit on one side leaves the other; the motion's rows stay in the order
       given, and `result` is the first failure along either side's path);
-    - `branch`: keep the assembly branch (see `simulate_functional`);
+    - `branch`: keep the assembly branch (see `sweep_functional`);
     - `condition`: the closure Jacobian's 1-norm condition number per input (NaN
       where False);
     - `check`: verify the initial configuration first (`check`, eager only);
@@ -591,15 +593,15 @@ def simulate(
     """
     # validated with NumPy on the host: the only call into JAX is the compiled program
     if at_change not in AT_CHANGE:
-        raise ValueError(f"linkage.simulate: `at_change` must be one of {AT_CHANGE}; got {at_change!r}")
+        raise ValueError(f"linkage.sweep: `at_change` must be one of {AT_CHANGE}; got {at_change!r}")
     take, n_neg, n_default = None, 0, None
     if inputs is not None and (steps is not None or step is not None):
-        raise ValueError("linkage.simulate: give either `inputs` or `steps`/`step`, not both")
-    _check_range("linkage.simulate", steps, step)
+        raise ValueError("linkage.sweep: give either `inputs` or `steps`/`step`, not both")
+    _check_range("linkage.sweep", steps, step)
     k = lk.n_inputs
     if inputs is None and k > 1:
         raise ValueError(
-            f"linkage.simulate: {lk.name!r} has {k} inputs: give `inputs`, a path of shape (N, {k}) from the "
+            f"linkage.sweep: {lk.name!r} has {k} inputs: give `inputs`, a path of shape (N, {k}) from the "
             "initial configuration (all inputs 0)"
         )
     if inputs is None:
@@ -609,11 +611,11 @@ def simulate(
     elif is_traced(inputs):
         inputs = jnp.asarray(inputs, dtype=lk.coords.dtype)
     else:
-        inputs = as_floats("linkage.simulate", "inputs", inputs, np.dtype(lk.coords.dtype))
+        inputs = as_floats("linkage.sweep", "inputs", inputs, np.dtype(lk.coords.dtype))
         want = "1-D array" if k == 1 else f"array of shape (N, {k}) (one column per input)"
         shape_ok = inputs.ndim == (1 if k == 1 else 2) and inputs.shape[1:] in ((), (k,))
         if not shape_ok or inputs.size < 1 or not np.all(np.isfinite(inputs)):
-            raise ValueError(f"linkage.simulate: inputs must be a finite {want}; got shape {inputs.shape}")
+            raise ValueError(f"linkage.sweep: inputs must be a finite {want}; got shape {inputs.shape}")
         rows = path_rows(inputs) if k == 1 else None  # several inputs: followed as the path given
         if rows is not None:  # not a path from 0 in order: solve the sorted path, return the rows given
             inputs, take, n_neg = rows
@@ -643,7 +645,11 @@ def simulate(
         else:
             if eager:
                 motion, values, flags, sol = _cache.program(
-                    "simulate", _simulate_program, _simulate_jit, (kinematic(lk), padded), (branch, condition, True)
+                    "linkage_sweep",
+                    _simulate_program,
+                    _simulate_jit,
+                    (kinematic(lk), padded),
+                    (branch, condition, True),
                 )
             else:
                 motion, values, flags, sol = _simulate_program(lk, padded, branch, condition, False, origin=True)
@@ -695,7 +701,7 @@ def simulate(
         motion = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), motion, other)
     if take is not None:
         motion = _rows_jit(motion, take)
-    return finish(motion, throw, f"linkage {lk.name!r}: simulate")
+    return finish(motion, throw, f"linkage {lk.name!r}: sweep")
 
 
 _CHECKED = Recent()  # the linkages whose initial configuration was checked
@@ -705,7 +711,7 @@ AT_CHANGE = ("stop", "continue", "turn")
 def _change_points(lk: Linkage, motion: Motion, n_neg: int, at_change: str, branch: bool) -> Motion:
     """A path's motion (rows in path order from input 0; rows 1 … `n_neg` its negative
     side when it has two) with each side cut, or continued on the branch `at_change`
-    names, at the first certified change point (see `simulate`)."""
+    names, at the first certified change point (see `sweep`)."""
     U = np.asarray(motion.inputs, dtype=float)
     N = U.shape[0]
     sides = [np.arange(N)] if n_neg == 0 else [np.arange(n_neg + 1), np.r_[0, n_neg + 1 : N]]
@@ -825,7 +831,7 @@ def _continued(lk, motion, side, k, x, u, w, at_change, branch):
     if not bool(np.asarray(sol.converged)):
         return None
     restart = eqx.tree_at(lambda m: m.coords, lk, lk.full(sol.value, jnp.asarray(u_r, lk.coords.dtype)))
-    rest = simulate(restart, inputs=U[rows] - u_r, branch=branch, at_change=at_change)
+    rest = sweep(restart, inputs=U[rows] - u_r, branch=branch, at_change=at_change)
     fields = ("coords", "converged", "condition", "residual")
     return _set_rows(motion, rows, status=code(rest.status), **{f: getattr(rest, f) for f in fields})
 
@@ -862,19 +868,55 @@ def _initial_values(lk):
     return residual(x, u, lk), jax.jacfwd(residual)(x, u, lk), jax.jacfwd(residual, argnums=1)(x, u, lk)
 
 
-def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: float = 1e-9) -> dict:
+@dataclasses.dataclass(frozen=True)
+class Mobility:
+    """A linkage's mobility at one configuration, from its closure Jacobian's rank
+    (plain NumPy values: an eager analysis; `parallel.Mobility` is a parallel
+    mechanism's, by reciprocal screws).
+
+    **Fields:**
+
+    - `dof`: `n + k − rank[∂Φ/∂x, ∂Φ/∂u]` (`k` inputs): `k` for a linkage its inputs
+      drive, less if locked;
+    - `rank`: of `[∂Φ/∂x, ∂Φ/∂u]`; `n_unknowns`: `n`;
+    - `redundant`: the equations beyond the rank (0 unless the linkage is
+      over-constrained, e.g. 4 for the Bennett 4R as described here, 10 equations of
+      rank 6);
+    - `rank_x`: `rank ∂Φ/∂x`, below `n` at a singular configuration (where the inputs
+      do not determine the rest); `sv_x`: the singular values of `∂Φ/∂x`.
+
+    Read as a dict (`m["mobility"]`, `m["rank"]`, …) for one version: the former
+    return value of `linkage.mobility` (deprecated).
+    """
+
+    dof: int
+    rank: int
+    n_unknowns: int
+    redundant: int
+    rank_x: int
+    sv_x: np.ndarray
+
+    def __getitem__(self, key: str):
+        field = {"mobility": "dof"}.get(key, key)
+        if field not in {f.name for f in dataclasses.fields(self)}:
+            raise KeyError(key)
+        warnings.warn(
+            f"linkage.mobility returns a Mobility: read m.{field}, not m[{key!r}] (it goes in the next version)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(self, field)
+
+
+def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: float = 1e-9) -> Mobility:
     """Degrees of freedom at a configuration from the Jacobian's rank (eager).
 
     **Arguments:** `lk`: the linkage; `x`: a state `(n,)` (default: the initial
     configuration) converged at input `u`; `rtol`: singular values below `rtol` times
     the largest count as zero.
 
-    **Returns:** a dict with `mobility` (`n + k − rank[∂Φ/∂x, ∂Φ/∂u]`, `k` inputs: `k`
-    for a linkage its inputs drive; less if locked), `rank` and `n_unknowns`, `redundant` (the
-    equations beyond the rank: 0 unless the linkage is over-constrained, e.g. 4 for
-    the Bennett 4R as described here, 10 equations of rank 6), `rank_x`
-    (`rank ∂Φ/∂x`: below `n` at a singular configuration, where the input does not
-    determine the rest) and the singular values `sv_x` of `∂Φ/∂x`.
+    **Returns:** a `Mobility` (`dof`, the ranks, the redundant equations, `∂Φ/∂x`'s
+    singular values).
     """
     check_scalar("linkage.mobility", "rtol", rtol, positive=True)
     if x is not None:
@@ -883,7 +925,15 @@ def mobility(lk: Linkage, x: Float[Array, " n"] | None = None, u=0.0, rtol: floa
     check_finite("linkage.mobility", {"coords": lk.coords, "x": x, "u": u})
     u = jnp.broadcast_to(jnp.asarray(u, dtype=lk.coords.dtype), lk.zero_input().shape)
     Jx, Ju = jacobians(x, u, kinematic(lk))
-    return rank_info(Jx, Ju, rtol)
+    info = rank_info(Jx, Ju, rtol)
+    return Mobility(
+        dof=info["mobility"],
+        rank=info["rank"],
+        n_unknowns=info["n_unknowns"],
+        redundant=info["redundant"],
+        rank_x=info["rank_x"],
+        sv_x=info["sv_x"],
+    )
 
 
 def _raise_if_bad_initial(lk, r, Jx, Ju=None, tol: float = 1e-10) -> None:
@@ -977,7 +1027,7 @@ def check_motion(owner: str, lk: Linkage, motion, name: str = "motion") -> Motio
     and its inputs' shape), else a `ValueError` from `owner` naming the argument
     `name`."""
     if not isinstance(motion, Motion):
-        raise ValueError(f"{owner}: `{name}` must be a Motion (from linkage.simulate); got {motion!r}")
+        raise ValueError(f"{owner}: `{name}` must be a Motion (from linkage.sweep); got {motion!r}")
     rows = lk.coords.shape  # every joint and tracer: the rows `lk.full` gives
     inputs = motion.coords.shape[:1] + ((lk.n_inputs,) if lk.n_inputs > 1 else ())
     joints = tuple(motion.names) == tuple(lk.names) and tuple(motion.widths) == tuple(widths(lk))
@@ -993,7 +1043,7 @@ def check_motion(owner: str, lk: Linkage, motion, name: str = "motion") -> Motio
 def motion_rates(lk: Linkage, motion: Motion, udot=1.0, uddot=0.0):
     """`rates` at every step of a `Motion` (rows of unconverged steps are NaN):
     velocities and accelerations `(N, J, 3)` of the linkage `lk` along its `motion`
-    (from `simulate`) for an input rate `udot` (and `uddot`): a number, one per input
+    (from `sweep`) for an input rate `udot` (and `uddot`): a number, one per input
     `(k,)`, or one per step (the inputs' shape, `(N,)` or `(N, k)`)."""
     check_motion("linkage.motion_rates", lk, motion)
     dt, shape = lk.coords.dtype, motion.inputs.shape
@@ -1018,3 +1068,9 @@ def _motion_rates(lk, motion, ud, udd):
     vel, acc = jax.vmap(one)(motion.inputs.astype(ud.dtype), motion.coords, ud, udd)
     ok = motion.converged[:, None, None]
     return jnp.where(ok, vel, jnp.nan), jnp.where(ok, acc, jnp.nan)
+
+
+# the former names (one version): the kinematic motion over a sequence of inputs is a
+# `sweep` in every family (the closure core's, the four-bar's, a linkage's)
+simulate = renamed(sweep, "linkage.simulate", "linkage.sweep")
+simulate_functional = renamed(sweep_functional, "linkage.simulate_functional", "linkage.sweep_functional")

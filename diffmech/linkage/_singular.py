@@ -40,7 +40,7 @@ from .. import _cache
 from .._validate import UnknownNameError
 from ._change import RANK, arm2, at_configuration, locate, turn_rate
 from ._model import Linkage, joint_coords, prepare, prepared_residual
-from ._simulate import Motion, check_motion, simulate
+from ._simulate import Motion, check_motion, sweep
 
 KINDS = ("input", "output", "change")
 
@@ -156,7 +156,7 @@ def singularities(lk: Linkage, motion, *, outputs=None, near: float = 0.05) -> S
 
     **Arguments:** `lk`: a planar or spherical linkage with one input (spatial: input
     singularities and change points only, no output links); `motion`: its `Motion`
-    (`linkage.simulate`), or inputs, simulated first; `outputs`: the output links
+    (`linkage.sweep`), or inputs, simulated first; `outputs`: the output links
     (moving links hinged to the ground; each one's angle about its pivot is an
     output), default every such link but the input's; `near`: a local minimum of the
     relative smallest singular value of `J_x` below this is searched for a dead centre.
@@ -174,7 +174,7 @@ def singularities(lk: Linkage, motion, *, outputs=None, near: float = 0.05) -> S
         raise ValueError(f"{owner}: output links (angles about a ground pivot) are planar or spherical")
     pivots = [] if lk.geometry == "spatial" else _output_pivots(lk, outputs)
     if not isinstance(motion, Motion):
-        motion = simulate(lk, inputs=motion, condition=False, throw=False)
+        motion = sweep(lk, inputs=motion, condition=False, throw=False)
     else:
         check_motion(owner, lk, motion)
     if jnp.ndim(motion.inputs) != 1:

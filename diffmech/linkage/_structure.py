@@ -83,7 +83,7 @@ class Structure:
     under-constrained there, or its group is larger than the search). `closed_form`:
     every group is solved from the structure (dyads in closed form, a larger planar
     group by a one-parameter search) and every input is a revolute or prismatic joint,
-    so `linkage.simulate` predicts every input at once and the closure residual
+    so `linkage.sweep` predicts every input at once and the closure residual
     certifies. `irreducible`: the groups that are not dyads. `print(s)` for a table;
     `s.plot()` draws the initial configuration with each group in its colour."""
 

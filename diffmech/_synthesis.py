@@ -35,7 +35,7 @@ from jaxtyping import Array, Bool, Float
 from . import _cache, _fit
 from ._geometry import attitude, rotation
 from ._progress import TextProgress
-from ._validate import as_floats, check_array, check_count, check_scalar
+from ._validate import as_floats, check_array, check_count, check_scalar, user_stacklevel
 from ._xla import eager_program, filter_jit, pad_rows, row, size_class
 from .fourbar import _kinematics as fbk
 from .fourbar._model import FourBar
@@ -1192,7 +1192,7 @@ def _clip_bounds(syn: Synthesis, world, who):
             f"{who}: no start reached the targets (relative error {syn.relative_error:.3g}); the best design is "
             f"pinned at its bounds on {pinned}: they may not let the mechanism reach the targets (widen them)",
             UserWarning,
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
     return eqx.tree_at(lambda s: s.design, syn, d)
 

@@ -5,9 +5,12 @@ the functional core reports problems through statuses instead.
 """
 
 import collections
+import os
+import sys
 import warnings
 from pathlib import Path
 
+import equinox as eqx
 import jax
 import jax.core
 import numpy as np
@@ -246,3 +249,18 @@ def renamed(f, old: str, new: str):
     alias.__module__ = f.__module__
     alias.__doc__ = f"The former name of `{new}` (deprecated: it goes in the next version)."
     return alias
+
+
+# this package's folder and Equinox's (a module's method is called through Equinox's
+# bound-method wrapper): the frames a warning skips to reach the user's line
+_LIBRARY = tuple(os.path.dirname(os.path.abspath(str(f))) + os.sep for f in (__file__, eqx.__file__))
+
+
+def user_stacklevel() -> int:
+    """`warnings.warn`'s `stacklevel`, for the function that warns, naming the first
+    frame outside this package (and Equinox's method wrappers): the user's call,
+    however many of the library's own layers lie between."""
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_LIBRARY):
+        frame, level = frame.f_back, level + 1
+    return level

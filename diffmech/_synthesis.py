@@ -1200,35 +1200,19 @@ def _clip_bounds(syn: Synthesis, world, who):
 # --------------------------------------------------------------------------- the three tasks
 
 
-def _path_generation(
-    who: str,
-    target_points,
-    timing: str = "free",
-    *,
-    crank_angles=None,
-    phase=None,
-    frame=None,
-    bounds=None,
-    cyclic_order: bool = False,
-    grashof: bool = False,
-    full_rotation: bool = False,
-    transmission=None,
-    mechanism: Linkage | None = None,
-    tracer: str | None = None,
-    starts: int = 32,
-    steps: int = 300,
-    screen: int = 0,
-    hops: int = 0,
-    atlas: int = 0,
-    seed: int = 0,
-    optimizer="lbfgs",
-    gtol: float = 1e-12,
-    tol: float = 1e-6,
-    margin: float = 0.02,
-    spread: float = 0.05,
-    progress: bool = False,
-) -> Synthesis:
-    """`path_generation`'s work, its errors naming `who` (the function the user called)."""
+def _path_generation(who: str, task: Path, c: Constraints, m: MultiStart) -> Synthesis:
+    """`path_generation`'s work for `task` under `c` by the search `m`, its errors naming `who`
+    (the function the user called)."""
+    target_points, crank_angles, phase, mechanism, tracer = (
+        task.target_points,
+        task.crank_angles,
+        task.phase,
+        task.mechanism,
+        task.tracer,
+    )
+    timing, cyclic_order = ("free", True) if task.timing == "cyclic" else (task.timing, False)
+    frame, bounds, atlas, spread = c.frame, c.bounds, m.atlas, m.spread
+    kw = _search_settings(task, c, m)
     if timing not in ("free", "prescribed"):
         raise ValueError(f"{who}: `timing` must be 'free' or 'prescribed'; got {timing!r}")
     t, centre, scale = _as_targets(target_points, who)
@@ -1246,9 +1230,9 @@ def _path_generation(
             f"{who}: `cyclic_order` orders free timing's crank angles; prescribed timing has its own order"
         )
     if mechanism is not None:
-        for name, v in (("starts", starts), ("steps", steps)):
-            check_count(who, name, v)
-        if screen or hops or atlas:
+        for name in ("starts", "steps"):
+            check_count(who, name, kw[name])
+        if kw["screen"] or kw["hops"] or atlas:
             raise ValueError(
                 f"{who}: `screen`, `hops` and `atlas` search four-bars; a `mechanism` is fitted from perturbed "
                 "copies of it (`starts`, `spread`)"
@@ -1261,14 +1245,14 @@ def _path_generation(
             tracer,
             timing,
             crank_angles,
-            starts,
-            steps,
-            seed,
-            optimizer,
-            gtol,
-            tol,
+            kw["starts"],
+            kw["steps"],
+            kw["seed"],
+            kw["optimizer"],
+            kw["gtol"],
+            kw["tol"],
             spread,
-            progress,
+            kw["progress"],
             who,
         )
     if crank_angles is None:
@@ -1289,47 +1273,18 @@ def _path_generation(
         phase=phase,
         frame=frame,
         bounds=bounds,
-        grashof=grashof,
-        full_rotation=full_rotation,
-        transmission=transmission,
-        starts=starts,
-        steps=steps,
-        seed=seed,
-        optimizer=optimizer,
-        gtol=gtol,
-        tol=tol,
-        margin=margin,
-        progress=progress,
         who=who,
-        screen=screen,
-        hops=hops,
+        **kw,
         atlas=atlas,
     )
     return _clip_bounds(syn, world, who)
 
 
-def _motion_generation(
-    who: str,
-    poses,
-    *,
-    cyclic_order: bool = False,
-    frame=None,
-    bounds=None,
-    grashof: bool = False,
-    full_rotation: bool = False,
-    transmission=None,
-    starts: int = 64,
-    steps: int = 400,
-    screen: int = 0,
-    hops: int = 0,
-    seed: int = 0,
-    optimizer="lbfgs",
-    gtol: float = 1e-12,
-    tol: float = 1e-6,
-    margin: float = 0.02,
-    progress: bool = False,
-) -> Synthesis:
-    """`motion_generation`'s work, its errors naming `who` (the function the user called)."""
+def _motion_generation(who: str, task: Motion, c: Constraints, m: MultiStart) -> Synthesis:
+    """`motion_generation`'s work for `task` under `c` by the search `m`, its errors naming `who`
+    (the function the user called)."""
+    poses, cyclic_order, frame, bounds = task.poses, task.timing == "cyclic", c.frame, c.bounds
+    kw = _search_settings(task, c, m)
     t, centre, scale = _as_targets(poses, who, "poses", 3)
     world, _ = _world_bounds(bounds, frame, who, tuple(_FIELDS))
     syn = _search(
@@ -1342,47 +1297,17 @@ def _motion_generation(
         phase=None,
         frame=frame,
         bounds=bounds,
-        grashof=grashof,
-        full_rotation=full_rotation,
-        transmission=transmission,
-        starts=starts,
-        steps=steps,
-        seed=seed,
-        optimizer=optimizer,
-        gtol=gtol,
-        tol=tol,
-        margin=margin,
-        progress=progress,
         who=who,
-        screen=screen,
-        hops=hops,
+        **kw,
     )
     return _clip_bounds(syn, world, who)
 
 
-def _function_generation(
-    who: str,
-    theta_in,
-    theta_out,
-    *,
-    offsets: bool = False,
-    ground: float = 1.0,
-    bounds=None,
-    grashof: bool = False,
-    full_rotation: bool = False,
-    transmission=None,
-    starts: int = 32,
-    steps: int = 600,
-    screen: int = 0,
-    hops: int = 0,
-    seed: int = 0,
-    optimizer="lbfgs",
-    gtol: float = 1e-12,
-    tol: float = 1e-6,
-    margin: float = 0.02,
-    progress: bool = False,
-) -> Synthesis:
-    """`function_generation`'s work, its errors naming `who` (the function the user called)."""
+def _function_generation(who: str, task: Function, c: Constraints, m: MultiStart) -> Synthesis:
+    """`function_generation`'s work for `task` under `c` by the search `m`, its errors naming `who`
+    (the function the user called)."""
+    theta_in, theta_out, offsets, ground, bounds = task.theta_in, task.theta_out, task.offsets, task.ground, c.bounds
+    kw = _search_settings(task, c, m)
     a = as_floats(who, "theta_in", theta_in)
     b = as_floats(who, "theta_out", theta_out)
     if a.ndim != 1 or a.shape[0] < 3 or not np.all(np.isfinite(a)):
@@ -1414,20 +1339,8 @@ def _function_generation(
         phase=None if offsets else 0.0,
         frame=None,
         bounds=bounds,
-        grashof=grashof,
-        full_rotation=full_rotation,
-        transmission=transmission,
-        starts=starts,
-        steps=steps,
-        seed=seed,
-        optimizer=optimizer,
-        gtol=gtol,
-        tol=tol,
-        margin=margin,
-        progress=progress,
         who=who,
-        screen=screen,
-        hops=hops,
+        **kw,
     )
     return _clip_bounds(syn, {"lengths": world["lengths"]}, who)
 
@@ -1532,34 +1445,7 @@ class Path(AbstractTask):
 
     def solve(self, constraints: Constraints, search: MultiStart, *, who: str = "synthesize") -> Synthesis:
         c, m = _parts(constraints, search, who)
-        cyclic = self.timing == "cyclic"
-        return _path_generation(
-            who,
-            self.target_points,
-            "free" if cyclic else self.timing,
-            crank_angles=self.crank_angles,
-            phase=self.phase,
-            frame=c.frame,
-            bounds=c.bounds,
-            cyclic_order=cyclic,
-            grashof=c.grashof,
-            full_rotation=c.full_rotation,
-            transmission=c.transmission,
-            mechanism=self.mechanism,
-            tracer=self.tracer,
-            starts=self.starts if m.starts is None else m.starts,
-            steps=self.steps if m.steps is None else m.steps,
-            screen=m.screen,
-            hops=m.hops,
-            atlas=m.atlas,
-            seed=m.seed,
-            optimizer=m.optimizer,
-            gtol=m.gtol,
-            tol=m.tol,
-            margin=c.margin,
-            spread=m.spread,
-            progress=m.progress,
-        )
+        return _path_generation(who, self, c, m)
 
 
 class Motion(AbstractTask):
@@ -1579,26 +1465,7 @@ class Motion(AbstractTask):
         c, m = _parts(constraints, search, who)
         if m.atlas:
             raise ValueError(f"{who}: `atlas` searches coupler curves for path generation; a Motion has none")
-        return _motion_generation(
-            who,
-            self.poses,
-            cyclic_order=self.timing == "cyclic",
-            frame=c.frame,
-            bounds=c.bounds,
-            grashof=c.grashof,
-            full_rotation=c.full_rotation,
-            transmission=c.transmission,
-            starts=self.starts if m.starts is None else m.starts,
-            steps=self.steps if m.steps is None else m.steps,
-            screen=m.screen,
-            hops=m.hops,
-            seed=m.seed,
-            optimizer=m.optimizer,
-            gtol=m.gtol,
-            tol=m.tol,
-            margin=c.margin,
-            progress=m.progress,
-        )
+        return _motion_generation(who, self, c, m)
 
 
 class Function(AbstractTask):
@@ -1620,27 +1487,27 @@ class Function(AbstractTask):
             raise ValueError(f"{who}: a Function's linkage has no frame to fix (its angles are measured from A→D)")
         if m.atlas:
             raise ValueError(f"{who}: `atlas` searches coupler curves for path generation; a Function has none")
-        return _function_generation(
-            who,
-            self.theta_in,
-            self.theta_out,
-            offsets=self.offsets,
-            ground=self.ground,
-            bounds=c.bounds,
-            grashof=c.grashof,
-            full_rotation=c.full_rotation,
-            transmission=c.transmission,
-            starts=self.starts if m.starts is None else m.starts,
-            steps=self.steps if m.steps is None else m.steps,
-            screen=m.screen,
-            hops=m.hops,
-            seed=m.seed,
-            optimizer=m.optimizer,
-            gtol=m.gtol,
-            tol=m.tol,
-            margin=c.margin,
-            progress=m.progress,
-        )
+        return _function_generation(who, self, c, m)
+
+
+def _search_settings(task: AbstractTask, c: Constraints, m: MultiStart) -> dict[str, Any]:
+    """The constraints and search settings every task passes to `_search` alike (the
+    task's own default starts and steps where the search leaves them to it)."""
+    return dict(
+        grashof=c.grashof,
+        full_rotation=c.full_rotation,
+        transmission=c.transmission,
+        margin=c.margin,
+        starts=task.starts if m.starts is None else m.starts,
+        steps=task.steps if m.steps is None else m.steps,
+        screen=m.screen,
+        hops=m.hops,
+        seed=m.seed,
+        optimizer=m.optimizer,
+        gtol=m.gtol,
+        tol=m.tol,
+        progress=m.progress,
+    )
 
 
 def _parts(constraints, search, who) -> tuple[Constraints, MultiStart]:

@@ -299,11 +299,7 @@ def _mismatch(c, prob, q, targets):
     def angular(d):  # 2(1 − cos d), written so that small errors keep their precision
         return 4 * jnp.sin(d / 2) ** 2
 
-    if prob.task == "path":
-        return jnp.sum((P - targets) ** 2, axis=-1)
-    if prob.task == "motion":
-        return jnp.sum((P - targets[..., :2]) ** 2, axis=-1) + angular(beta + c.gamma - targets[..., 2])
-    return angular(psi - (targets + c.gamma))
+    return _TASKS[prob.task].mismatch(c, P, beta, psi, targets, angular)
 
 
 def _over_targets(v, prob):
@@ -319,7 +315,7 @@ def _last(prob):
 def _thetas(c, prob):
     """The crank angle at each target (absolute, from the ground line); the padding's,
     the last target's."""
-    if prob.task == "function" or prob.timing == "prescribed":
+    if _TASKS[prob.task].inputs_given or prob.timing == "prescribed":
         return c.phase + prob.angles
     if prob.timing == "cyclic":
         steps = _TWO_PI * jax.nn.softmax(jnp.where(prob.weight > 0, c.gaps, -jnp.inf))
@@ -362,7 +358,7 @@ def _motion_order(theta, prob):
     function generation); for free timing, anticlockwise from the end of the largest
     angular gap (the part of the circle the motion need not cross). Returns the ordered
     angles and the permutation."""
-    if prob.task == "function" or prob.timing != "free":
+    if _TASKS[prob.task].inputs_given or prob.timing != "free":
         return theta, jnp.arange(theta.shape[0])
     w = jnp.mod(theta, _TWO_PI)
     order = jnp.argsort(w)
@@ -477,7 +473,7 @@ def _seed(c, prob, fixed, scales, angles):
     def place(cand):
         if "origin" in fixed:
             return cand
-        if prob.task == "function":
+        if not _TASKS[prob.task].placed:
             return cand
         q, gap = _configuration(eqx.tree_at(lambda m: m.origin, cand, jnp.zeros(2, dtype)), grid)
         curve = _to_world(
@@ -491,10 +487,10 @@ def _seed(c, prob, fixed, scales, angles):
     def with_phase(cand, ph):
         cand = eqx.tree_at(lambda m: m.phase, cand, ph)
         # function generation with offsets: the output offset that best fits this input offset
-        return _init_gamma(cand, prob) if (prob.task == "function" and prob.timing == "free") else cand
+        return _init_gamma(cand, prob) if (_TASKS[prob.task].inputs_given and prob.timing == "free") else cand
 
     def best_phase(cand):
-        if "phase" in fixed or not (prob.timing == "prescribed" or prob.task == "function"):
+        if "phase" in fixed or not (prob.timing == "prescribed" or _TASKS[prob.task].inputs_given):
             return cand
         errs = jax.vmap(lambda ph: error(with_phase(cand, ph)))(grid)
         return with_phase(cand, grid[jnp.argmin(jnp.where(jnp.isfinite(errs), errs, jnp.inf))])
@@ -535,13 +531,7 @@ def _init_gamma(c, prob):
     """Motion generation: the body's angle offset as the circular mean of the offsets at
     the crank angles nearest to the target positions; function generation: of the
     output's."""
-    if prob.task == "motion":
-        theta = _nearest(c, dataclasses.replace(prob, task="path", timing="free", targets=prob.targets[:, :2]))
-        _, beta, _ = _features(c, prob, _configuration(c, theta)[0])
-        d = prob.targets[:, 2] - beta
-    else:
-        _, _, psi = _features(c, prob, _configuration(c, _thetas(c, prob))[0])
-        d = prob.targets - psi
+    d = _TASKS[prob.task].angle_offsets(c, prob)
     mean = jnp.arctan2(_over_targets(jnp.sin(d), prob), _over_targets(jnp.cos(d), prob))
     return eqx.tree_at(lambda m: m.gamma, c, mean)
 
@@ -780,7 +770,8 @@ def _search(
     every constraint on each start; returns the best feasible design as a `Synthesis`."""
     if starts < 1 or steps < 1:
         raise ValueError(f"{who}: `starts` and `steps` must be ≥ 1; got {starts}, {steps}")
-    allowed = ("lengths", "phase") if task == "function" else tuple(_FIELDS)
+    kind = _TASKS[task]
+    allowed = kind.bounds_fields
     world, fixed = _world_bounds(bounds, frame, who, allowed)
     for name, flag in (("grashof", grashof), ("full_rotation", full_rotation)):
         if not isinstance(flag, (bool, np.bool_)):
@@ -794,7 +785,7 @@ def _search(
             f"{who}: `screen` must be 0 (no screen) or at least `starts` = {starts}: the fit starts from its "
             f"`starts` best candidates; got {screen}"
         )
-    if atlas and not (task == "path" and timing == "cyclic" and screen):
+    if atlas and not (kind.curves and timing == "cyclic" and screen):
         raise ValueError(
             f"{who}: `atlas` matches the closed curve through the targets in their order: it needs "
             f"`cyclic_order=True` and a `screen` (its candidates join the screen's); got atlas={atlas}"
@@ -810,12 +801,7 @@ def _search(
     transmission = _transmission(transmission, who)
     n = t.shape[0]
     dtype = jnp.asarray(0.0).dtype
-    if task == "path":
-        targets = (t - centre) / scale
-    elif task == "motion":
-        targets = np.c_[(t[:, :2] - centre) / scale, t[:, 2]]
-    else:
-        targets = t
+    targets = kind.normalised(t, centre, scale)
     lo, hi = _normalised_box(world, fixed, centre, scale, task)
     size = _size_class(n)
     prob = _Problem(
@@ -841,12 +827,12 @@ def _search(
         norm_fixed["angle"] = fixed["angle"]
     if "phase" in fixed:
         norm_fixed["phase"] = fixed["phase"]
-    fixed_names = tuple(sorted(set(norm_fixed) | ({"origin", "angle"} if task == "function" else set())))
+    fixed_names = tuple(sorted(set(norm_fixed) | (set() if kind.placed else {"origin", "angle"})))
     # a fixed pivot must be reached from where it is: the candidates' sizes span the distance
     dist = float(np.linalg.norm(norm_fixed["origin"])) if "origin" in norm_fixed else 0.0
     span = (np.log(0.25), np.log(2.0 * max(dist, 1.0))) if "origin" in norm_fixed else (0.0, 0.0)
-    with_gamma = task == "motion" or (task == "function" and timing == "free")  # function: `offsets`
-    cyclic = timing == "cyclic" and task != "function"
+    with_gamma = kind.has_gamma(timing)
+    cyclic = timing == "cyclic" and not kind.inputs_given
 
     def candidates(count, quasi, c=None):
         # quasi-random candidates draw their size (and turn); the few plain random starts
@@ -858,7 +844,7 @@ def _search(
             c = eqx.tree_at(
                 lambda m, k=key: getattr(m, k), c, jnp.broadcast_to(jnp.asarray(v, dtype), getattr(c, key).shape)
             )
-        if task == "function":
+        if not kind.placed:
             c = eqx.tree_at(
                 lambda m: (m.point, m.origin, m.angle),
                 c,
@@ -904,13 +890,13 @@ def _search(
     else:
         c0 = candidates(starts, quasi=False)
     names = ["lengths"]
-    if task != "function":
+    if kind.placed:
         names += ["point"] + [k for k in ("origin", "angle") if k not in fixed]
-    if "phase" not in fixed and (timing in ("prescribed", "cyclic") or (task == "function" and timing == "free")):
+    if "phase" not in fixed and (timing in ("prescribed", "cyclic") or (kind.inputs_given and timing == "free")):
         names.append("phase")
     if with_gamma:
         names.append("gamma")
-    if timing == "cyclic" and task != "function":
+    if cyclic:
         names.append("gaps")
     trainable = lambda m: tuple(getattr(m, k) for k in names)  # noqa: E731
     positive = None if "lengths" in lo else (lambda m: m.lengths)
@@ -1056,20 +1042,10 @@ def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
     thetas, P, beta, psi = (np.asarray(v)[:, :n] for v in (thetas, P, beta, psi))
     ok, mu_lo, mu_hi = (np.asarray(v) for v in (ok, mu_lo, mu_hi))
     lengths = np.asarray(dec.lengths)
-    wrap = lambda a: np.arctan2(np.sin(a), np.cos(a))  # noqa: E731
-    if task == "path":
-        d = np.sqrt(np.sum((P - np.asarray(prob.targets)[:n]) ** 2, -1)) * scale
-        objective = np.sum(d**2, -1)
-        err = d.mean(-1)
-    elif task == "motion":
-        d = np.sqrt(np.sum((P - np.asarray(prob.targets)[:n, :2]) ** 2, -1)) * scale
-        dphi = wrap(beta + np.asarray(dec.gamma)[:, None] - t[:, 2])
-        objective = np.sum(d**2, -1) + scale**2 * np.sum(dphi**2, -1)
-        err = d.mean(-1)
-    else:
-        dpsi = wrap(psi - (t + np.asarray(dec.gamma)[:, None]))
-        objective = np.sum(dpsi**2, -1)
-        err = np.abs(dpsi).mean(-1)
+    kind = _TASKS[task]
+    objective, err, angle_errors = kind.measured(
+        P, beta, psi, np.asarray(dec.gamma), np.asarray(prob.targets)[:n], t, scale
+    )
     # every constraint, measured on each start
     violations = [[] for _ in range(lengths.shape[0])]
     for i in range(lengths.shape[0]):
@@ -1092,7 +1068,7 @@ def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
             )
     feasible = np.array([not v for v in violations]) & np.isfinite(err)
     errors = np.where(feasible, err, np.inf)
-    rel = errors / (scale if task != "function" else 1.0)
+    rel = errors / (scale if kind.placed else 1.0)
     if not feasible.any():
         # the closest: assembles, fewest violations, then the smallest error
         key = [(len(v), e if np.isfinite(e) else np.inf) for v, e in zip(violations, err)]
@@ -1109,20 +1085,13 @@ def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
     b = int(np.argmin(errors))
     best = row(dec, b)
     design = _placed(best, fixed, world, centre, scale, task)
-    if task == "function":
-        points = np.c_[thetas[b], psi[b]]
-    else:
-        points = centre + P[b] * scale
+    points = centre + P[b] * scale if kind.placed else np.c_[thetas[b], psi[b]]
     constraints = {
-        "grashof_excess": float(g_excess[b] * (scale if task != "function" else 1.0)),
+        "grashof_excess": float(g_excess[b] * (scale if kind.placed else 1.0)),
         "full_rotation": bool(full[b]),
         "transmission": (float(mu_lo[b]), float(mu_hi[b])),
     }
-    if task == "motion":
-        constraints["max_angle_error"] = float(np.max(np.abs(dphi[b])))
-        constraints["body_angle"] = float(best.gamma)
-    if task == "function":
-        constraints["offsets"] = (float(best.phase), float(best.gamma))
+    constraints.update(kind.reported(best, None if angle_errors is None else angle_errors[b]))
     return Synthesis(
         design=design,
         inputs=jax.device_put(thetas[b]),
@@ -1142,9 +1111,10 @@ def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
 def _placed(c, fixed, world, centre, scale, task):
     """A decoded start in world units, the fixed fields exactly as given (an unbounded
     ground-line angle wrapped to (−π, π])."""
-    l = np.asarray(c.lengths) * (scale if task != "function" else 1.0)
+    placed = _TASKS[task].placed
+    l = np.asarray(c.lengths) * (scale if placed else 1.0)
     s_len = np.sign(l[3] - l[0]) or 1.0
-    if task == "function":
+    if not placed:
         origin, point, angle = np.zeros(2), np.zeros(2), 0.0
     else:
         origin = fixed["origin"] if "origin" in fixed else centre + np.asarray(c.origin) * scale
@@ -1402,14 +1372,55 @@ class MultiStart(eqx.Module):
 class AbstractTask(eqx.Module):
     """What a synthesised mechanism is to do (`Path`, `Motion`, `Function`): given to
     `synthesize` with its `Constraints` and its `MultiStart` search. `starts` and
-    `steps` are the task's defaults for the search."""
+    `steps` are the task's defaults for the search; `kind`, `placed`, `inputs_given`,
+    `curves` and `bounds_fields` (class variables, each task sets them) and the static
+    methods are what the search asks of a task (its compiled programs name the task
+    by `kind`)."""
 
-    starts: eqx.AbstractClassVar[int]
-    steps: eqx.AbstractClassVar[int]
+    starts: ClassVar[int]
+    steps: ClassVar[int]
+    # what the search asks of a task (its programs name it by `kind`, a static string)
+    kind: ClassVar[str]
+    placed: ClassVar[bool]  # a coupler point in the world: targets scaled, the frame searched
+    inputs_given: ClassVar[bool]  # the crank angles are the task's data
+    curves: ClassVar[bool]  # the atlas of coupler curves applies
+    bounds_fields: ClassVar[tuple[str, ...]]
 
     @abc.abstractmethod
     def solve(self, constraints: Constraints, search: MultiStart, *, who: str = "synthesize") -> Synthesis:
         """The search's best design (`synthesize`); errors name `who`."""
+
+    @staticmethod
+    @abc.abstractmethod
+    def has_gamma(timing: str) -> bool:
+        """Whether the search fits an angle offset `gamma` (a body's, an output's)."""
+
+    @staticmethod
+    @abc.abstractmethod
+    def mismatch(c, P, beta, psi, targets, angular) -> Any:
+        """Per target, the smooth squared error (normalised units) from the coupler
+        point `P`, the coupler line's angle `beta` and the rocker's `psi` (traced)."""
+
+    @staticmethod
+    def angle_offsets(c, prob) -> Any:
+        """Per target, the offset `gamma` would take (its circular mean starts it)."""
+        raise AssertionError("a task without an angle offset has none to start")
+
+    @staticmethod
+    @abc.abstractmethod
+    def normalised(t, centre, scale) -> Any:
+        """The targets in the search's units."""
+
+    @staticmethod
+    @abc.abstractmethod
+    def measured(P, beta, psi, gamma, targets, t, scale) -> tuple[Any, Any, Any]:
+        """Per start (on the host): the objective, the error the starts are ranked by,
+        and the angle errors a report needs (or None)."""
+
+    @staticmethod
+    def reported(best, angle_errors) -> dict:
+        """The task's own entries of `Synthesis.constraints` for the best start."""
+        return {}
 
 
 def _timing(cls: str, timing, allowed) -> None:
@@ -1439,6 +1450,28 @@ class Path(AbstractTask):
     tracer: str | None = None
     starts: ClassVar[int] = 32
     steps: ClassVar[int] = 300
+    kind: ClassVar[str] = "path"
+    placed: ClassVar[bool] = True
+    inputs_given: ClassVar[bool] = False
+    curves: ClassVar[bool] = True
+    bounds_fields: ClassVar[tuple[str, ...]] = tuple(_FIELDS)
+
+    @staticmethod
+    def has_gamma(timing):
+        return False
+
+    @staticmethod
+    def mismatch(c, P, beta, psi, targets, angular):
+        return jnp.sum((P - targets) ** 2, axis=-1)
+
+    @staticmethod
+    def normalised(t, centre, scale):
+        return (t - centre) / scale
+
+    @staticmethod
+    def measured(P, beta, psi, gamma, targets, t, scale):
+        d = np.sqrt(np.sum((P - targets) ** 2, -1)) * scale
+        return np.sum(d**2, -1), d.mean(-1), None
 
     def __check_init__(self):
         _timing("Path", self.timing, ("free", "prescribed", "cyclic"))
@@ -1457,6 +1490,40 @@ class Motion(AbstractTask):
     timing: Literal["free", "cyclic"] = "free"
     starts: ClassVar[int] = 64
     steps: ClassVar[int] = 400
+    kind: ClassVar[str] = "motion"
+    placed: ClassVar[bool] = True
+    inputs_given: ClassVar[bool] = False
+    curves: ClassVar[bool] = False
+    bounds_fields: ClassVar[tuple[str, ...]] = tuple(_FIELDS)
+
+    @staticmethod
+    def has_gamma(timing):
+        return True  # the body's angle on the coupler
+
+    @staticmethod
+    def mismatch(c, P, beta, psi, targets, angular):
+        return jnp.sum((P - targets[..., :2]) ** 2, axis=-1) + angular(beta + c.gamma - targets[..., 2])
+
+    @staticmethod
+    def angle_offsets(c, prob):
+        # at the crank angles nearest to the target positions
+        theta = _nearest(c, dataclasses.replace(prob, task="path", timing="free", targets=prob.targets[:, :2]))
+        _, beta, _ = _features(c, prob, _configuration(c, theta)[0])
+        return prob.targets[:, 2] - beta
+
+    @staticmethod
+    def normalised(t, centre, scale):
+        return np.c_[(t[:, :2] - centre) / scale, t[:, 2]]
+
+    @staticmethod
+    def measured(P, beta, psi, gamma, targets, t, scale):
+        d = np.sqrt(np.sum((P - targets[:, :2]) ** 2, -1)) * scale
+        dphi = _wrap(beta + gamma[:, None] - t[:, 2])
+        return np.sum(d**2, -1) + scale**2 * np.sum(dphi**2, -1), d.mean(-1), dphi
+
+    @staticmethod
+    def reported(best, angle_errors):
+        return {"max_angle_error": float(np.max(np.abs(angle_errors))), "body_angle": float(best.gamma)}
 
     def __check_init__(self):
         _timing("Motion", self.timing, ("free", "cyclic"))
@@ -1480,6 +1547,37 @@ class Function(AbstractTask):
     ground: float = 1.0
     starts: ClassVar[int] = 32
     steps: ClassVar[int] = 600
+    kind: ClassVar[str] = "function"
+    placed: ClassVar[bool] = False
+    inputs_given: ClassVar[bool] = True
+    curves: ClassVar[bool] = False
+    bounds_fields: ClassVar[tuple[str, ...]] = ("lengths", "phase")
+
+    @staticmethod
+    def has_gamma(timing):
+        return timing == "free"  # `offsets`: the output's
+
+    @staticmethod
+    def mismatch(c, P, beta, psi, targets, angular):
+        return angular(psi - (targets + c.gamma))
+
+    @staticmethod
+    def angle_offsets(c, prob):
+        _, _, psi = _features(c, prob, _configuration(c, _thetas(c, prob))[0])
+        return prob.targets - psi
+
+    @staticmethod
+    def normalised(t, centre, scale):
+        return t
+
+    @staticmethod
+    def measured(P, beta, psi, gamma, targets, t, scale):
+        dpsi = _wrap(psi - (t + gamma[:, None]))
+        return np.sum(dpsi**2, -1), np.abs(dpsi).mean(-1), None
+
+    @staticmethod
+    def reported(best, angle_errors):
+        return {"offsets": (float(best.phase), float(best.gamma))}
 
     def solve(self, constraints: Constraints, search: MultiStart, *, who: str = "synthesize") -> Synthesis:
         c, m = _parts(constraints, search, who)
@@ -1508,6 +1606,15 @@ def _search_settings(task: AbstractTask, c: Constraints, m: MultiStart) -> dict[
         tol=m.tol,
         progress=m.progress,
     )
+
+
+# the tasks by the name the search's programs carry (`_Problem.task`, static)
+_TASKS: dict[str, type[AbstractTask]] = {cls.kind: cls for cls in (Path, Motion, Function)}
+
+
+def _wrap(a):
+    """Angles wrapped to (−π, π] (on the host)."""
+    return np.arctan2(np.sin(a), np.cos(a))
 
 
 def _parts(constraints, search, who) -> tuple[Constraints, MultiStart]:

@@ -1183,8 +1183,6 @@ def _path_generation(who: str, task: Path, c: Constraints, m: MultiStart) -> Syn
     timing, cyclic_order = ("free", True) if task.timing == "cyclic" else (task.timing, False)
     frame, bounds, atlas, spread = c.frame, c.bounds, m.atlas, m.spread
     kw = _search_settings(task, c, m)
-    if timing not in ("free", "prescribed"):
-        raise ValueError(f"{who}: `timing` must be 'free' or 'prescribed'; got {timing!r}")
     t, centre, scale = _as_targets(target_points, who)
     n = t.shape[0]
     if crank_angles is not None:
@@ -1195,10 +1193,6 @@ def _path_generation(who: str, task: Path, c: Constraints, m: MultiStart) -> Syn
             raise ValueError(f"{who}: `crank_angles` prescribe the timing; pass timing='prescribed'")
     if phase is not None and timing != "prescribed":
         raise ValueError(f"{who}: `phase` fixes prescribed timing's crank angles; pass timing='prescribed'")
-    if cyclic_order and timing != "free":
-        raise ValueError(
-            f"{who}: `cyclic_order` orders free timing's crank angles; prescribed timing has its own order"
-        )
     if mechanism is not None:
         for name in ("starts", "steps"):
             check_count(who, name, kw[name])

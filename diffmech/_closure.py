@@ -41,7 +41,15 @@ from jaxtyping import Array, Bool, Float, Int, PyTree
 
 from . import _cache, _linalg, _result
 from ._result import RESULTS, AbstractResult, SingularError, as_results as _as_results, code as _code, finish
-from ._validate import ArgumentTypeError, check_callable, check_count, check_scalar, check_type, is_traced
+from ._validate import (
+    ArgumentTypeError,
+    check_callable,
+    check_count,
+    check_scalar,
+    check_type,
+    is_traced,
+    user_stacklevel,
+)
 
 Residual = Callable[[Float[Array, " n"], Any, PyTree], Float[Array, " n"]]
 
@@ -72,7 +80,7 @@ def _warn_if_float32(x: Array) -> None:
             "diffmech: a loop-closure solve is running in "
             f"{x.dtype}; residuals reach round-off (1e-16) only in float64. Enable it "
             "with `jax.config.update('jax_enable_x64', True)` before creating arrays.",
-            stacklevel=3,
+            stacklevel=user_stacklevel(),
         )
 
 

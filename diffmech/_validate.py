@@ -251,15 +251,16 @@ def renamed(f, old: str, new: str):
     return alias
 
 
-# this package's folder and Equinox's (a module's method is called through Equinox's
-# bound-method wrapper): the frames a warning skips to reach the user's line
-_LIBRARY = tuple(os.path.dirname(os.path.abspath(str(f))) + os.sep for f in (__file__, eqx.__file__))
+# this package's folder, Equinox's (a module's method is called through its bound-method
+# wrapper, a program through `filter_jit`) and JAX's (a warning raised while tracing):
+# the frames a warning skips to reach the user's line
+_LIBRARY = tuple(os.path.dirname(os.path.abspath(str(f))) + os.sep for f in (__file__, eqx.__file__, jax.__file__))
 
 
 def user_stacklevel() -> int:
     """`warnings.warn`'s `stacklevel`, for the function that warns, naming the first
-    frame outside this package (and Equinox's method wrappers): the user's call,
-    however many of the library's own layers lie between."""
+    frame outside this package, Equinox and JAX: the user's call, however many of the
+    library's own layers (and of the tracing's) lie between."""
     frame, level = sys._getframe(1), 1
     while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_LIBRARY):
         frame, level = frame.f_back, level + 1

@@ -14,6 +14,7 @@ from . import (
     synthesis as synthesis,
 )
 from ._cache import cache as cache
+from ._integrator import Integrator as Integrator
 from ._result import (
     RESULTS as RESULTS,
     AssemblyError as AssemblyError,

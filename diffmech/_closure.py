@@ -30,7 +30,7 @@ import abc
 import dataclasses
 import warnings
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict, Unpack
 
 import equinox as eqx
 import jax
@@ -48,6 +48,7 @@ from ._validate import (
     check_scalar,
     check_type,
     is_traced,
+    options,
     user_stacklevel,
 )
 
@@ -470,6 +471,62 @@ def _take(inputs, i):
     return jax.tree.map(lambda v: v[i], inputs)
 
 
+class Convergence(eqx.Module):
+    """When Newton stops on a closure solve: its update fell below `xtol` (relative;
+    one more quadratic step has then been applied), or `max_steps` were taken; the
+    solution is converged when the residual's max-norm is at most `atol`."""
+
+    atol: float = 1e-10
+    xtol: float = 1e-10
+    max_steps: int = 24
+
+
+class Branch(eqx.Module):
+    """Which branch (assembly mode) a sweep stays on.
+
+    - `invariant`: a callable `invariant(x, u, params) -> scalar` whose sign must not
+      change along the sweep, `"det"` (the closure Jacobian's determinant, which
+      changes sign only through a singular configuration), or None (not checked);
+    - `sign`: the sign it must keep (None: its sign at the first input);
+    - `max_step`: the longest input step the continuation may take at once (the
+      inputs' arc length; None: no limit): every solution is then on the branch that
+      continuation along the inputs' path reaches (see `sweep`).
+    """
+
+    invariant: Callable[[Float[Array, " n"], Any, PyTree], Float[Array, ""]] | str | None = None
+    sign: Float[Array, ""] | float | None = None
+    max_step: Float[Array, ""] | float | None = None
+
+
+class SweepFields(TypedDict, total=False):
+    """A sweep's separate keywords (its older form, kept): `Convergence`'s fields, and
+    `Branch`'s `sign` and `max_step` as `branch_sign`, `max_step`."""
+
+    atol: float
+    xtol: float
+    max_steps: int
+    branch_sign: Float[Array, ""] | float | None
+    max_step: Float[Array, ""] | float | None
+
+
+def _settings(owner: str, branch, convergence, separate: dict) -> tuple[Branch, Convergence]:
+    """A sweep's `Branch` and `Convergence` from its `branch=` (a `Branch`, an
+    invariant or None), `convergence=` and separate keywords."""
+    separate = dict(separate)
+    fields = {k: separate.pop(k) for k in ("atol", "xtol", "max_steps") if k in separate}
+    conv = options(owner, "convergence", convergence, Convergence, fields, "a closure.Convergence or None")
+    parts = {k: separate.pop(k) for k in ("branch_sign", "max_step") if k in separate}
+    if separate:
+        raise ArgumentTypeError(f"{owner}: unexpected keyword argument {sorted(separate)[0]!r}")
+    if isinstance(branch, Branch):
+        if parts:
+            raise ArgumentTypeError(
+                f"{owner}: give `branch=Branch(...)` or its fields ({', '.join(sorted(parts))}) by keyword, not both"
+            )
+        return branch, conv
+    return Branch(branch, parts.get("branch_sign"), parts.get("max_step")), conv
+
+
 class _Options(eqx.Module):
     """What every strategy needs to know of the sweep (static numbers, callables)."""
 
@@ -547,7 +604,13 @@ def _check_inputs(owner, inputs) -> None:
         )
 
 
-def _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype, active=None) -> _Options:
+def _options(fn, branch: Branch, conv: Convergence, condition, dtype, active=None) -> _Options:
+    return _options_of(
+        fn, branch.invariant, conv.atol, conv.xtol, conv.max_steps, condition, branch.max_step, dtype, active
+    )
+
+
+def _options_of(fn, branch, atol, xtol, max_steps, condition, max_step, dtype, active=None) -> _Options:
     check_callable("closure", "fn", fn, "a residual function fn(x, u, params)")
     check_scalar("closure", "atol", atol, positive=True)
     check_scalar("closure", "xtol", xtol, nonnegative=True)
@@ -733,14 +796,11 @@ def continuation(
     inputs: Any,
     params: PyTree,
     *,
-    branch: Callable[[Float[Array, " n"], Any, PyTree], Float[Array, ""]] | str | None = None,
-    branch_sign: Float[Array, ""] | None = None,
-    atol: float = 1e-10,
-    xtol: float = 1e-10,
-    max_steps: int = 24,
+    branch: Branch | Callable[[Float[Array, " n"], Any, PyTree], Float[Array, ""]] | str | None = None,
+    convergence: Convergence | None = None,
     condition: bool = True,
-    max_step: float | None = None,
     throw: bool = False,
+    **separate: Unpack[SweepFields],
 ) -> "SweepSolution":
     """Follow the closure through `inputs` one input after the other (sequential
     continuation): the first input is solved from `x0`, each later one by Newton to
@@ -751,13 +811,15 @@ def continuation(
     a warm start for a later parallel pass, the coarse nodes of `Coarse`); `sweep`
     is faster wherever its predictor applies.
 
-    **Arguments** as `sweep`: `fn`, `x0`, `params`, `atol`, `xtol`, `max_steps` as
-    `root`; `inputs` (a pytree with leading axis `N`); `branch` (a callable
-    `(x, u, params) -> scalar`, `"det"` or None) and `branch_sign`; `condition`;
-    `max_step`; `throw`.
+    **Arguments** as `sweep`: `fn`, `x0`, `params`; `inputs` (a pytree with leading
+    axis `N`); `branch` (a `Branch`, or its invariant alone: a callable
+    `(x, u, params) -> scalar`, `"det"` or None); `convergence`; `condition`;
+    `throw`; the separate keywords `atol`, `xtol`, `max_steps`, `branch_sign`,
+    `max_step`.
 
     **Returns:** a `SweepSolution` (`steps` per input: the Newton steps it took).
     """
+    br, conv = _settings("closure.continuation", branch, convergence, dict(separate))
     _check_inputs("closure.continuation", inputs)
     _check_numbers("closure.continuation", x0=x0, inputs=inputs, params=params)
     sol = _continuation_program(
@@ -765,13 +827,13 @@ def continuation(
         x0,
         inputs,
         params,
-        branch_sign,
-        branch=branch,
-        atol=atol,
-        xtol=xtol,
-        max_steps=max_steps,
+        br.sign,
+        branch=br.invariant,
+        atol=conv.atol,
+        xtol=conv.xtol,
+        max_steps=conv.max_steps,
         condition=condition,
-        max_step=max_step,
+        max_step=br.max_step,
     )
     return finish(sol, throw, "closure.continuation")
 
@@ -780,7 +842,7 @@ def _continuation(fn, x0, inputs, params, branch_sign, *, branch, atol, xtol, ma
     x0 = jax.lax.stop_gradient(jnp.asarray(x0))
     _warn_if_float32(x0)
     _check_square("closure.continuation", fn, x0, jax.tree.map(lambda v: v[0], inputs), params)
-    opts = _options(fn, branch, atol, xtol, max_steps, condition, max_step, x0.dtype)
+    opts = _options_of(fn, branch, atol, xtol, max_steps, condition, max_step, x0.dtype)
     rows, _, _ = _continuation_rows(opts, x0, jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params), branch_sign)
     return _finish(opts, inputs, params, rows)
 
@@ -1251,14 +1313,11 @@ def sweep(
     predictor: AbstractPredictor | None = None,
     corrector: Newton | None = None,
     fallback: Continuation | Deferred | None = None,
-    branch: Callable[[Float[Array, " n"], Any, PyTree], Float[Array, ""]] | str | None = None,
-    branch_sign: Float[Array, ""] | None = None,
-    atol: float = 1e-10,
-    xtol: float = 1e-10,
-    max_steps: int = 24,
+    branch: Branch | Callable[[Float[Array, " n"], Any, PyTree], Float[Array, ""]] | str | None = None,
+    convergence: Convergence | None = None,
     condition: bool = True,
-    max_step: float | None = None,
     throw: bool = False,
+    **separate: Unpack[SweepFields],
 ) -> SweepSolution:
     """Solve the closure at every input of a sequence, all inputs at once.
 
@@ -1272,10 +1331,10 @@ def sweep(
        its last update at most `corrector.certify` (relative: the error left is
        about its square, round-off) or its guess already closed the loop to
        round-off;
-    3. the branch invariant (`branch`: a callable `branch(x, u, params) -> scalar`)
-       is checked on all solutions: its sign must stay `branch_sign` (default: its
-       sign at the first input).
-       `branch="det"`: the determinant of the closure Jacobian, which changes sign
+    3. the branch invariant (`branch`: a `Branch`, or its invariant alone: a callable
+       `invariant(x, u, params) -> scalar`) is checked on all solutions: its sign must
+       stay the branch's `sign` (default: its sign at the first input).
+       `"det"`: the determinant of the closure Jacobian, which changes sign
        only through a singular configuration, taken with the conditioning from the
        corrector's last Jacobian (no second evaluation);
     4. from the first input that is neither certified on the branch nor proved
@@ -1293,8 +1352,8 @@ def sweep(
     `params` come from the implicit function theorem at each solution (no iteration
     is differentiated).
 
-    The inputs are a path, followed in their order from `x0`. With `max_step` (the
-    longest step, in the inputs' units, that the continuation may take at once: the
+    The inputs are a path, followed in their order from `x0`. With the branch's
+    `max_step` (the longest step, in the inputs' units, that the continuation may take at once: the
     path's arc length for a pytree of inputs), every solution is on the branch that
     continuation along that path with steps no longer than `max_step` reaches: a
     longer step is taken in substeps, and an interpolant between the predictor's
@@ -1304,14 +1363,18 @@ def sweep(
     has the same sign (two assembly modes flipped together keep the Jacobian
     determinant's sign).
 
-    **Arguments:** `fn`, `x0`, `params`, `atol`, `xtol`, `max_steps` as `root`;
-    `inputs` (a pytree with leading axis `N`); `condition`: the Jacobian's 1-norm
-    condition number per input (NaN if False); `max_step` (None: no limit); `throw`: raise at the first failed
-    input (see `diffmech._result`; default False: a sweep that stops at a motion
-    limit is an answer, read `converged` and `result`).
+    **Arguments:** `fn`, `x0`, `params` as `root`; `inputs` (a pytree with leading
+    axis `N`); `convergence`: each Newton solve's `Convergence` (`atol`, `xtol`,
+    `max_steps` as `root`); `condition`: the Jacobian's 1-norm condition number per
+    input (NaN if False); `throw`: raise at the first failed input (see
+    `diffmech._result`; default False: a sweep that stops at a motion limit is an
+    answer, read `converged` and `result`). `Convergence`'s fields and the branch's
+    `sign` and `max_step` may be given as separate keywords instead (`atol`,
+    `xtol`, `max_steps`; `branch_sign`, `max_step`).
 
     **Returns:** a `SweepSolution`.
     """
+    br, conv = _settings("closure.sweep", branch, convergence, dict(separate))
     _check_inputs("closure.sweep", inputs)
     _check_numbers("closure.sweep", x0=x0, inputs=inputs, params=params)
     sol, _ = _sweep_program(
@@ -1322,13 +1385,9 @@ def sweep(
         predictor=predictor,
         corrector=corrector,
         fallback=fallback,
-        branch=branch,
-        branch_sign=branch_sign,
-        atol=atol,
-        xtol=xtol,
-        max_steps=max_steps,
+        branch=br,
+        convergence=conv,
         condition=condition,
-        max_step=max_step,
     )
     return finish(sol, throw, "closure.sweep")
 
@@ -1342,13 +1401,9 @@ def sweep_probed(
     predictor=None,
     corrector=None,
     fallback=None,
-    branch=None,
-    branch_sign=None,
-    atol=1e-10,
-    xtol=1e-10,
-    max_steps=24,
+    branch: Branch | None = None,
+    convergence: Convergence | None = None,
     condition=True,
-    max_step=None,
     probe=None,
     active=None,
 ):
@@ -1358,8 +1413,10 @@ def sweep_probed(
     x0 = jax.lax.stop_gradient(jnp.asarray(x0))  # a guess: it carries no derivative
     _warn_if_float32(x0)
     dtype = x0.dtype
-    if isinstance(branch, str) and branch != "det":
-        raise ValueError(f"closure.sweep: branch must be a callable, 'det' or None; got {branch!r}")
+    br = Branch() if branch is None else branch
+    invariant, branch_sign = br.invariant, br.sign
+    if isinstance(invariant, str) and invariant != "det":
+        raise ValueError(f"closure.sweep: branch must be a callable, 'det' or None; got {invariant!r}")
     predictor = Coarse() if predictor is None else predictor
     corrector = Newton() if corrector is None else corrector
     fallback = Continuation() if fallback is None else fallback
@@ -1367,7 +1424,7 @@ def sweep_probed(
     check_type("closure.sweep", "corrector", corrector, Newton, "a Newton(...) or None")
     check_type("closure.sweep", "fallback", fallback, (Continuation, Deferred), "Continuation(), Deferred() or None")
     _check_square("closure.sweep", fn, x0, jax.tree.map(lambda v: v[0], inputs), params)
-    opts = _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype, active)
+    opts = _options(fn, br, Convergence() if convergence is None else convergence, condition, dtype, active)
     p_in, p_par = jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params)
     n_in = jax.tree.leaves(inputs)[0].shape[0]
 
@@ -1392,10 +1449,10 @@ def sweep_probed(
     nan = jnp.full((n_in,), jnp.nan, dtype)
     b_val, cond = jax.vmap(opts.checks)(J) if opts.needs_jacobian else (nan, nan)
     # 3. the branch invariant on all solutions
-    if branch is None:
+    if invariant is None:
         b_ok, sign0 = jnp.ones((n_in,), bool), jnp.asarray(1.0, dtype)
     else:
-        b = b_val if isinstance(branch, str) else jax.vmap(branch, in_axes=(0, 0, None))(x, p_in, p_par)
+        b = b_val if isinstance(invariant, str) else jax.vmap(invariant, in_axes=(0, 0, None))(x, p_in, p_par)
         b = jnp.sign(b)
         sign0 = b[0] if branch_sign is None else jnp.sign(jnp.asarray(branch_sign, dtype))
         b_ok = b == sign0
@@ -1434,7 +1491,7 @@ def sweep_probed(
         rows=rows,
         first=first,
         sign0=sign0,
-        derive=jnp.asarray(branch is not None and branch_sign is None) & (first == 0),
+        derive=jnp.asarray(invariant is not None and branch_sign is None) & (first == 0),
     )
     rows = when_needed(need, operands, run, fallback.chunk)
     return _finish(opts, inputs, params, rows), probed
@@ -1448,13 +1505,9 @@ def resume(
     sol: SweepSolution,
     params,
     *,
-    branch=None,
-    branch_sign=None,
-    atol=1e-10,
-    xtol=1e-10,
-    max_steps=24,
+    branch: Branch | None = None,
+    convergence: Convergence | None = None,
     condition=True,
-    max_step=None,
     active=None,
 ) -> SweepSolution:
     """Finish one sweep that `Deferred()` left `deferred`: the sequential fallback's
@@ -1463,7 +1516,9 @@ def resume(
     corrector. The result equals `sweep` with `Continuation()` (same arguments)."""
     inputs = sol.inputs
     dtype = sol.value.dtype
-    opts = _options(fn, branch, atol, xtol, max_steps, condition, max_step, dtype, active)
+    br = Branch() if branch is None else branch
+    invariant, branch_sign = br.invariant, br.sign
+    opts = _options(fn, br, Convergence() if convergence is None else convergence, condition, dtype, active)
     p_in, p_par = jax.lax.stop_gradient(inputs), jax.lax.stop_gradient(params)
     n_in = sol.value.shape[0]
     code = _code(sol.status).astype(jnp.int32)
@@ -1478,15 +1533,15 @@ def resume(
     )
     # the branch sign the parallel pass took at the first input (certified when
     # `first > 0`; else the continuation derives it from its own first solution)
-    if branch is None:
+    if invariant is None:
         sign0 = jnp.asarray(1.0, dtype)
     elif branch_sign is not None:
         sign0 = jnp.sign(jnp.asarray(branch_sign, dtype))
     else:
         x0, u0 = rows.x[0], _take(p_in, 0)
-        b0 = opts.checks(jacobian(fn)(x0, u0, p_par))[0] if isinstance(branch, str) else branch(x0, u0, p_par)
+        b0 = opts.checks(jacobian(fn)(x0, u0, p_par))[0] if isinstance(invariant, str) else invariant(x0, u0, p_par)
         sign0 = jnp.sign(b0)
-    derive = jnp.asarray(branch is not None and branch_sign is None) & (first == 0)
+    derive = jnp.asarray(invariant is not None and branch_sign is None) & (first == 0)
     rows, _, _ = _continue(opts, p_par, p_in, _arc_length(p_in, n_in, dtype), rows, first, sign0, derive)
     return _finish(opts, inputs, params, rows)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 import equinox as eqx
 import jax
@@ -18,10 +18,10 @@ from jaxtyping import Array, Bool, Float, Int
 
 from . import _cache
 from ._progress import TextProgress
-from ._validate import check_count, is_traced
+from ._validate import ArgumentTypeError, check_count, check_type, is_traced, options
 from ._xla import filter_jit, row
 
-__all__ = ["FitResult", "History", "fit", "masked_mean"]
+__all__ = ["Convergence", "FitFields", "FitResult", "History", "Starts", "fit", "masked_mean"]
 
 
 def masked_mean(residuals: Float[Array, "n ..."], valid: Bool[Array, " n"], penalty: float = 1e3) -> Float[Array, ""]:
@@ -119,7 +119,7 @@ def _objective(u, problem):
     return value
 
 
-def _step(carry, problem, opt, needs_value, gtol, ftol):
+def _step(carry, problem, opt, needs_value, gtol, ftol, budget):
     u, state, active, prev, k, stalled = carry
     objective = functools.partial(_objective, problem=problem)
     # optax mixes int32 step counters with int64 and Python floats: it fails under
@@ -151,9 +151,12 @@ def _step(carry, problem, opt, needs_value, gtol, ftol):
     # and stops, not converged
     stall = (k > 0) & ~(value < prev) & ~stop if needs_value == "state" else jnp.zeros_like(stop)
     go = active & ~stop & ~stall
-    new_u = jax.tree.map(lambda a, b: jnp.where(go, a, b), optax.apply_updates(u, updates), u)
-    new_state = jax.tree.map(lambda a, b: jnp.where(go, a, b) if eqx.is_array(a) else a, new_state, state)
-    carry = (new_u, new_state, go, jnp.where(active, value, prev), k + go.astype(k.dtype), stalled | (active & stall))
+    # a start that has spent its budget (`steps`: iterations run a chunk at a time) takes
+    # no more steps but stays active: it stopped on the budget, not on a tolerance
+    take = go & (k < budget)
+    new_u = jax.tree.map(lambda a, b: jnp.where(take, a, b), optax.apply_updates(u, updates), u)
+    new_state = jax.tree.map(lambda a, b: jnp.where(take, a, b) if eqx.is_array(a) else a, new_state, state)
+    carry = (new_u, new_state, go, jnp.where(active, value, prev), k + take.astype(k.dtype), stalled | (active & stall))
     return carry, (value, gnorm, active)
 
 
@@ -174,9 +177,10 @@ def _per_start(fn, batched, own_static):
 
 
 @_cache.kept()  # kept compiled where the loss is this package's and the optimiser named
-def _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched, own_static):
+def _run_chunk(carry, problem, budget, opt, needs_value, gtol, ftol, chunk, batched, own_static):
     def run(c, pr):
-        return jax.lax.scan(lambda c_, _: _step(c_, pr, opt, needs_value, gtol, ftol), c, None, length=chunk)
+        step = lambda c_, _: _step(c_, pr, opt, needs_value, gtol, ftol, budget)  # noqa: E731
+        return jax.lax.scan(step, c, None, length=chunk)
 
     return _per_start(run, batched, own_static)(carry, problem)
 
@@ -241,6 +245,59 @@ def _check_data(args) -> None:
                 )
 
 
+class Convergence(eqx.Module):
+    """When each start of a fit stops: after `steps` iterations at most; when the
+    gradient norm (of the unconstrained parameters) falls below `gtol`; when the
+    relative loss decrease of an iteration falls below `ftol` (0: off). With a line
+    search (L-BFGS), a start whose iteration did not lower the loss at all (its search
+    failed: round-off, a kink) stops too, and is reported not converged."""
+
+    steps: int = 200
+    gtol: float = 1e-10
+    ftol: float = 0.0
+
+
+class Starts(eqx.Module):
+    """Where a fit starts, and where it runs.
+
+    - `count`: multi-start: `count` runs in one vmapped program, each from the
+      trainable leaves perturbed by `spread`: `exp(spread · N(0, 1))` (positive) or
+      `+ spread · |x| · N(0, 1)`; start 0 is the given model; `seed` makes it
+      reproducible. None (the default): one run.
+    - `batch`: the starts are given: every array leaf of the model has a leading axis
+      of starts (own initial designs; frozen fields may differ per start too, e.g. an
+      assembly branch). Excludes `count`.
+    - `devices`: multi-start only: spread the starts over these devices (`"all"`, a
+      count or a list, as in `diffmech.shard.devices`): the batch of starts is padded
+      to a multiple of their number (repeating the last start) and placed on a one-axis
+      mesh; the compiled steps are partitioned along it by XLA. The padding is
+      stripped from the result.
+    """
+
+    count: int | None = None
+    spread: float = 0.1
+    seed: int = 0
+    batch: bool = False
+    devices: Any = None
+
+
+class FitFields(TypedDict, total=False):
+    """`fit`'s separate keywords (its older form, kept): `Convergence`'s and `Starts`'
+    fields by their names, and the named optimiser's learning rate."""
+
+    steps: int
+    gtol: float
+    ftol: float
+    spread: float
+    seed: int
+    batch: bool
+    devices: Any
+    learning_rate: Any
+
+
+_CONVERGENCE = ("steps", "gtol", "ftol")
+
+
 def fit(
     loss: Callable[..., Float[Array, ""]],
     model,
@@ -248,17 +305,11 @@ def fit(
     trainable=None,
     positive: bool | Callable = False,
     optimizer: Literal["lbfgs", "adam"] | optax.GradientTransformation = "lbfgs",
-    learning_rate=None,
-    steps: int = 200,
-    gtol: float = 1e-10,
-    ftol: float = 0.0,
-    starts: int | None = None,
-    spread: float = 0.1,
-    seed: int = 0,
-    batch: bool = False,
+    convergence: Convergence | None = None,
+    starts: int | Starts | None = None,
     chunk: int = 10,
     progress: bool | str = False,
-    devices=None,
+    **separate: Unpack[FitFields],
 ) -> FitResult:
     """Minimise `loss(model, *args)` over the trainable fields of `model`.
 
@@ -272,34 +323,78 @@ def fit(
       (lengths, masses, inertias); True for all of them, or a callable on the model
       returning those that must stay positive.
     - `optimizer`: `"lbfgs"` (optax.lbfgs with its zoom line search, the default),
-      `"adam"`, or any optax transformation; `learning_rate` for it.
-    - `steps`: the most iterations; `gtol`: stop when the gradient norm (unconstrained
-      parameters) falls below it; `ftol`: stop when the relative loss decrease of an
-      iteration falls below it (0: off). With a line search (L-BFGS), a start whose
-      iteration did not lower the loss at all (its search failed: round-off, a kink)
-      stops too, and is reported not converged.
-    - `starts`, `spread`: multi-start: `starts` runs in one vmapped program, each from the
-      trainable leaves perturbed by `exp(spread · N(0, 1))` (positive) or
-      `+ spread · |x| · N(0, 1)`; start 0 is the given model. `seed` makes it reproducible.
-    - `batch`: the starts are given: every array leaf of `model` has a leading axis of
-      starts (own initial designs; frozen fields may differ per start too, e.g. an
-      assembly branch). Excludes `starts`.
+      `"adam"` (learning rate 1e-2), or any optax transformation (`optax.adam(1e-3)`).
+    - `convergence`: when a start stops (`Convergence`: at most `steps=200`
+      iterations, `gtol=1e-10`, `ftol=0`).
+    - `starts`: a `Starts` (multi-start: perturbed copies of the model or a given
+      batch of them, spread over devices), or an integer: that many perturbed starts.
     - `chunk`: iterations per compiled call (the progress bar and the host-timed
       history advance per chunk); `progress`: a text progress bar on stderr (a string:
       the bar's label, e.g. the phase of a longer search; True: "fit").
-    - `devices`: multi-start only: spread the starts over these devices (`"all"`, a
-      count or a list, as in `diffmech.shard.devices`): the batch of starts is padded
-      to a multiple of their number (repeating the last start) and placed on a one-axis
-      mesh; the compiled steps are partitioned along it by XLA. The padding is
-      stripped from the result.
+
+    The fields of `Convergence` and `Starts` may be given as separate keywords instead
+    (`steps`, `gtol`, `ftol`; `spread`, `seed`, `batch`, `devices`; e.g. `steps=500`),
+    and `learning_rate` for a named optimiser.
 
     **Returns:** a `FitResult`.
     """
     if not callable(loss):
         raise ValueError(f"fit: `loss` must be a function loss(model, *args) -> scalar; got {loss!r:.80}")
-    check_count("fit", "steps", steps)
+    rest: dict[str, Any] = dict(separate)
+    learning_rate = rest.pop("learning_rate", None)
+    conv = options("fit", "convergence", convergence, Convergence, _pick(rest, _CONVERGENCE), "a fit.Convergence")
+    starts = _as_starts(starts, rest)
+    check_count("fit", "steps", conv.steps)
     check_count("fit", "chunk", chunk)
     _check_data(args)
+    params, static, pos_tree = _split_model(model, trainable, positive)
+    problem = (loss, static, args, pos_tree)
+    opt, needs_value = _optimizer(optimizer, learning_rate)
+    log = lambda a: jnp.log(a) if is_traced(a) else jax.device_put(np.log(np.asarray(a)))  # noqa: E731
+    u0 = jax.tree.map(lambda a, s: log(a) if s else a, params, pos_tree)
+    u0 = _perturbed(u0, pos_tree, starts)
+    batched = starts.count is not None or starts.batch
+    own_static = starts.batch and any(eqx.is_array(a) for a in jax.tree.leaves(static))
+    if starts.batch:
+        _check_batch(u0, static)
+    n_real = jax.tree.leaves(u0)[0].shape[0] if batched else None
+    if starts.devices is not None:
+        if not batched:
+            raise ValueError("fit: `devices` spreads a multi-start over devices: give `starts` or `batch=True`")
+        u0, static = _on_devices(u0, static, own_static, starts.devices)
+        problem = (loss, static, args, pos_tree)
+    settings = (opt, needs_value, conv.gtol, conv.ftol, chunk, batched, own_static)
+    carry, hist = _iterate(u0, problem, settings, conv.steps, progress)
+    return _result(carry, hist, problem, settings, n_real)
+
+
+def _pick(separate: dict, names) -> dict:
+    """The entries of `separate` named in `names`, taken out of it."""
+    return {k: separate.pop(k) for k in names if k in separate}
+
+
+def _as_starts(starts, separate: dict) -> Starts:
+    """`fit`'s `starts` (a `Starts`, a count or None) with its separate keywords."""
+    fields = _pick(separate, ("spread", "seed", "batch", "devices"))
+    if separate:
+        raise ArgumentTypeError(f"fit: unexpected keyword argument {sorted(separate)[0]!r}")
+    if isinstance(starts, Starts):
+        return options("fit", "starts", starts, Starts, fields, "a fit.Starts, a count or None")
+    if starts is not None:
+        check_type("fit", "starts", starts, (int, np.integer), "a fit.Starts, a count or None")
+        if starts < 1:
+            raise ValueError(f"fit: `starts` must be ≥ 1; got {starts}")
+        fields["count"] = int(starts)
+    if fields.get("batch") and fields.get("count") is not None:
+        raise ValueError(
+            "fit: give either `starts` (perturbed copies of one model) or `batch=True` (a batch of models)"
+        )
+    return Starts(**fields)
+
+
+def _split_model(model, trainable, positive):
+    """The trainable leaves, the frozen rest, and which trainable leaves stay positive
+    (checked positive now)."""
     spec = _selector_spec(model, trainable)
     if not any(jax.tree.leaves(spec)):
         raise ValueError("fit: `trainable` selects no floating-point array field of the model")
@@ -313,59 +408,56 @@ def fit(
     for a, s in zip(jax.tree.leaves(params), jax.tree.leaves(pos_tree)):
         if s and not bool(np.all(np.asarray(a) > 0)):
             raise ValueError("fit: a field to be kept positive has a non-positive initial value")
+    return params, static, pos_tree
 
-    problem = (loss, static, args, pos_tree)
-    opt, needs_value = _optimizer(optimizer, learning_rate)
-    log = lambda a: jnp.log(a) if is_traced(a) else jax.device_put(np.log(np.asarray(a)))  # noqa: E731
-    u0 = jax.tree.map(lambda a, s: log(a) if s else a, params, pos_tree)
-    if batch and starts is not None:
+
+def _perturbed(u0, pos_tree, starts: Starts):
+    """`starts.count` perturbed copies of the unconstrained parameters (start 0 as
+    given), or `u0` itself."""
+    if starts.count is None:
+        return u0
+    keys = jax.random.split(jax.random.key(starts.seed), len(jax.tree.leaves(u0)))
+    leaves, tdef = jax.tree.flatten(u0)
+    out = []
+    for a, k, s in zip(leaves, keys, jax.tree.leaves(pos_tree)):
+        z = jax.random.normal(k, (starts.count,) + a.shape, a.dtype).at[0].set(0.0)
+        out.append(a + starts.spread * z if s else a + starts.spread * jnp.abs(a) * z)
+    return jax.tree.unflatten(tdef, out)
+
+
+def _check_batch(u0, static) -> None:
+    arrays = [a for a in jax.tree.leaves((u0, static)) if eqx.is_array(a)]
+    leads = {np.shape(a)[0] if np.ndim(a) else None for a in arrays}
+    if len(leads) != 1 or None in leads or 0 in leads:
         raise ValueError(
-            "fit: give either `starts` (perturbed copies of one model) or `batch=True` (a batch of models)"
+            "fit: with `batch=True` every array of `model` has a leading axis of the same number of starts "
+            f"(≥ 1); got shapes {[np.shape(a) for a in arrays]}"
         )
-    if starts is not None:
-        if starts < 1:
-            raise ValueError(f"fit: `starts` must be ≥ 1; got {starts}")
-        keys = jax.random.split(jax.random.key(seed), len(jax.tree.leaves(u0)))
-        leaves, tdef = jax.tree.flatten(u0)
-        pos_l = jax.tree.leaves(pos_tree)
-        out = []
-        for a, k, s in zip(leaves, keys, pos_l):
-            z = jax.random.normal(k, (starts,) + a.shape, a.dtype).at[0].set(0.0)
-            out.append(a + spread * z if s else a + spread * jnp.abs(a) * z)
-        u0 = jax.tree.unflatten(tdef, out)
 
-    batched = starts is not None or batch
-    own_static = batch and any(eqx.is_array(a) for a in jax.tree.leaves(static))
-    if batch:
-        arrays = [a for a in jax.tree.leaves((u0, static)) if eqx.is_array(a)]
-        leads = {np.shape(a)[0] if np.ndim(a) else None for a in arrays}
-        if len(leads) != 1 or None in leads or 0 in leads:
-            raise ValueError(
-                "fit: with `batch=True` every array of `model` has a leading axis of the same number of starts "
-                f"(≥ 1); got shapes {[np.shape(a) for a in arrays]}"
-            )
-    n_starts = jax.tree.leaves(u0)[0].shape[0] if batch else starts
-    n_real = n_starts
-    if devices is not None:
-        if not batched:
-            raise ValueError("fit: `devices` spreads a multi-start over devices: give `starts` or `batch=True`")
-        from . import _shard as shard
 
-        mesh = shard.mesh(devices)
-        u0, _ = shard.pad(u0, mesh.size)
-        if own_static:
-            static, _ = shard.pad(static, mesh.size)
-            problem = (loss, static, args, pos_tree)
-        n_starts = jax.tree.leaves(u0)[0].shape[0]
-        sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(shard.AXIS))
-        u0 = jax.device_put(jax.tree.map(jnp.asarray, u0), sharding)
+def _on_devices(u0, static, own_static, devices):
+    """The starts padded to a multiple of the devices and placed on a one-axis mesh."""
+    from . import _shard as shard
+
+    mesh = shard.mesh(devices)
+    u0, _ = shard.pad(u0, mesh.size)
+    if own_static:
+        static, _ = shard.pad(static, mesh.size)
+    sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(shard.AXIS))
+    return jax.device_put(jax.tree.map(jnp.asarray, u0), sharding), static
+
+
+def _iterate(u0, problem, settings, steps, progress):
+    """The compiled chunks of iterations until every start has stopped (or `steps`),
+    and the history."""
+    opt, needs_value, gtol, ftol, chunk, batched, own_static = settings
     # strong-typed leaves throughout (a weak-typed scalar in the model or the optimizer
     # state would come back strong from the first chunk and cost a second compilation)
     # (only weak leaves are copied: one eager copy per leaf is one small program each)
     strong = lambda t: jax.tree.map(lambda a: jnp.array(a, dtype=a.dtype) if _weak(a) else a, t)  # noqa: E731
     u0 = strong(u0)
     state = strong(_init(u0, opt, batched))
-    shape: tuple[int, ...] = () if not batched else (n_starts,)  # pyright: ignore[reportAssignmentType]
+    shape: tuple[int, ...] = () if not batched else (jax.tree.leaves(u0)[0].shape[0],)
     dtype = jax.tree.leaves(u0)[0].dtype
     # (host arrays put on the device: `jnp.ones` and the like are eager operations)
     carry = (
@@ -380,8 +472,9 @@ def fit(
     t0 = time.perf_counter()
     n_chunks = -(-steps // chunk)
     meter = TextProgress(progress if isinstance(progress, str) else "fit") if progress else None
+    budget = jax.device_put(np.int32(steps))  # an array: another budget runs the same program
     for c in range(n_chunks):
-        carry, (v, g, a) = _run_chunk(carry, problem, opt, needs_value, gtol, ftol, chunk, batched, own_static)
+        carry, (v, g, a) = _run_chunk(carry, problem, budget, opt, needs_value, gtol, ftol, chunk, batched, own_static)
         jax.block_until_ready(v)
         t = time.perf_counter() - t0
         losses.append(v)
@@ -402,9 +495,17 @@ def fit(
         active=jax.device_put(joined(actives)),
         time=jax.device_put(np.broadcast_to(np.concatenate(times)[:steps], loss_h.shape).copy()),
     )
+    return carry, hist
+
+
+def _result(carry, hist, problem, settings, n_real) -> FitResult:
+    """The fit's result from the last carry: the padding of `devices` stripped, the
+    best start picked."""
+    _, _, _, _, _, batched, own_static = settings
+    _, static, _, pos_tree = problem
     u, _, active, _, k, stalled = carry
     final_loss = _final_loss(u, problem, batched, own_static)
-    if n_starts != n_real:  # strip the padding of `devices`
+    if batched and jax.tree.leaves(u)[0].shape[0] != n_real:  # strip the padding of `devices`
         cut = lambda t: jax.tree.map(lambda a: a[:n_real] if eqx.is_array(a) and a.ndim else a, t)  # noqa: E731
         u, active, k, final_loss, hist = cut(u), active[:n_real], k[:n_real], final_loss[:n_real], cut(hist)
         stalled = stalled[:n_real]

@@ -104,7 +104,8 @@ def fourbar_tracer(theta_A, points, initial: FourBar, point0, *, steps: int = 20
             f"(lengths {np.asarray(initial.lengths).tolist()}): start from a design that moves through the data"
         )
     m0 = _Kinematic(lengths=initial.lengths, point=jnp.asarray(point0, dtype=initial.lengths.dtype))
-    res = _fit.fit(_tracer_loss, m0, theta, pts, initial.branch, positive=lambda m: m.lengths, steps=steps, gtol=gtol)
+    conv = _fit.Convergence(steps=steps, gtol=gtol)
+    res = _fit.fit(_tracer_loss, m0, theta, pts, initial.branch, positive=lambda m: m.lengths, convergence=conv)
     rms = float(jnp.sqrt(res.loss))
     return TracerFit(
         fourbar=FourBar(lengths=res.model.lengths, branch=initial.branch), point=res.model.point, rms=rms, fit=res

@@ -909,9 +909,8 @@ def _search(
             trainable=trainable,
             positive=positive or False,
             optimizer=optimizer,
-            steps=steps,
-            gtol=gtol,
-            batch=True,
+            convergence=_fit.Convergence(steps=steps, gtol=gtol),
+            starts=_fit.Starts(batch=True),
             progress=label if progress else False,
         )
         return res, eqx.combine(res.params, c)  # fitted fields from the fit, frozen ones from the starts
@@ -1887,9 +1886,8 @@ def _linkage_generation(
         scale,
         trainable=lambda m: m.coords,
         optimizer=optimizer,
-        steps=steps,
-        gtol=gtol,
-        batch=True,
+        convergence=_fit.Convergence(steps=steps, gtol=gtol),
+        starts=_fit.Starts(batch=True),
         progress=progress,
     )
     motion = _simulate_batch(eqx.tree_at(lambda m: m.coords, lk, res.params.coords), u)

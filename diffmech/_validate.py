@@ -5,6 +5,7 @@ the functional core reports problems through statuses instead.
 """
 
 import collections
+import dataclasses
 import os
 import sys
 import warnings
@@ -199,6 +200,25 @@ def check_type(owner: str, name: str, value, kind: type | tuple[type, ...], what
     unless `value` is an instance of `kind`."""
     if not isinstance(value, kind):
         raise ArgumentTypeError(f"{owner}: `{name}` must be {what}; got {type(value).__name__} {value!r:.80}")
+
+
+def options(owner: str, name: str, given, cls: type, separate: dict, what: str):
+    """The options object of a call that takes one: `given` (an instance of `cls`,
+    passed as `name=`), else one built from `separate`, the same fields passed one by
+    one as the call's separate keyword arguments (its older form, kept), else `cls()`.
+    Both at once is an `ArgumentTypeError` naming `owner`, as is an unknown field."""
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(separate) - fields)
+    if unknown:
+        raise ArgumentTypeError(f"{owner}: unexpected keyword argument {unknown[0]!r}")
+    if given is None:
+        return cls(**separate)
+    check_type(owner, name, given, cls, what)
+    if separate:
+        raise ArgumentTypeError(
+            f"{owner}: give `{name}=` or its fields ({', '.join(sorted(separate))}) by keyword, not both"
+        )
+    return given
 
 
 def check_trailing(owner: str, name: str, value, trailing: tuple[int, ...]) -> None:

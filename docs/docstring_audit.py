@@ -10,6 +10,7 @@ import importlib
 import inspect
 import os
 import sys
+import typing
 
 import jax
 
@@ -37,11 +38,28 @@ def undocumented() -> tuple[int, dict[str, list[str]]]:
                 continue
             doc = inspect.getdoc(obj) or ""
             params = [p for p in sig.parameters if p not in ("self", "args", "kwargs")]
+            params = [q for p in params for q in _keywords(obj, sig.parameters[p])]
             total += 1
             miss = [p for p in params if f"`{p}`" not in doc and f"{p}:" not in doc and f"`{p}," not in doc]
             if miss:
                 missing[f"{module}.{name}"] = miss
     return total, missing
+
+
+def _keywords(obj, param) -> list[str]:
+    """A parameter's names to find in the docstring: its own, or for `**separate:
+    Unpack[SomeFields]` (an options object's fields as separate keywords) each of the
+    typed dictionary's keys."""
+    ann = param.annotation
+    if param.kind is not inspect.Parameter.VAR_KEYWORD:
+        return [param.name]
+    if isinstance(ann, str) and ann.startswith("Unpack["):  # postponed annotations
+        fields = getattr(inspect.unwrap(obj), "__globals__", {})[ann[len("Unpack[") : -1]]
+    elif typing.get_origin(ann) is typing.Unpack:
+        fields = typing.get_args(ann)[0]
+    else:
+        return [param.name]
+    return list(fields.__annotations__)
 
 
 def main() -> None:

@@ -423,7 +423,7 @@ def test_resumed_deferred_sweep_equals_the_one_program_sweep(invariant):
     kw = dict(branch=invariant, predictor=closure.Coarse(stride=5))
     part = closure.sweep(residual, jnp.array([1.2, 0.0]), us, P, fallback=closure.Deferred(), **kw)
     assert bool(closure.has_deferred(part.status))
-    done = _closure.resume(residual, part, P, branch=invariant)
+    done = _closure.resume(residual, part, P, branch=closure.Branch(invariant))
     full = closure.sweep(residual, jnp.array([1.2, 0.0]), us, P, **kw)
     np.testing.assert_array_equal(done.converged, full.converged)
     np.testing.assert_array_equal(done.status._value, full.status._value)
@@ -503,3 +503,34 @@ def test_a_predictor_without_its_method_is_refused_at_construction():
     np.testing.assert_allclose(np.asarray(out.guess)[1], [np.cos(0.5), np.sin(0.5)], rtol=0, atol=1e-15)
     with pytest.raises(ValueError, match="must be a function"):
         Own(3.0)
+
+
+def test_branch_and_convergence_objects_equal_the_separate_keywords():
+    # `Branch` (invariant, sign, max_step) and `Convergence` (atol, xtol, max_steps) are
+    # the separate keywords' fields: the same sweep; the sign taken effect (the other
+    # sign is the other assembly: every input a branch switch or beyond)
+    us = jnp.linspace(-1.0, 1.8, 57)
+    x0 = jnp.array([1.2, 0.0])
+    old = closure.sweep(residual, x0, us, P, branch=branch, branch_sign=1.0, max_step=0.1, atol=1e-11, max_steps=12)
+    new = closure.sweep(
+        residual,
+        x0,
+        us,
+        P,
+        branch=closure.Branch(branch, 1.0, 0.1),
+        convergence=closure.Convergence(atol=1e-11, max_steps=12),
+    )
+    np.testing.assert_array_equal(old.value, new.value)
+    np.testing.assert_array_equal(old.status._value, new.status._value)
+    assert bool(new.converged[0])
+    other = closure.sweep(residual, x0, us, P, branch=closure.Branch(branch, -1.0, 0.1))
+    assert not bool(other.converged[0])
+    cont = closure.continuation(residual, x0, us, P, branch=closure.Branch(branch, 1.0, 0.1))
+    np.testing.assert_array_equal(
+        cont.status._value,
+        closure.continuation(residual, x0, us, P, branch=branch, branch_sign=1.0, max_step=0.1).status._value,
+    )
+    with pytest.raises(dm.ArgumentTypeError, match="give `branch=Branch"):
+        closure.sweep(residual, x0, us, P, branch=closure.Branch(branch), branch_sign=1.0)
+    with pytest.raises(dm.ArgumentTypeError, match="give `convergence=` or its fields"):
+        closure.sweep(residual, x0, us, P, convergence=closure.Convergence(), atol=1e-9)

@@ -129,3 +129,28 @@ def test_a_stalled_start_stops_unconverged_and_no_start_pays_for_a_stopped_one()
     assert bool(r.converged[1]) and float(r.loss[1]) < 1e-20
     np.testing.assert_allclose(np.asarray(r.params.x[1]), np.asarray(r_rosen.params.x[1]), rtol=1e-12)
     assert n_mixed <= n_rosen + n_kink, (n_mixed, n_rosen, n_kink)
+
+
+def test_options_objects_equal_the_separate_keywords_and_refuse_both():
+    # `Convergence` and `Starts` are the separate keywords' fields: the same run bit for
+    # bit; a non-default value takes effect (a 3-step budget stops short of the 30-step fit)
+    y = _data(0.0)
+    m0 = Decay(jnp.asarray(1.0), jnp.asarray(0.3))
+    kw = dict(positive=lambda m: m.amplitude, chunk=10)
+    old = F.fit(_loss, m0, y, steps=3, gtol=1e-9, starts=3, spread=0.2, seed=2, **kw)
+    new = F.fit(
+        _loss, m0, y, convergence=F.Convergence(steps=3, gtol=1e-9), starts=F.Starts(count=3, spread=0.2, seed=2), **kw
+    )
+    np.testing.assert_array_equal(old.params.amplitude, new.params.amplitude)
+    np.testing.assert_array_equal(old.history.loss, new.history.loss)
+    assert int(np.max(np.asarray(new.steps))) == 3 and not bool(np.any(np.asarray(new.converged)))
+    longer = F.fit(
+        _loss, m0, y, convergence=F.Convergence(steps=30), starts=F.Starts(count=3, spread=0.2, seed=2), **kw
+    )
+    assert float(jnp.min(longer.loss)) < float(jnp.min(new.loss))
+    with pytest.raises(dm.ArgumentTypeError, match="give `convergence=` or its fields"):
+        F.fit(_loss, m0, y, convergence=F.Convergence(), steps=3)
+    with pytest.raises(dm.ArgumentTypeError, match="give `starts=` or its fields"):
+        F.fit(_loss, m0, y, starts=F.Starts(count=2), seed=3)
+    with pytest.raises(dm.ArgumentTypeError, match="unexpected keyword argument 'stepz'"):
+        F.fit(_loss, m0, y, stepz=3)  # pyright: ignore[reportCallIssue]

@@ -6,6 +6,7 @@ from .._drives import (
     ServoTorque as ServoTorque,
     TorqueSeries as TorqueSeries,
 )
+from .._integrator import Integrator as Integrator
 from .._result import AssemblyError as AssemblyError
 from ._dynamics import (
     Drive as Drive,

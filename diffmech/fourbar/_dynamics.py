@@ -18,7 +18,7 @@ at round-off by construction, the default).
 """
 
 from collections.abc import Callable
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Unpack
 
 import diffrax
 import equinox as eqx
@@ -30,6 +30,7 @@ from jaxtyping import Array, Bool, Float
 from .. import _closure
 from .._drives import as_affine
 from .._geometry import attitude, perp
+from .._integrator import Integrator, IntegratorFields, Resolved, as_integrator
 from .._result import RESULTS, AbstractResult, finish, save_status
 from .._validate import (
     array_module,
@@ -333,9 +334,6 @@ class Simulation(AbstractResult):
         return jnp.all(self.converged, axis=-1)
 
 
-_SOLVERS = {"tsit5": diffrax.Tsit5, "dopri5": diffrax.Dopri5, "dopri8": diffrax.Dopri8}
-
-
 def project(fb: FourBar, q0) -> Float[Array, "6"]:
     """Project an approximate configuration onto the constraint: keep the crank angle
     of `q0` (atan2 of qA) and solve the closure on `fb.branch`.
@@ -368,14 +366,11 @@ def simulate_dynamics(
     saveat: Float[Array, " T"] | None = None,
     t0: float = 0.0,
     mode: Literal["minimal", "lie", "paper"] = "minimal",
-    solver: Literal["tsit5", "dopri5", "dopri8"] | diffrax.AbstractAdaptiveSolver = "dopri8",
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
+    integrator: Integrator | None = None,
     drive: Drive | None = None,
     linearised: bool = False,
-    max_steps: int = 100_000,
-    adjoint: diffrax.AbstractAdjoint | None = None,
     throw: bool = False,
+    **separate: Unpack[IntegratorFields],
 ) -> Simulation:
     """Simulate the four-bar by the reduced Hamiltonian model (Eqs. (82)–(85)).
 
@@ -395,13 +390,14 @@ def simulate_dynamics(
           the loop gap drifts at the tolerance;
         - `"paper"`: the 7-D ODE of Eqs. (84)–(85) in (Π1, q) as printed: both unit
           norms and the loop drift at the tolerance.
-    - `solver`: a Diffrax adaptive solver object (`diffrax.Dopri8()`, `diffrax.Tsit5()`,
-      ...; the explicit Runge–Kutta ones are tested), or one of the shorthands
-      `"tsit5"`, `"dopri5"`, `"dopri8"`; with a PID step-size controller at `rtol`, `atol`.
+    - `integrator`: an `Integrator` (the Diffrax solver, default Dopri8, its PID
+      controller's `rtol`, `atol`, the step budget `max_steps`, the `adjoint` for
+      gradients, default recursive checkpointing); its fields may be given as
+      separate keywords instead (`solver`, `rtol`, `atol`, `max_steps`, `adjoint`;
+      e.g. `solver="tsit5"`).
     - `drive`: a `Drive` (crank torque, joint damping).
     - `linearised`: K and δK by the paper's linearised constraint, Eqs. (74)–(81)
       (corrected), instead of Eq. (35) differentiated by JAX; same results.
-    - `adjoint`: a Diffrax adjoint for gradients (default: recursive checkpointing).
     - `throw`: raise at the first save not reached or not closed (a
       `diffmech.ConvergenceError` for an integrator's failure, a
       `diffmech.MotionLimitError` where the loop cannot close). Default False: read
@@ -412,26 +408,15 @@ def simulate_dynamics(
     exactly (`is_parallelogram_mode`).
 
     **Returns:** a `Simulation`.
-
-    `max_steps`: the integrator's step budget (Diffrax's `max_steps`).
     """
     if mode not in _MODES:
         raise ValueError(f"fourbar.simulate_dynamics: `mode` must be one of {_MODES}; got {mode!r}")
-    if isinstance(solver, str):
-        if solver not in _SOLVERS:
-            raise ValueError(
-                f"fourbar.simulate_dynamics: `solver` must be a Diffrax adaptive solver or one of {sorted(_SOLVERS)}; "
-                f"got {solver!r}"
-            )
-        solver = _SOLVERS[solver]()
-    elif not isinstance(solver, diffrax.AbstractAdaptiveSolver):
-        raise ValueError(
-            f"fourbar.simulate_dynamics: `solver` must be a Diffrax adaptive solver (its step size is controlled at "
-            f"rtol, atol), e.g. diffrax.Dopri8(), or one of {sorted(_SOLVERS)}; got {solver!r}"
-        )
+    owner = "fourbar.simulate_dynamics"
+    integ = as_integrator(owner, integrator, dict(separate))
+    dt = fb.lengths.dtype
+    xp = array_module(q0, Pi0, t0, t1, saveat, integ.rtol, integ.atol)
+    integ = integ.resolved(owner, dt, xp)
     check_type("fourbar.simulate_dynamics", "drive", drive, (Drive, type(None)), "a fourbar.Drive or None")
-    adjoints = (diffrax.AbstractAdjoint, type(None))
-    check_type("fourbar.simulate_dynamics", "adjoint", adjoint, adjoints, "a Diffrax adjoint or None")
     for name, v in (("t0", t0), ("t1", t1)):
         if np.ndim(v) != 0:
             raise ValueError(f"fourbar.simulate_dynamics: `{name}` must be one time (s); got shape {np.shape(v)}")
@@ -448,18 +433,13 @@ def simulate_dynamics(
         raise ValueError(
             f"fourbar.simulate_dynamics: `Pi0` must be a scalar (the crank momentum Π1); got shape {np.shape(Pi0)}"
         )
-    check_integration("fourbar.simulate_dynamics", {"q0": q0, "Pi0": Pi0}, t0, t1, saveat, max_steps)
+    check_integration("fourbar.simulate_dynamics", {"q0": q0, "Pi0": Pi0}, t0, t1, saveat, integ.max_steps)
     if not is_traced(t1, t0) and not float(t1) > float(t0):
         raise ValueError(f"fourbar.simulate_dynamics: need t1 > t0; got t0={t0}, t1={t1}")
-    if not is_traced(rtol, atol) and not (rtol > 0 and atol > 0):
-        raise ValueError(f"fourbar.simulate_dynamics: `rtol` and `atol` must be positive; got {rtol}, {atol}")
-    dt = fb.lengths.dtype
-    xp = array_module(q0, Pi0, t0, t1, saveat, rtol, atol)
     ts = xp.linspace(t0, t1, 501, dtype=dt) if saveat is None else xp.asarray(saveat, dtype=dt)
     drive = drive if drive is not None else Drive()
     # free motion, a constant and an affine torque as one law: one compiled program
     drive = Drive(torque=as_affine(drive.torque), damping=drive.damping)
-    adjoint = adjoint if adjoint is not None else diffrax.RecursiveCheckpointAdjoint()
     out = _simulate(
         fb,
         xp.asarray(q0, dtype=dt),
@@ -467,20 +447,16 @@ def simulate_dynamics(
         xp.asarray(t0, dtype=dt),
         xp.asarray(t1, dtype=dt),
         ts,
-        xp.asarray(rtol, dtype=dt),
-        xp.asarray(atol, dtype=dt),
         drive,
-        adjoint,
+        integ,
         mode,
-        solver,
         linearised,
-        max_steps,
     )
     return finish(out, throw, "fourbar.simulate_dynamics")
 
 
 @filter_jit
-def _simulate(fb, q0, Pi0, t0, t1, ts, rtol, atol, drive, adjoint, mode, solver, linearised, max_steps):
+def _simulate(fb, q0, Pi0, t0, t1, ts, drive, integ: Resolved, mode, linearised):
     # a non-finite initial state (possible only under a transformation: the eager entry
     # refuses one) is reported `nonfinite` at once: the integration runs on a finite
     # stand-in with a zero vector field (a few steps, not max_steps), every save masked
@@ -502,16 +478,16 @@ def _simulate(fb, q0, Pi0, t0, t1, ts, rtol, atol, drive, adjoint, mode, solver,
     term = diffrax.ODETerm(lambda t, y, a: jnp.where(nonfinite, jnp.zeros_like(y), rhs(t, y, a)))
     sol = diffrax.diffeqsolve(
         term,
-        solver,
+        integ.solver,
         t0,
         t1,
         None,
         y0,
         args=args,  # dt0=None: first step chosen by the controller
         saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
-        max_steps=max_steps,
-        adjoint=adjoint,
+        stepsize_controller=integ.controller(),
+        max_steps=integ.max_steps,
+        adjoint=integ.adjoint,
         throw=False,
     )
     ys = sol.ys

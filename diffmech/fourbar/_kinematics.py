@@ -438,8 +438,7 @@ def sweep_functional(
         fb,
         predictor=_closure.ClosedForm(solution),
         corrector=_closure.Newton(0),
-        branch=invariant,
-        branch_sign=sigma,
+        branch=_closure.Branch(invariant, sigma),
         condition=False,  # in closed form below: the core's, by elimination, cost several times the sweep
         fallback=fallback,
     )

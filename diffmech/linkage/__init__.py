@@ -9,6 +9,7 @@ from .._drives import (
     ServoTorque as ServoTorque,
     TorqueSeries as TorqueSeries,
 )
+from .._integrator import Integrator as Integrator
 from ._analysis import (
     Sensitivity as Sensitivity,
     Tolerance as Tolerance,

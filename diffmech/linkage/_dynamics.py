@@ -36,7 +36,7 @@ Applied loads (springs, dampers, constant forces and couples) act in every geome
 
 import functools
 from collections.abc import Callable
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, Unpack
 
 import diffrax
 import equinox as eqx
@@ -48,6 +48,7 @@ from jaxtyping import Array, Bool, Float
 from .. import _cache, _closure, _linalg
 from .._drives import as_affine
 from .._geometry import cross, dot, perp, unit
+from .._integrator import Integrator, IntegratorFields, Resolved, as_integrator
 from .._result import RESULTS, AbstractResult, as_results, code, finish, save_status
 from .._screw import vee
 from .._validate import (
@@ -692,12 +693,9 @@ def simulate_dynamics(
     t1=None,
     saveat=None,
     drive: Drive | None = None,
-    solver: diffrax.AbstractAdaptiveSolver | None = None,
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
-    max_steps: int = 100_000,
-    adjoint: diffrax.AbstractAdjoint | None = None,
+    integrator: Integrator | None = None,
     throw: bool = False,
+    **separate: Unpack[IntegratorFields],
 ) -> Simulation:
     """The motion of a linkage (planar, spherical or spatial) released at input
     `u0` with input rate `udot0`, under gravity (`lk.gravity`) and `drive`,
@@ -705,14 +703,16 @@ def simulate_dynamics(
     `M(u) ü + ½ M′(u) u̇² + V′(u) = Q(t, u, u̇)` (see the module; with `k` inputs
     Lagrange's `k` equations, `u0`, `udot0` of shape `(k,)`, the drive's torque `(k,)`,
     `u`, `udot` saved as `(T, k)`) integrated with
-    Diffrax (`solver`, default `Dopri8()`, with a PID controller at `rtol`, `atol`).
+    Diffrax (`integrator`: an `Integrator`, default Dopri8 with a PID controller at
+    `rtol=1e-10`, `atol=1e-12`; its fields may be given as separate keywords instead,
+    `solver`, `rtol`, `atol`, `max_steps`, `adjoint`).
 
     The state is `(u, u̇)`, plus the closure's solution `x` carried along its tangent
     as a warm start: two Newton steps close the loop at every evaluation, so the
     equation integrated is the exact reduced one. Every saved configuration is
     closed to round-off. Works under `jax.jit`, `jax.vmap` (designs, initial rates)
     and `jax.grad` (with respect to coordinates, masses, inertias, centres of mass,
-    gravity; `adjoint`, default recursive checkpointing). `throw`: raise at the
+    gravity; the integrator's `adjoint`, default recursive checkpointing). `throw`: raise at the
     first save not reached or not closed (default False: read `converged`).
 
     **Returns:** a `Simulation`.
@@ -722,8 +722,7 @@ def simulate_dynamics(
     `udot0`, `t1` may be given by keyword instead (defaults 0, 0 and 1 s). The
     configuration at `u0` is the one the closure core reaches from the file's along
     the input (substeps of at most 15° or 15 default steps; where it cannot be
-    assembled, every save is `motion_limit`). `max_steps`: the integrator's step
-    budget. Called eagerly, the save times are padded to a size class (the last
+    assembled, every save is `motion_limit`). Called eagerly, the save times are padded to a size class (the last
     repeated; the padding is cut off the result): another number of saves in the
     class, like other numbers of a drive law, compiles nothing.
     """
@@ -739,9 +738,8 @@ def simulate_dynamics(
             given[name] = v
     u0, udot0, t1 = given.get("u0", 0.0), given.get("udot0", 0.0), given.get("t1", 1.0)
     drive = Drive() if drive is None else drive
-    solver = diffrax.Dopri8() if solver is None else solver
-    adjoint = diffrax.RecursiveCheckpointAdjoint() if adjoint is None else adjoint
-    check_integration("linkage.simulate_dynamics", {"udot0": udot0, "u0": u0}, 0.0, t1, saveat, max_steps)
+    integ = as_integrator(owner, integrator, dict(separate))
+    check_integration("linkage.simulate_dynamics", {"udot0": udot0, "u0": u0}, 0.0, t1, saveat, integ.max_steps)
     if not is_traced(t1) and not float(t1) > 0:
         raise ValueError(f"linkage.simulate_dynamics: `t1` must be > 0; got {t1}")
     k = lk.n_inputs
@@ -755,8 +753,8 @@ def simulate_dynamics(
                 f"linkage.simulate_dynamics: `{name}` must be a scalar or one value per input ({k},) for "
                 f"{lk.name!r}; got shape {np.shape(v)}"
             )
-    check_scalar("linkage.simulate_dynamics", "rtol", rtol, positive=True)
-    check_scalar("linkage.simulate_dynamics", "atol", atol, nonnegative=True)
+    check_scalar("linkage.simulate_dynamics", "rtol", integ.rtol, positive=True)
+    check_scalar("linkage.simulate_dynamics", "atol", integ.atol, nonnegative=True)
     if not isinstance(drive, Drive):
         raise ValueError(f"linkage.simulate_dynamics: `drive` must be a linkage.Drive or None; got {drive!r:.80}")
     _bodies(lk)  # the mass properties, checked eagerly where they are concrete
@@ -769,7 +767,8 @@ def simulate_dynamics(
             "description, or use rod_mass_properties): the motion would have no inertia"
         )
     dt = lk.coords.dtype
-    xp = array_module(u0, udot0, t1, saveat, rtol, atol)
+    xp = array_module(u0, udot0, t1, saveat, integ.rtol, integ.atol)
+    integ = integ.resolved(owner, dt, xp)
     ts = xp.linspace(0.0, t1, 201, dtype=dt) if saveat is None else xp.asarray(saveat, dtype=dt)
     n_saves = ts.shape[0]
     if xp is np:  # eagerly, the save times padded to a size class (the last repeated): one program per class
@@ -785,11 +784,7 @@ def simulate_dynamics(
         xp.asarray(t1, dt),
         ts,
         drive,
-        solver,
-        xp.asarray(rtol, dt),
-        xp.asarray(atol, dt),
-        max_steps,
-        adjoint,
+        integ,
         released=is_traced(u0) or bool(np.any(np.asarray(u0) != 0.0)),
     )
     if ts.shape[0] > n_saves:  # the saves asked for (the padding repeats the last: the same integration),
@@ -805,7 +800,7 @@ _SAVES = (2, 4, 8, 16, 32, 64, 128, 201, 256, 512, 1024, 2048)
 
 
 @filter_jit
-def _simulate_dynamics(lk, u0, udot0, t1, ts, drive, solver, rtol, atol, max_steps, adjoint, released=True):
+def _simulate_dynamics(lk, u0, udot0, t1, ts, drive, integ: Resolved, released=True):
     prep, body = prepare(lk), _inertial(lk)
     if released:
         # the configuration at the release input u0: continuation from the file's (input 0)
@@ -817,16 +812,16 @@ def _simulate_dynamics(lk, u0, udot0, t1, ts, drive, solver, rtol, atol, max_ste
     y0 = jnp.concatenate([jnp.atleast_1d(u0), jnp.atleast_1d(udot0), zero, zero, x0])
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(_rhs),
-        solver,
+        integ.solver,
         zero[0],
         t1,
         None,
         y0,
         args=(prep, body, drive),
         saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
-        max_steps=max_steps,
-        adjoint=adjoint,
+        stepsize_controller=integ.controller(),
+        max_steps=integ.max_steps,
+        adjoint=integ.adjoint,
         event=diffrax.Event(_near_singular),
         throw=False,
     )

@@ -286,14 +286,18 @@ _functional_jit = filter_jit(
 )
 
 
-def _sweep_options(lk) -> dict:
+def _sweep_options(lk, invariant) -> dict:
     """The core's options for every sweep of `lk`: at most 10 Newton steps per input,
     and the longest input step the continuation takes at once (`max_step`): 15° for an
     angle (a revolute input, or any input on the sphere), else 15 of the linkage's
     default steps (length units). Longer steps between consecutive inputs are taken
     in substeps, so every solution is the one continuation along the inputs reaches
-    (the branch invariant alone cannot tell two assembly modes flipped together)."""
-    return dict(max_steps=10, max_step=float(_plan.max_step(lk)))
+    (the branch invariant alone cannot tell two assembly modes flipped together).
+    `invariant`: the branch's (None: not checked)."""
+    return dict(branch=_closure.Branch(invariant, None, float(_plan.max_step(lk))), convergence=_CONVERGENCE)
+
+
+_CONVERGENCE = _closure.Convergence(max_steps=10)
 
 
 def _simulate(lk, inputs, branch, condition, fallback, probe, origin=False):
@@ -323,13 +327,12 @@ def _simulate(lk, inputs, branch, condition, fallback, probe, origin=False):
         # the branch invariant: the closure Jacobian's determinant, whose sign changes
         # only through a singular configuration (with the dyads' closed form, their own
         # assembly signs, of which that determinant is a product)
-        branch=_branch(lk, predictor) if branch else None,
         condition=condition,
         fallback=fallback,
         predictor=predictor,
         corrector=None if predictor is None else _closure.Newton(certify_steps(predictor)),
         probe=(x0, lk.zero_input().astype(inputs.dtype)) if probe else None,
-        **_sweep_options(lk),
+        **_sweep_options(lk, _branch(lk, predictor) if branch else None),
     )
     motion = _motion(lk, prep, sol)
     if origin:
@@ -430,7 +433,7 @@ def _resume_program(lk, sol, branch, condition):
     return _motion(
         lk,
         prep,
-        _closure.resume(prepared_residual, sol, prep, branch=branch_, condition=condition, **_sweep_options(lk)),
+        _closure.resume(prepared_residual, sol, prep, condition=condition, **_sweep_options(lk, branch_)),
     )
 
 
@@ -447,14 +450,13 @@ def _plan_program(plan, C, inputs, max_step, branch, condition, deferred):
         x0,
         inputs,
         prep,
-        branch=_plan.branch_jit if branch else None,
+        branch=_closure.Branch(_plan.branch_jit if branch else None, None, max_step),
+        convergence=_CONVERGENCE,
         condition=condition or screen,
         fallback=_closure.Deferred() if deferred else None,
         predictor=_plan.CLOSED_FORM,
         corrector=_closure.Newton(_CERTIFY_STEPS),
         probe=(x0, zero),
-        max_steps=10,
-        max_step=max_step,
         active=plan.active,
     )
     motion = _plan_motion(prep, sol)
@@ -485,10 +487,9 @@ def _plan_resume(plan, C, sol, max_step, branch, condition):
             _plan.residual,
             sol,
             prep,
-            branch=_plan.branch_jit if branch else None,
+            branch=_closure.Branch(_plan.branch_jit if branch else None, None, max_step),
+            convergence=_CONVERGENCE,
             condition=condition,
-            max_steps=10,
-            max_step=max_step,
             active=plan.active,
         ),
     )

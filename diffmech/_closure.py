@@ -1038,8 +1038,8 @@ class Newton(eqx.Module):
         round-off (then a singular Jacobian's non-finite step is not taken)."""
         return self._correct(fn, guess, u, params)[:4]
 
-    def _certified(self, x, res, last, exact, atol):
-        """Which corrected iterates `_correct` certifies (batched): finite, the residual's
+    def certified(self, x, res, last, exact, atol):
+        """Which corrected iterates (`correct`'s outputs, batched) are certified: finite, the residual's
         max-norm within `atol`, and the last update within `certify` (or the guess
         exact as it came)."""
         return jnp.all(jnp.isfinite(x), axis=-1) & (res <= atol) & ((last <= self.certify) | exact)
@@ -1445,7 +1445,7 @@ def sweep_probed(
         assert J is not None
         probed = (res[n_in], J[n_in])
         x, res, last, exact, J = x[:n_in], res[:n_in], last[:n_in], exact[:n_in], J[:n_in]
-    certified = pred.reached & corrector._certified(x, res, last, exact, opts.atol)
+    certified = pred.reached & corrector.certified(x, res, last, exact, opts.atol)
     nan = jnp.full((n_in,), jnp.nan, dtype)
     b_val, cond = jax.vmap(opts.checks)(J) if opts.needs_jacobian else (nan, nan)
     # 3. the branch invariant on all solutions

@@ -23,7 +23,7 @@ import dataclasses
 import json
 import os
 import warnings
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, NamedTuple
 
 import equinox as eqx
 import jax
@@ -739,112 +739,151 @@ def _transmission(transmission, who):
 # --------------------------------------------------------------------------- the search
 
 
-def _search(
-    task,
-    t,
-    centre,
-    scale,
-    *,
-    timing,
-    angles,
-    phase,
-    frame,
-    bounds,
-    grashof,
-    full_rotation,
-    transmission,
-    starts,
-    steps,
-    seed,
-    optimizer,
-    gtol,
-    tol,
-    margin,
-    progress,
-    who,
-    screen=0,
-    hops=0,
-    atlas=0,
-):
+class _Query(NamedTuple):
+    """What a task asks of the search: its name (`_TASKS`), its targets `t` in world
+    units with their `centre` and `scale`, the timing mode, the input angles (given or
+    relative), a fixed phase, the frame and the world bounds."""
+
+    task: str
+    t: Any
+    centre: Any
+    scale: Any
+    timing: str
+    angles: Any
+    phase: Any
+    frame: Any
+    bounds: Any
+
+
+def _search(q: _Query, c: Constraints, m: MultiStart, who: str) -> Synthesis:
     """Multi-start L-BFGS on the normalised problem, then the closure core's check and
-    every constraint on each start; returns the best feasible design as a `Synthesis`."""
-    if starts < 1 or steps < 1:
-        raise ValueError(f"{who}: `starts` and `steps` must be ≥ 1; got {starts}, {steps}")
-    kind = _TASKS[task]
-    allowed = kind.bounds_fields
-    world, fixed = _world_bounds(bounds, frame, who, allowed)
-    for name, flag in (("grashof", grashof), ("full_rotation", full_rotation)):
+    every constraint on each start; returns the best feasible design as a `Synthesis`.
+    `m`'s `starts` and `steps` are resolved (not None)."""
+    assert m.starts is not None and m.steps is not None
+    kind = _TASKS[q.task]
+    world, fixed = _check_search(q, c, m, kind, who)
+    prob, lo, hi, size = _problem(q, c, kind, world, fixed, who)
+    rng = np.random.default_rng(m.seed)
+    seeder = _Seeder(q, kind, prob, fixed, lo, hi, size, rng)
+    c0 = _screened(seeder, m) if m.screen else seeder.candidates(m.starts, quasi=False)
+    names = _trainable(q, kind, fixed)
+    rounds = _polish_rounds(c0, prob, names, "lengths" not in lo, m, rng)
+    # the best design that meets every constraint over all rounds (a later round's
+    # polish may push its starts onto a constraint's boundary, where the check fails)
+    best, error = None, None
+    for res_r, cands_r in rounds:
+        try:
+            syn = _select(q.task, cands_r, prob, q.t, q.centre, q.scale, fixed, world, res_r, m.tol, who)
+        except InfeasibleError as e:
+            error = e
+            continue
+        if best is None or syn.objective < best.objective:
+            best = syn
+    if best is None:
+        assert error is not None
+        raise error
+    return best
+
+
+def _check_search(q: _Query, c: Constraints, m: MultiStart, kind, who):
+    """The search's settings checked; the world bounds and the fixed fields."""
+    starts, screen = m.starts, m.screen
+    assert starts is not None and m.steps is not None
+    if starts < 1 or m.steps < 1:
+        raise ValueError(f"{who}: `starts` and `steps` must be ≥ 1; got {starts}, {m.steps}")
+    world, fixed = _world_bounds(q.bounds, q.frame, who, kind.bounds_fields)
+    for name, flag in (("grashof", c.grashof), ("full_rotation", c.full_rotation)):
         if not isinstance(flag, (bool, np.bool_)):
             raise ValueError(f"{who}: `{name}` must be True or False; got {flag!r}")
-    counts = dict(starts=starts, steps=steps, seed=seed, screen=screen, hops=hops, atlas=atlas)
+    counts = dict(starts=starts, steps=m.steps, seed=m.seed, screen=screen, hops=m.hops, atlas=m.atlas)
     for name, v in counts.items():
         check_count(who, name, v, 1 if name in ("starts", "steps") else 0)
-    check_scalar(who, "margin", margin, nonnegative=True)
+    check_scalar(who, "margin", c.margin, nonnegative=True)
     if 0 < screen < starts:
         raise ValueError(
             f"{who}: `screen` must be 0 (no screen) or at least `starts` = {starts}: the fit starts from its "
             f"`starts` best candidates; got {screen}"
         )
-    if atlas and not (kind.curves and timing == "cyclic" and screen):
+    if m.atlas and not (kind.curves and q.timing == "cyclic" and screen):
         raise ValueError(
             f"{who}: `atlas` matches the closed curve through the targets in their order: it needs "
-            f"`cyclic_order=True` and a `screen` (its candidates join the screen's); got atlas={atlas}"
+            f"`cyclic_order=True` and a `screen` (its candidates join the screen's); got atlas={m.atlas}"
         )
-    check_scalar(who, "tol", tol, positive=True)
-    if phase is not None:
-        ph = as_floats(who, "phase", phase)
+    check_scalar(who, "tol", m.tol, positive=True)
+    if q.phase is not None:
+        ph = as_floats(who, "phase", q.phase)
         if ph.shape != () or not np.isfinite(ph):
-            raise ValueError(f"{who}: `phase` must be a finite angle (rad); got {phase!r}")
+            raise ValueError(f"{who}: `phase` must be a finite angle (rad); got {q.phase!r}")
         if "phase" in world and not (world["phase"][0] <= ph <= world["phase"][1]):
             raise ValueError(f"{who}: `phase` = {float(ph)} lies outside `bounds['phase']`")
         fixed["phase"] = ph
-    transmission = _transmission(transmission, who)
-    n = t.shape[0]
+    return world, fixed
+
+
+def _problem(q: _Query, c: Constraints, kind, world, fixed, who):
+    """The normalised problem the compiled programs take (padded to a size class),
+    and its box bounds."""
+    transmission = _transmission(c.transmission, who)
+    n = q.t.shape[0]
     dtype = jnp.asarray(0.0).dtype
-    targets = kind.normalised(t, centre, scale)
-    lo, hi = _normalised_box(world, fixed, centre, scale, task)
+    targets = kind.normalised(q.t, q.centre, q.scale)
+    lo, hi = _normalised_box(world, fixed, q.centre, q.scale, q.task)
     size = _size_class(n)
     prob = _Problem(
         targets=jax.device_put(_padded(np.asarray(targets, dtype), size)),
-        angles=jax.device_put(_padded(np.asarray(angles if angles is not None else np.zeros(n), dtype), size)),
+        angles=jax.device_put(_padded(np.asarray(q.angles if q.angles is not None else np.zeros(n), dtype), size)),
         weight=jax.device_put((np.arange(size) < n).astype(dtype)),
         lo={k: jnp.asarray(v, dtype) for k, v in lo.items()},
         hi={k: jnp.asarray(v, dtype) for k, v in hi.items()},
-        task=task,
-        timing=timing,
-        grashof=grashof,
-        full_rotation=full_rotation,
+        task=q.task,
+        timing=q.timing,
+        grashof=c.grashof,
+        full_rotation=c.full_rotation,
         transmission=transmission,
-        margin=margin,
+        margin=c.margin,
         window="lengths" not in world,
     )
-    rng = np.random.default_rng(seed)
-    # fixed fields take their values; function generation places nothing
-    norm_fixed = {}
-    if "origin" in fixed:
-        norm_fixed["origin"] = (fixed["origin"] - centre) / scale
-    if "angle" in fixed:
-        norm_fixed["angle"] = fixed["angle"]
-    if "phase" in fixed:
-        norm_fixed["phase"] = fixed["phase"]
-    fixed_names = tuple(sorted(set(norm_fixed) | (set() if kind.placed else {"origin", "angle"})))
-    # a fixed pivot must be reached from where it is: the candidates' sizes span the distance
-    dist = float(np.linalg.norm(norm_fixed["origin"])) if "origin" in norm_fixed else 0.0
-    span = (np.log(0.25), np.log(2.0 * max(dist, 1.0))) if "origin" in norm_fixed else (0.0, 0.0)
-    with_gamma = kind.has_gamma(timing)
-    cyclic = timing == "cyclic" and not kind.inputs_given
+    return prob, lo, hi, size
 
-    def candidates(count, quasi, c=None):
-        # quasi-random candidates draw their size (and turn); the few plain random starts
-        # take the best of 12 sizes (and of 12 turns, where the pivot is fixed but not the
-        # ground line); given ones (`c`, the atlas's) are placed like the quasi-random
+
+class _Seeder:
+    """The search's candidate designs: random or quasi-random, or given (the atlas's),
+    with the fixed fields set, placed, timed and turned, and in the box."""
+
+    def __init__(self, q: _Query, kind, prob, fixed, lo, hi, size, rng):
+        self.kind, self.prob, self.lo, self.hi, self.size, self.rng = kind, prob, lo, hi, size, rng
+        self.dtype = jnp.asarray(0.0).dtype
+        # fixed fields take their values; function generation places nothing
+        norm = {}
+        if "origin" in fixed:
+            norm["origin"] = (fixed["origin"] - q.centre) / q.scale
+        if "angle" in fixed:
+            norm["angle"] = fixed["angle"]
+        if "phase" in fixed:
+            norm["phase"] = fixed["phase"]
+        self.fixed = norm
+        self.fixed_names = tuple(sorted(set(norm) | (set() if kind.placed else {"origin", "angle"})))
+        # a fixed pivot must be reached from where it is: the candidates' sizes span the distance
+        self.dist = float(np.linalg.norm(norm["origin"])) if "origin" in norm else 0.0
+        self.span = (np.log(0.25), np.log(2.0 * max(self.dist, 1.0))) if "origin" in norm else (0.0, 0.0)
+        self.with_gamma = kind.has_gamma(q.timing)
+        self.cyclic = q.timing == "cyclic" and not kind.inputs_given
+        self.targets = kind.normalised(q.t, q.centre, q.scale)
+
+    def candidates(self, count, quasi, c=None):
+        """`count` candidates; quasi-random ones draw their size (and turn); the few
+        plain random starts take the best of 12 sizes (and of 12 turns, where the pivot
+        is fixed but not the ground line); given ones (`c`, the atlas's) are placed like
+        the quasi-random."""
+        dtype, fixed = self.dtype, self.fixed
         if c is None:
-            c = _random_starts(count, size, rng, dtype, log_scale=span if quasi else (0.0, 0.0), quasi=quasi)
-        for key, v in norm_fixed.items():
+            span = self.span if quasi else (0.0, 0.0)
+            c = _random_starts(count, self.size, self.rng, dtype, log_scale=span, quasi=quasi)
+        for key, v in fixed.items():
             c = eqx.tree_at(
                 lambda m, k=key: getattr(m, k), c, jnp.broadcast_to(jnp.asarray(v, dtype), getattr(c, key).shape)
             )
-        if not kind.placed:
+        if not self.kind.placed:
             c = eqx.tree_at(
                 lambda m: (m.point, m.origin, m.angle),
                 c,
@@ -853,53 +892,70 @@ def _search(
         # placed (pivot under the targets, best phase), timed and turned, then into the box
         # and into the unconstrained coordinates of the bounded fields
         scales, turns = np.ones(1), np.zeros(1)
-        if not quasi and "origin" in norm_fixed:
-            scales = np.geomspace(0.25, 2.0 * max(dist, 1.0), 12)
-            if "angle" not in norm_fixed:
+        if not quasi and "origin" in fixed:
+            scales = np.geomspace(0.25, 2.0 * max(self.dist, 1.0), 12)
+            if "angle" not in fixed:
                 turns = np.linspace(0.0, _TWO_PI, 12, endpoint=False)
-        c = _seed_batch(c, prob, fixed_names, np.asarray(scales, dtype), np.asarray(turns, dtype))
-        c = _init_batch(c, prob, cyclic, with_gamma)
-        for key in lo:
-            v = np.clip(np.asarray(getattr(c, key)), lo[key], hi[key])
-            c = eqx.tree_at(lambda m, k=key: getattr(m, k), c, jnp.asarray(_unbox(v, lo[key], hi[key]), dtype))
+        c = _seed_batch(c, self.prob, self.fixed_names, np.asarray(scales, dtype), np.asarray(turns, dtype))
+        c = _init_batch(c, self.prob, self.cyclic, self.with_gamma)
+        for key in self.lo:
+            lo, hi = self.lo[key], self.hi[key]
+            v = np.clip(np.asarray(getattr(c, key)), lo, hi)
+            c = eqx.tree_at(lambda m, k=key: getattr(m, k), c, jnp.asarray(_unbox(v, lo, hi), dtype))
         return c
 
-    if screen:
-        # the global phase: a quasi-random screen of `screen` candidates in one program,
-        # the `starts` best (lowest loss, constraints' penalties included) go on
-        meter = TextProgress("screen") if progress else None
-        pool = candidates(screen, quasi=True)
-        if atlas:
-            # the atlas's curves closest in shape to the closed polygon through the
-            # targets, each turned, scaled and placed onto them, join the screen
-            matched = candidates(atlas, True, _atlas_starts(targets, atlas, dtype, progress, size))
-            pool = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), pool, matched)
-        losses = np.asarray(_loss_batch(pool, prob))
-        if meter is not None:
-            meter.update(len(losses), len(losses), f"best loss {np.nanmin(losses):.3g}")
-            meter.close()
-        order = np.argsort(np.where(np.isfinite(losses), losses, np.inf), kind="stable")
-        if atlas:
-            # the atlas's matches take at most a quarter of the starts (the best of them):
-            # close shapes share a basin, the screen's candidates keep the search broad
-            own = order[order < screen]
-            matched = order[order >= screen][: max(1, starts // 4)]
-            order = np.concatenate([matched, own])
-        best = order[:starts]
-        c0 = jax.tree.map(lambda a: a[best], pool)
-    else:
-        c0 = candidates(starts, quasi=False)
+
+def _screened(seeder: _Seeder, m: MultiStart):
+    """The global phase: a quasi-random screen of `m.screen` candidates in one program
+    (and the atlas's matches), the `m.starts` best (lowest loss, constraints' penalties
+    included) go on."""
+    starts, screen, atlas = m.starts, m.screen, m.atlas
+    assert starts is not None
+    meter = TextProgress("screen") if m.progress else None
+    pool = seeder.candidates(screen, quasi=True)
+    if atlas:
+        # the atlas's curves closest in shape to the closed polygon through the
+        # targets, each turned, scaled and placed onto them, join the screen
+        given = _atlas_starts(seeder.targets, atlas, seeder.dtype, m.progress, seeder.size)
+        matched = seeder.candidates(atlas, True, given)
+        pool = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), pool, matched)
+    losses = np.asarray(_loss_batch(pool, seeder.prob))
+    if meter is not None:
+        meter.update(len(losses), len(losses), f"best loss {np.nanmin(losses):.3g}")
+        meter.close()
+    order = np.argsort(np.where(np.isfinite(losses), losses, np.inf), kind="stable")
+    if atlas:
+        # the atlas's matches take at most a quarter of the starts (the best of them):
+        # close shapes share a basin, the screen's candidates keep the search broad
+        own = order[order < screen]
+        matched = order[order >= screen][: max(1, starts // 4)]
+        order = np.concatenate([matched, own])
+    best = order[:starts]
+    return jax.tree.map(lambda a: a[best], pool)
+
+
+def _trainable(q: _Query, kind, fixed) -> list[str]:
+    """The fields the fit moves."""
     names = ["lengths"]
     if kind.placed:
         names += ["point"] + [k for k in ("origin", "angle") if k not in fixed]
-    if "phase" not in fixed and (timing in ("prescribed", "cyclic") or (kind.inputs_given and timing == "free")):
+    if "phase" not in fixed and (q.timing in ("prescribed", "cyclic") or (kind.inputs_given and q.timing == "free")):
         names.append("phase")
-    if with_gamma:
+    if kind.has_gamma(q.timing):
         names.append("gamma")
-    if cyclic:
+    if q.timing == "cyclic" and not kind.inputs_given:
         names.append("gaps")
-    trainable = lambda m: tuple(getattr(m, k) for k in names)  # noqa: E731
-    positive = None if "lengths" in lo else (lambda m: m.lengths)
+    return names
+
+
+def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
+    """The fit of every start, then `m.hops` rounds of basin hopping and the damped
+    Newton finish: each round's `(FitResult, candidates)`."""
+    starts, steps, hops = m.starts, m.steps, m.hops
+    assert starts is not None and steps is not None
+    dtype = jnp.asarray(0.0).dtype
+    trainable = lambda cand: tuple(getattr(cand, k) for k in names)  # noqa: E731
+    positive = (lambda cand: cand.lengths) if free_lengths else None
 
     def polish(c, label):
         res = _fit.fit(
@@ -908,10 +964,10 @@ def _search(
             prob,
             trainable=trainable,
             positive=positive or False,
-            optimizer=optimizer,
-            convergence=_fit.Convergence(steps=steps, gtol=gtol),
+            optimizer=m.optimizer,
+            convergence=_fit.Convergence(steps=steps, gtol=m.gtol),
             starts=_fit.Starts(batch=True),
-            progress=label if progress else False,
+            progress=label if m.progress else False,
         )
         return res, eqx.combine(res.params, c)  # fitted fields from the fit, frozen ones from the starts
 
@@ -932,7 +988,7 @@ def _search(
             v = np.asarray(getattr(base, name))
             z = rng.normal(size=v.shape) * np.reshape(1.0 - keep, (-1,) + (1,) * (v.ndim - 1))
             v = v * np.exp(sigma * z) if (name == "lengths" and positive is not None) else v + sigma * z
-            base = eqx.tree_at(lambda m, n=name: getattr(m, n), base, jnp.asarray(v, dtype))
+            base = eqx.tree_at(lambda cand, n=name: getattr(cand, n), base, jnp.asarray(v, dtype))
         res, cands = polish(base, f"hop {r + 1}/{hops}")
         rounds.append((res, cands))
     if hops:
@@ -941,28 +997,14 @@ def _search(
         final = np.asarray(res.loss)
         top = np.argsort(np.where(np.isfinite(final), final, np.inf), kind="stable")[:n_elite]
         sub = jax.tree.map(lambda a: a[top], cands)
-        meter = TextProgress("newton") if progress else None
+        meter = TextProgress("newton") if m.progress else None
         done = _newton_batch(sub, prob, tuple(names), positive is not None)
         if meter is not None:
             meter.update(n_elite, n_elite, "the best eighth, damped Newton")
             meter.close()
         cands = jax.tree.map(lambda a, b: a.at[top].set(b) if eqx.is_array(a) else a, cands, done)
         rounds.append((res, cands))
-    # the best design that meets every constraint over all rounds (a later round's
-    # polish may push its starts onto a constraint's boundary, where the check fails)
-    best, error = None, None
-    for res_r, cands_r in rounds:
-        try:
-            syn = _select(task, cands_r, prob, t, centre, scale, fixed, world, res_r, tol, who)
-        except InfeasibleError as e:
-            error = e
-            continue
-        if best is None or syn.objective < best.objective:
-            best = syn
-    if best is None:
-        assert error is not None
-        raise error
-    return best
+    return rounds
 
 
 def _atlas_starts(targets, count, dtype, progress=False, size=None) -> _Candidate:
@@ -1180,8 +1222,8 @@ def _path_generation(who: str, task: Path, c: Constraints, m: MultiStart) -> Syn
         task.tracer,
     )
     timing, cyclic_order = ("free", True) if task.timing == "cyclic" else (task.timing, False)
-    frame, bounds, atlas, spread = c.frame, c.bounds, m.atlas, m.spread
-    kw = _search_settings(task, c, m)
+    frame, bounds = c.frame, c.bounds
+    m = _resolved(task, m)
     t, centre, scale = _as_targets(target_points, who)
     n = t.shape[0]
     if crank_angles is not None:
@@ -1194,30 +1236,14 @@ def _path_generation(who: str, task: Path, c: Constraints, m: MultiStart) -> Syn
         raise ValueError(f"{who}: `phase` fixes prescribed timing's crank angles; pass timing='prescribed'")
     if mechanism is not None:
         for name in ("starts", "steps"):
-            check_count(who, name, kw[name])
-        if kw["screen"] or kw["hops"] or atlas:
+            check_count(who, name, getattr(m, name))
+        if m.screen or m.hops or m.atlas:
             raise ValueError(
                 f"{who}: `screen`, `hops` and `atlas` search four-bars; a `mechanism` is fitted from perturbed "
                 "copies of it (`starts`, `spread`)"
             )
-        check_scalar(who, "spread", spread, nonnegative=True)
-        return _linkage_generation(
-            t,
-            scale,
-            mechanism,
-            tracer,
-            timing,
-            crank_angles,
-            kw["starts"],
-            kw["steps"],
-            kw["seed"],
-            kw["optimizer"],
-            kw["gtol"],
-            kw["tol"],
-            spread,
-            kw["progress"],
-            who,
-        )
+        check_scalar(who, "spread", m.spread, nonnegative=True)
+        return _linkage_generation(t, scale, mechanism, tracer, timing, crank_angles, m, who)
     if crank_angles is None:
         inc = _TWO_PI * np.arange(n) / n
     elif np.any(np.diff(inc) <= 0) and np.any(np.diff(inc) >= 0):
@@ -1226,20 +1252,7 @@ def _path_generation(who: str, task: Path, c: Constraints, m: MultiStart) -> Syn
     angles = inc if phase is not None else inc - inc[0]
     mode = "cyclic" if cyclic_order else timing
     world, _ = _world_bounds(bounds, frame, who, tuple(_FIELDS))
-    syn = _search(
-        "path",
-        t,
-        centre,
-        scale,
-        timing=mode,
-        angles=angles,
-        phase=phase,
-        frame=frame,
-        bounds=bounds,
-        who=who,
-        **kw,
-        atlas=atlas,
-    )
+    syn = _search(_Query("path", t, centre, scale, mode, angles, phase, frame, bounds), c, m, who)
     return _clip_bounds(syn, world, who)
 
 
@@ -1247,22 +1260,10 @@ def _motion_generation(who: str, task: Motion, c: Constraints, m: MultiStart) ->
     """`motion_generation`'s work for `task` under `c` by the search `m`, its errors naming `who`
     (the function the user called)."""
     poses, cyclic_order, frame, bounds = task.poses, task.timing == "cyclic", c.frame, c.bounds
-    kw = _search_settings(task, c, m)
     t, centre, scale = _as_targets(poses, who, "poses", 3)
     world, _ = _world_bounds(bounds, frame, who, tuple(_FIELDS))
-    syn = _search(
-        "motion",
-        t,
-        centre,
-        scale,
-        timing="cyclic" if cyclic_order else "free",
-        angles=None,
-        phase=None,
-        frame=frame,
-        bounds=bounds,
-        who=who,
-        **kw,
-    )
+    timing = "cyclic" if cyclic_order else "free"
+    syn = _search(_Query("motion", t, centre, scale, timing, None, None, frame, bounds), c, _resolved(task, m), who)
     return _clip_bounds(syn, world, who)
 
 
@@ -1270,7 +1271,6 @@ def _function_generation(who: str, task: Function, c: Constraints, m: MultiStart
     """`function_generation`'s work for `task` under `c` by the search `m`, its errors naming `who`
     (the function the user called)."""
     theta_in, theta_out, offsets, ground, bounds = task.theta_in, task.theta_out, task.offsets, task.ground, c.bounds
-    kw = _search_settings(task, c, m)
     a = as_floats(who, "theta_in", theta_in)
     b = as_floats(who, "theta_out", theta_out)
     if a.ndim != 1 or a.shape[0] < 3 or not np.all(np.isfinite(a)):
@@ -1292,19 +1292,8 @@ def _function_generation(who: str, task: Function, c: Constraints, m: MultiStart
     lo, hi = world["lengths"]
     if "lengths" in world and lo[3] == hi[3] and lo[3] <= 0:
         raise ValueError(f"{who}: the ground link's length must be positive")
-    syn = _search(
-        "function",
-        b,
-        np.zeros(2),
-        1.0,
-        timing="free" if offsets else "prescribed",
-        angles=a,
-        phase=None if offsets else 0.0,
-        frame=None,
-        bounds=bounds,
-        who=who,
-        **kw,
-    )
+    timing, phase = ("free", None) if offsets else ("prescribed", 0.0)
+    syn = _search(_Query("function", b, np.zeros(2), 1.0, timing, a, phase, None, bounds), c, _resolved(task, m), who)
     return _clip_bounds(syn, {"lengths": world["lengths"]}, who)
 
 
@@ -1581,23 +1570,11 @@ class Function(AbstractTask):
         return _function_generation(who, self, c, m)
 
 
-def _search_settings(task: AbstractTask, c: Constraints, m: MultiStart) -> dict[str, Any]:
-    """The constraints and search settings every task passes to `_search` alike (the
-    task's own default starts and steps where the search leaves them to it)."""
-    return dict(
-        grashof=c.grashof,
-        full_rotation=c.full_rotation,
-        transmission=c.transmission,
-        margin=c.margin,
-        starts=task.starts if m.starts is None else m.starts,
-        steps=task.steps if m.steps is None else m.steps,
-        screen=m.screen,
-        hops=m.hops,
-        seed=m.seed,
-        optimizer=m.optimizer,
-        gtol=m.gtol,
-        tol=m.tol,
-        progress=m.progress,
+def _resolved(task: AbstractTask, m: MultiStart) -> MultiStart:
+    """The search with the task's own default starts and steps where it leaves them
+    to the task."""
+    return dataclasses.replace(
+        m, starts=task.starts if m.starts is None else m.starts, steps=task.steps if m.steps is None else m.steps
     )
 
 
@@ -1851,9 +1828,12 @@ def _linkage_loss(lk, targets, inputs, tracer, scale):
     return _fit.masked_mean(m.coords[:, tracer, :2] - targets, m.converged) / scale**2
 
 
-def _linkage_generation(
-    t, scale, lk, tracer, timing, inputs, starts, steps, seed, optimizer, gtol, tol, spread, progress, who
-):
+def _linkage_generation(t, scale, lk, tracer, timing, inputs, m: MultiStart, who):
+    """`path_generation` of a given `Linkage` (`mechanism`): its coordinates fitted
+    from `m.starts` perturbed copies (`m.spread`), the tracer joint's path on the
+    targets at the prescribed inputs."""
+    starts, steps = m.starts, m.steps
+    assert starts is not None and steps is not None
     if not isinstance(lk, Linkage):
         raise ValueError(f"{who}: `mechanism` must be a diffmech Linkage; got {type(lk).__name__}")
     if lk.geometry != "planar":
@@ -1868,15 +1848,15 @@ def _linkage_generation(
     k = lk.names.index(tracer)
     u = jnp.asarray(inputs, lk.coords.dtype)
     targets = jnp.asarray(t, lk.coords.dtype)
-    spread_abs = spread * float(jnp.max(jnp.abs(lk.coords)))
-    rng = np.random.default_rng(seed)
+    spread_abs = m.spread * float(jnp.max(jnp.abs(lk.coords)))
+    rng = np.random.default_rng(m.seed)
     z = rng.normal(0.0, 1.0, (starts,) + lk.coords.shape)
     z[0] = 0.0
     coords = lk.coords[None] + spread_abs * jnp.asarray(z, lk.coords.dtype)
     # a batch of starts: every array of the description gets the starts' axis (the fit
     # vmaps all of them), only the coordinates differ
     batch = jax.tree.map(lambda a: jnp.broadcast_to(a, (starts, *jnp.shape(a))) if eqx.is_array(a) else a, lk)
-    batch = eqx.tree_at(lambda m: m.coords, batch, coords)
+    batch = eqx.tree_at(lambda d: d.coords, batch, coords)
     res = _fit.fit(
         _linkage_loss,
         batch,
@@ -1884,11 +1864,11 @@ def _linkage_generation(
         u,
         k,
         scale,
-        trainable=lambda m: m.coords,
-        optimizer=optimizer,
-        convergence=_fit.Convergence(steps=steps, gtol=gtol),
+        trainable=lambda d: d.coords,
+        optimizer=m.optimizer,
+        convergence=_fit.Convergence(steps=steps, gtol=m.gtol),
         starts=_fit.Starts(batch=True),
-        progress=progress,
+        progress=m.progress,
     )
     motion = _simulate_batch(eqx.tree_at(lambda m: m.coords, lk, res.params.coords), u)
     pts = motion.coords[:, :, k, :2]
@@ -1908,7 +1888,7 @@ def _linkage_generation(
         history=row(res.history, b),
         errors=errors,
         valid=ok,
-        success_rate=float(jnp.mean(errors / scale <= tol)),
+        success_rate=float(jnp.mean(errors / scale <= m.tol)),
         fit=res,
         objective=float(jnp.sum((pts[b] - targets) ** 2)),
     )

@@ -271,9 +271,9 @@ def _closed_form_values(prob: _Problem, d):
     def rigidity(_, u, X_):  # the residual `prepared_residual` is here (not over-constrained: `_closed_form_only`)
         return rigidity_rows(X_, u, prep)
 
-    _, res, last, exact, _ = jax.vmap(lambda g, u, X_: newton._correct(rigidity, g, u, X_))(x, inputs, X)
+    _, res, last, exact = jax.vmap(lambda g, u, X_: newton.correct(rigidity, g, u, X_))(x, inputs, X)
     atol = _closure.tolerance(1e-10, x.dtype)  # the sweep's default
-    certified = feasible & newton._certified(x, res, last, exact, atol)
+    certified = feasible & newton.certified(x, res, last, exact, atol)
     b = jnp.sign(jax.vmap(branch, in_axes=(0, None))(X, prep.C0))
     good = jnp.all(certified & (b == b[0]))
     coords = jax.vmap(lambda X_: carry_tracers(prep, X_))(X[1:])

@@ -595,6 +595,34 @@ def sweep(
     # validated with NumPy on the host: the only call into JAX is the compiled program
     if at_change not in AT_CHANGE:
         raise ValueError(f"linkage.sweep: `at_change` must be one of {AT_CHANGE}; got {at_change!r}")
+    inputs, take, n_neg, n_default = _sweep_path(lk, steps, step, inputs)
+    # the initial configuration is checked once per linkage object (a Linkage is
+    # immutable), inside the same compiled program as its first simulation
+    eager = not is_traced(lk, inputs)
+    check = check and eager and lk not in _CHECKED
+    options = (eager, branch, condition, at_change)
+    motion = _sweep_run(lk, inputs, check, n_default, n_neg, options)
+    if take is not None and 0 < n_neg < inputs.shape[0] - 1 and not np.asarray(motion.converged)[: n_neg + 1].all():
+        # the negative side stopped (a motion limit, a change point): the positive side
+        # is continued from the initial configuration on its own, by the same program
+        # (the path 0, the positive inputs, padded to the same length by repeating the last)
+        positive = inputs[n_neg + 1 :]
+        path = np.concatenate([inputs[:1], positive, np.repeat(positive[-1:], n_neg)])
+        other = _sweep_run(lk, path, check, None, 0, options)
+        # each path row's row in the two motions one after the other
+        rows = np.arange(inputs.shape[0])
+        take = np.where(rows > n_neg, inputs.shape[0] + rows - n_neg, rows)[take]
+        motion = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), motion, other)
+    if take is not None:
+        motion = _rows_jit(motion, take)
+    return finish(motion, throw, f"linkage {lk.name!r}: sweep")
+
+
+def _sweep_path(lk: Linkage, steps, step, inputs):
+    """`sweep`'s path checked: `(inputs, take, n_neg, n_default)`: the inputs to
+    solve (given ones sorted into a path from 0, `take` the rows given, `n_neg` the
+    negative side's length), or the default range on the device (`n_default` its own
+    rows)."""
     take, n_neg, n_default = None, 0, None
     if inputs is not None and (steps is not None or step is not None):
         raise ValueError("linkage.sweep: give either `inputs` or `steps`/`step`, not both")
@@ -620,89 +648,78 @@ def sweep(
         rows = path_rows(inputs) if k == 1 else None  # several inputs: followed as the path given
         if rows is not None:  # not a path from 0 in order: solve the sorted path, return the rows given
             inputs, take, n_neg = rows
-    # the initial configuration is checked once per linkage object (a Linkage is
-    # immutable), inside the same compiled program as its first simulation
-    eager = not is_traced(lk, inputs)
-    check = check and eager and lk not in _CHECKED
+    return inputs, take, n_neg, n_default
 
-    def run(path, check, n=None):
-        # eager: the program without the sequential fallback first (a smaller program to
-        # compile); the one with it is compiled and run only if an input needs it
-        # inside a transformation: the program itself (compiler options are a top-level jit's)
-        args = _plan.arguments(lk) if eager else None  # one program per size class, where it has a plan
-        planned = args is not None
-        n = path.shape[0] if n is None else n  # the path's own rows (the default path comes padded)
-        if not eager and path.shape[0] > n:  # inside a transformation: the path itself
-            path = np.asarray(path)[:n]
-        padded = path
-        if eager and path.shape[0] < size_class(n, _LENGTHS):  # one program per length class
-            padded = pad_rows(np.asarray(path), size_class(n, _LENGTHS))
-        if planned:
-            p, C, max_step = args
+
+def _sweep_run(lk: Linkage, path, check: bool, n, n_neg: int, options):
+    """One path of `sweep` from the initial configuration: its compiled program (and,
+    eagerly, the fallback's and the host's change-point search where needed).
+    `options`: `(eager, branch, condition, at_change)`; `n`: the path's own rows (the
+    default path comes padded); `n_neg`: its negative side's length."""
+    eager, branch, condition, at_change = options
+    # eager: the program without the sequential fallback first (a smaller program to
+    # compile); the one with it is compiled and run only if an input needs it
+    # inside a transformation: the program itself (compiler options are a top-level jit's)
+    args = _plan.arguments(lk) if eager else None  # one program per size class, where it has a plan
+    planned = args is not None
+    n = path.shape[0] if n is None else n
+    if not eager and path.shape[0] > n:  # inside a transformation: the path itself
+        path = np.asarray(path)[:n]
+    padded = path
+    if eager and path.shape[0] < size_class(n, _LENGTHS):  # one program per length class
+        padded = pad_rows(np.asarray(path), size_class(n, _LENGTHS))
+    if args is not None:
+        p, C, max_step = args
+        motion, values, flags, sol = _cache.program(
+            "plan", _plan_program, _plan_jit, (p, C, padded, max_step), (branch, condition, True)
+        )
+        motion = _unpad(lk, motion, n)
+    else:
+        if eager:
             motion, values, flags, sol = _cache.program(
-                "plan", _plan_program, _plan_jit, (p, C, padded, max_step), (branch, condition, True)
+                "linkage_sweep",
+                _simulate_program,
+                _simulate_jit,
+                (kinematic(lk), padded),
+                (branch, condition, True),
             )
-            motion = _unpad(lk, motion, n)
         else:
-            if eager:
-                motion, values, flags, sol = _cache.program(
-                    "linkage_sweep",
-                    _simulate_program,
-                    _simulate_jit,
-                    (kinematic(lk), padded),
-                    (branch, condition, True),
-                )
-            else:
-                motion, values, flags, sol = _simulate_program(lk, padded, branch, condition, False, origin=True)
-            if eager and padded.shape[0] > n:
-                motion = _first(motion, n)
-        if check:
-            assert values is not None  # computed in the eager program
-            r, Jx = values
-            if planned:  # the linkage's own block
-                Jx = np.asarray(Jx)[: lk.n_unknowns, : lk.n_unknowns]
-            _raise_if_bad_initial(lk, r, Jx)
-            _CHECKED.add(lk)
-        if not eager:
-            return motion
-        deferred, suspect = np.asarray(flags)  # through NumPy: `bool()` of a JAX scalar costs 5 µs more
-        screen = lk.n_inputs == 1
-        if deferred:
-            # some input needs the sequential fallback: run it alone, from the first
-            # deferred input (its own small program, compiled only for such sweeps)
-            if planned:
-                resumed = _cache.program(
-                    "plan_resume", _plan_resume, _plan_resume_jit, (p, C, sol, max_step), (branch, condition or screen)
-                )
-                motion = _unpad(lk, resumed, n)
-            else:
-                motion = _cache.program(
-                    "resume", _resume_program, _resume_jit, (kinematic(lk), sol), (branch, condition or screen)
-                )
-                if padded.shape[0] > n:
-                    motion = _first(motion, n)
-            suspect = screen  # the screen runs on the host for this motion
-        if suspect:  # the host's search, certificate and answer (a candidate, or a failed input)
-            motion = _change_points(lk, motion, n_neg if path is inputs else 0, at_change, branch)
-        if deferred and screen and not condition:  # NaN, made on the host (an eager op compiles per shape)
-            nan = jax.device_put(np.full(motion.condition.shape, np.nan, motion.condition.dtype))
-            motion = eqx.tree_at(lambda m: m.condition, motion, nan)
+            motion, values, flags, sol = _simulate_program(lk, padded, branch, condition, False, origin=True)
+        if eager and padded.shape[0] > n:
+            motion = _first(motion, n)
+    if check:
+        assert values is not None  # computed in the eager program
+        r, Jx = values
+        if planned:  # the linkage's own block
+            Jx = np.asarray(Jx)[: lk.n_unknowns, : lk.n_unknowns]
+        _raise_if_bad_initial(lk, r, Jx)
+        _CHECKED.add(lk)
+    if not eager:
         return motion
-
-    motion = run(inputs, check, n_default)
-    if take is not None and 0 < n_neg < inputs.shape[0] - 1 and not np.asarray(motion.converged)[: n_neg + 1].all():
-        # the negative side stopped (a motion limit, a change point): the positive side
-        # is continued from the initial configuration on its own, by the same program
-        # (the path 0, the positive inputs, padded to the same length by repeating the last)
-        positive = inputs[n_neg + 1 :]
-        other = run(np.concatenate([inputs[:1], positive, np.repeat(positive[-1:], n_neg)]), check)
-        # each path row's row in the two motions one after the other
-        rows = np.arange(inputs.shape[0])
-        take = np.where(rows > n_neg, inputs.shape[0] + rows - n_neg, rows)[take]
-        motion = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), motion, other)
-    if take is not None:
-        motion = _rows_jit(motion, take)
-    return finish(motion, throw, f"linkage {lk.name!r}: sweep")
+    deferred, suspect = np.asarray(flags)  # through NumPy: `bool()` of a JAX scalar costs 5 µs more
+    screen = lk.n_inputs == 1
+    if deferred:
+        # some input needs the sequential fallback: run it alone, from the first
+        # deferred input (its own small program, compiled only for such sweeps)
+        if args is not None:
+            p, C, max_step = args
+            resumed = _cache.program(
+                "plan_resume", _plan_resume, _plan_resume_jit, (p, C, sol, max_step), (branch, condition or screen)
+            )
+            motion = _unpad(lk, resumed, n)
+        else:
+            motion = _cache.program(
+                "resume", _resume_program, _resume_jit, (kinematic(lk), sol), (branch, condition or screen)
+            )
+            if padded.shape[0] > n:
+                motion = _first(motion, n)
+        suspect = screen  # the screen runs on the host for this motion
+    if suspect:  # the host's search, certificate and answer (a candidate, or a failed input)
+        motion = _change_points(lk, motion, n_neg, at_change, branch)
+    if deferred and screen and not condition:  # NaN, made on the host (an eager op compiles per shape)
+        nan = jax.device_put(np.full(motion.condition.shape, np.nan, motion.condition.dtype))
+        motion = eqx.tree_at(lambda m: m.condition, motion, nan)
+    return motion
 
 
 _CHECKED = Recent()  # the linkages whose initial configuration was checked

@@ -474,12 +474,16 @@ def _closed_form_state(mech: AbstractParallelMechanism, R_t, d_t):
     return x, ok & jnp.all(jnp.isfinite(x), axis=1)
 
 
-def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride: int) -> Kinematics:
-    (R_t, d_t), (Rd_t, dd_t), (Rdd_t, ddd_t) = traj.displacement(mech.reference)
-    N = traj.times.shape[0]
-    t = traj.times
-    # 1. continuation (sequential) through every `stride`-th sample and the last one; or,
-    # where each leg has a closed form, every sample at once in closed form (stride 1)
+def _exact_guess(mech: AbstractParallelMechanism, t, u, ud, stride: int):
+    """`_exact`'s guess at every sample: sequential continuation (the closure core's)
+    through every `stride`-th sample and the last one, then the cubic Hermite
+    interpolant of its positions and of their rates from the trajectory's own
+    (analytic) rates; or, where each leg has a closed form (`stride` 0), every sample
+    at once in closed form. Also the node of each sample's interval on either side
+    (`i`, `j`), the nodes' reach and status, and their condition numbers (None for
+    stride 0 and 1: `_exact` takes them from its own Jacobians)."""
+    (R_t, d_t), (Rd_t, dd_t) = u, ud
+    N = t.shape[0]
     closed = stride == 0
     if closed:
         stride = 1
@@ -499,28 +503,30 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
             condition=False,
         )
         xc, reached_c, status_c = cont.value, cont.converged, cont.status
-    if stride > 1:
-        # the closure Jacobian's condition number at the continuation samples (after the scan, batched)
-        cond_c = jax.vmap(lambda x_, u: _closure.condition(residual, x_, u, jax.lax.stop_gradient(mech)))(
-            xc, (take(R_t), take(d_t))
-        )
-    # 2. every sample in parallel: Newton from the continuation (stride 1) or from the
-    # cubic Hermite interpolant of the continuation's positions and IFT rates
     if stride == 1:
-        guess = xc
-        i = j = jnp.arange(N)
-    else:
-        i = jnp.clip(jnp.searchsorted(jnp.asarray(idx), jnp.arange(N), side="right") - 1, 0, idx.shape[0] - 2)
+        i = jnp.arange(N)
+        return xc, i, i, reached_c, status_c, None
+    # the closure Jacobian's condition number at the continuation samples (after the scan, batched)
+    cond_c = jax.vmap(lambda x_, u_: _closure.condition(residual, x_, u_, jax.lax.stop_gradient(mech)))(
+        xc, (take(R_t), take(d_t))
+    )
+    i = jnp.clip(jnp.searchsorted(jnp.asarray(idx), jnp.arange(N), side="right") - 1, 0, idx.shape[0] - 2)
 
-        def velocity(x_, u, ud):
-            return _closure.rates(residual, x_, u, jax.lax.stop_gradient(mech), ud)[0]
+    def velocity(x_, u_, ud_):
+        return _closure.rates(residual, x_, u_, jax.lax.stop_gradient(mech), ud_)[0]
 
-        xdc = jax.vmap(velocity)(xc, (take(R_t), take(d_t)), (take(Rd_t), take(dd_t)))
-        tc = take(t)
-        h = tc[i + 1] - tc[i]
-        frac = (t - tc[i]) / h
-        guess = jax.vmap(_closure.hermite)(xc[i], xc[i + 1], xdc[i], xdc[i + 1], h, frac)
-        j = i + 1
+    xdc = jax.vmap(velocity)(xc, (take(R_t), take(d_t)), (take(Rd_t), take(dd_t)))
+    tc = take(t)
+    h = tc[i + 1] - tc[i]
+    frac = (t - tc[i]) / h
+    guess = jax.vmap(_closure.hermite)(xc[i], xc[i + 1], xdc[i], xdc[i + 1], h, frac)
+    return guess, i, i + 1, reached_c, status_c, cond_c
+
+
+def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride: int) -> Kinematics:
+    (R_t, d_t), (Rd_t, dd_t), (Rdd_t, ddd_t) = traj.displacement(mech.reference)
+    guess, i, j, reached_c, status_c, cond_c = _exact_guess(mech, traj.times, (R_t, d_t), (Rd_t, dd_t), stride)
+    stride = 1 if stride == 0 else stride
     # (stride 1: the continuation has already converged every sample, so `root` adds no
     # step, only its check and the implicit derivative.) Else Newton from the
     # interpolant until the update is at most `_FINE_XTOL` (relative: the error left
@@ -551,7 +557,7 @@ def _exact(mech: AbstractParallelMechanism, traj: _trajectory.Trajectory, stride
     xd, xdd = jax.vmap(lambda x_, u, ud, udd, J_: _closure.rates(residual, x_, u, mech, ud, udd, jac=J_))(
         x, (R_t, d_t), (Rd_t, dd_t), (Rdd_t, ddd_t), J
     )
-    if stride == 1:
+    if cond_c is None:  # stride 1
         cond_c = jax.vmap(_linalg.condition_1)(jax.lax.stop_gradient(J))
 
     def pstate(z, zd):

@@ -240,45 +240,10 @@ def _synthesize(args) -> int:
     bad = _out_folder(args.out)
     if bad:
         return fail(bad)
-    if args.target.endswith((".toml", ".json")):
-        try:
-            prob = _problem_file(args.target)
-        except (ValueError, OSError) as e:
-            return fail(e)
-        task, kw = prob["task"], prob["args"]
-        run = {"starts": 16, "steps": 300, "seed": 0, **prob["run"]}
-        run.update(
-            {k: v for k, v in (("starts", args.starts), ("steps", args.steps), ("seed", args.seed)) if v is not None}
-        )
-        if args.timing is not None and task == "path":
-            kw["timing"] = args.timing
-        if args.full_rotation:
-            kw["full_rotation"] = True
-    else:
-        try:
-            data = np.loadtxt(args.target, delimiter=",", ndmin=2, comments="#")
-        except ValueError:  # a header row
-            try:
-                data = np.loadtxt(args.target, delimiter=",", ndmin=2, comments="#", skiprows=1)
-            except ValueError as e:
-                return fail(f"{args.target} is not a CSV of numbers: {e}")
-        if data.size == 0:
-            return fail(f"{args.target} holds no target rows")
-        if data.ndim != 2 or data.shape[1] not in (2, 3):
-            return fail(
-                f"{args.target} must hold rows 'x, y' (or 'x, y, crank angle' for prescribed timing); "
-                f"got {data.shape[1] if data.ndim == 2 else data.ndim} columns"
-            )
-        timing = args.timing or ("prescribed" if data.shape[1] == 3 else "free")
-        task = "path"
-        kw = dict(
-            targets=data[:, :2],
-            timing=timing,
-            full_rotation=args.full_rotation,
-            crank_angles=data[:, 2] if (data.shape[1] == 3 and timing == "prescribed") else None,
-        )
-        given = (("starts", args.starts), ("steps", args.steps), ("seed", args.seed))
-        run = {"starts": 16, "steps": 300, "seed": 0, **{k: v for k, v in given if v is not None}}
+    try:
+        task, kw, run = _synthesis_problem(args)
+    except _Refused as e:
+        return fail(e)
     call = {
         "path": synthesis.path_generation,
         "motion": synthesis.motion_generation,
@@ -302,12 +267,71 @@ def _synthesize(args) -> int:
     synthesis.save_design(r, design_path)
     ax = plot.synthesis(r, pos[0] if task != "function" else np.c_[pos[0], pos[1]])
     ax.figure.savefig(os.path.join(args.out, "synthesis.png"), dpi=110)
-    d = r.design
     timing = f", timing {kw.get('timing', 'free')}" if task == "path" else ""
     print(
         f"diffmech synthesize: {task} generation, {len(pos[0])} targets{timing}, {run['starts']} starts × "
         f"≤ {run['steps']} L-BFGS steps, {wall:.1f} s"
     )
+    _report(task, r, run)
+    print(f"  wrote {design_path} (diffmech.linkage.load) and {os.path.join(args.out, 'synthesis.png')}")
+    return 0
+
+
+class _Refused(Exception):
+    """A command's input refused, with the message it prints."""
+
+
+def _synthesis_problem(args):
+    """`synthesize`'s problem from its file (a problem file, or a CSV of targets) and
+    options: `(task, keyword arguments, run settings)`."""
+    import numpy as np
+
+    if args.target.endswith((".toml", ".json")):
+        try:
+            prob = _problem_file(args.target)
+        except (ValueError, OSError) as e:
+            raise _Refused(str(e)) from None
+        task, kw = prob["task"], prob["args"]
+        run = {"starts": 16, "steps": 300, "seed": 0, **prob["run"]}
+        run.update(
+            {k: v for k, v in (("starts", args.starts), ("steps", args.steps), ("seed", args.seed)) if v is not None}
+        )
+        if args.timing is not None and task == "path":
+            kw["timing"] = args.timing
+        if args.full_rotation:
+            kw["full_rotation"] = True
+        return task, kw, run
+    try:
+        data = np.loadtxt(args.target, delimiter=",", ndmin=2, comments="#")
+    except ValueError:  # a header row
+        try:
+            data = np.loadtxt(args.target, delimiter=",", ndmin=2, comments="#", skiprows=1)
+        except ValueError as e:
+            raise _Refused(f"{args.target} is not a CSV of numbers: {e}") from None
+    if data.size == 0:
+        raise _Refused(f"{args.target} holds no target rows")
+    if data.ndim != 2 or data.shape[1] not in (2, 3):
+        raise _Refused(
+            f"{args.target} must hold rows 'x, y' (or 'x, y, crank angle' for prescribed timing); "
+            f"got {data.shape[1] if data.ndim == 2 else data.ndim} columns"
+        )
+    timing = args.timing or ("prescribed" if data.shape[1] == 3 else "free")
+    kw = dict(
+        targets=data[:, :2],
+        timing=timing,
+        full_rotation=args.full_rotation,
+        crank_angles=data[:, 2] if (data.shape[1] == 3 and timing == "prescribed") else None,
+    )
+    given = (("starts", args.starts), ("steps", args.steps), ("seed", args.seed))
+    run = {"starts": 16, "steps": 300, "seed": 0, **{k: v for k, v in given if v is not None}}
+    return "path", kw, run
+
+
+def _report(task: str, r, run: dict) -> None:
+    """`synthesize`'s summary of the design found."""
+    import numpy as np
+
+    d = r.design
     print(
         f"  lengths (crank, coupler, rocker, ground) {np.array2string(np.asarray(d.lengths), precision=6)}, "
         f"branch {d.branch:+d}"
@@ -329,8 +353,6 @@ def _synthesize(args) -> int:
             f"  Grashof excess s + l - p - q {c['grashof_excess']:+.4g}; transmission angle over the motion "
             f"[{np.degrees(lo):.1f}°, {np.degrees(hi):.1f}°]; crank turns fully: {c['full_rotation']}"
         )
-    print(f"  wrote {design_path} (diffmech.linkage.load) and {os.path.join(args.out, 'synthesis.png')}")
-    return 0
 
 
 def _sweep(args) -> int:

@@ -772,17 +772,21 @@ def _continue(opts: _Options, params, inputs, arc, rows: _Rows, start, sign0, de
     k0 = jnp.asarray(0, jnp.int32)
     c0 = (start, k0, tuple(x_prev), tuple(s_prev), count, jnp.asarray(True), sign0, rows, Ts0, d0)
     stop, _, xs, _, _, _, sign, out, Ts, _ = jax.lax.while_loop(cond, body, c0)
-    # every row after the loop's end follows a failure: not reached, last accepted solution
-    after = jnp.arange(N) >= stop
-    out = _Rows(
-        x=jnp.where(after[:, None], xs[0], out.x),
+    return _not_reached_after(out, stop, xs[0]), sign, (Ts if tangents else None)
+
+
+def _not_reached_after(out: _Rows, stop, last_x) -> _Rows:
+    """Every row from `stop` on follows a failure: not reached, holding the last
+    accepted solution `last_x`."""
+    after = jnp.arange(out.x.shape[0]) >= stop
+    return _Rows(
+        x=jnp.where(after[:, None], last_x, out.x),
         ok=out.ok & ~after,
         code=jnp.where(after, _NOT_REACHED, out.code).astype(jnp.int32),
         residual=jnp.where(after, jnp.nan, out.residual),
         steps=jnp.where(after, 0, out.steps).astype(jnp.int32),
         condition=jnp.where(after, jnp.nan, out.condition),
     )
-    return out, sign, (Ts if tangents else None)
 
 
 # the most substeps one input step is divided into (`_continue`): a step longer than

@@ -548,6 +548,56 @@ def _levenberg_marquardt(f, p, max_iter, tol, floor=0.0, name="fourbar_dynamics"
     return p, r, J, max_iter, False
 
 
+def _checked_samples(times, theta_A, initial, window):
+    """`fourbar_dynamics`' measurement checked: the times, the angles, the time steps
+    and the smoothing window."""
+    t = np.asarray(times, dtype=float)
+    th = np.asarray(theta_A, dtype=float)
+    if t.ndim == 1 and th.shape == t.shape and t.size < 5:
+        raise ValueError(
+            f"identify.fourbar_dynamics: `times` and `theta_A` have {t.size} samples; the identification needs "
+            "at least 5 (a smoothing window of one sample on either side of three)"
+        )
+    if window is None:  # the default: 5, or the widest the samples allow
+        window = min(5, (t.size - 3) // 2) if t.ndim == 1 else 5
+    check_count("identify.fourbar_dynamics", "window", window)
+    if t.ndim == 1 and th.shape == t.shape and t.size < 2 * window + 3:
+        raise ValueError(
+            f"identify.fourbar_dynamics: `window` = {window} is too wide for {t.size} samples: the smoothing "
+            f"window needs N ≥ 2 window + 3 = {2 * window + 3} (at most window = {(t.size - 3) // 2} here)"
+        )
+    if t.ndim != 1 or th.shape != t.shape or t.size < 2 * window + 3:
+        raise ValueError(
+            f"identify.fourbar_dynamics: `times` and `theta_A` must be (N,) with N ≥ 2 `window` + 3 = "
+            f"{2 * window + 3}; "
+            f"got {t.shape} and {th.shape}"
+        )
+    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(th))):
+        raise ValueError("identify.fourbar_dynamics: `times` and `theta_A` must be finite")
+    h = np.diff(t)
+    if not (np.all(h > 0) and np.ptp(h) <= 1e-9 * h.mean()):
+        raise ValueError("identify.fourbar_dynamics: `times` must be increasing and uniformly spaced")
+    if initial.batch_shape:
+        raise ValueError(
+            f"identify.fourbar_dynamics: `initial` must be one design; got batch shape {initial.batch_shape}"
+        )
+    return t, th, h, window
+
+
+def _covariance(p, r, J, nscale, free: bool, fit_lengths: bool):
+    """The Gauss–Newton covariance of (base, lengths) at the output-error fit (the
+    parameters `p` are the base parameters scaled by `nscale`)."""
+    nb = 7 if free else 8
+    npar = p.size
+    s2 = float(r @ r) / max(r.size - npar, 1)
+    cov_p = s2 * np.linalg.pinv(J.T @ J)
+    T = np.zeros((12, npar))
+    T[np.arange(1 if free else 0, 8), np.arange(nb)] = np.asarray(nscale)[1 if free else 0 :]
+    if fit_lengths:
+        T[8 + np.arange(3), nb + np.arange(3)] = 1.0
+    return T @ cov_p @ T.T
+
+
 def fourbar_dynamics(
     times,
     theta_A,
@@ -590,36 +640,7 @@ def fourbar_dynamics(
     check_type("identify.fourbar_dynamics", "initial", initial, FourBar, "a FourBar (the starting design)")
     check_type("identify.fourbar_dynamics", "drive", drive, (fbd.Drive, type(None)), "a fourbar.Drive or None")
     dt_ = initial.lengths.dtype
-    t = np.asarray(times, dtype=float)
-    th = np.asarray(theta_A, dtype=float)
-    if t.ndim == 1 and th.shape == t.shape and t.size < 5:
-        raise ValueError(
-            f"identify.fourbar_dynamics: `times` and `theta_A` have {t.size} samples; the identification needs "
-            "at least 5 (a smoothing window of one sample on either side of three)"
-        )
-    if window is None:  # the default: 5, or the widest the samples allow
-        window = min(5, (t.size - 3) // 2) if t.ndim == 1 else 5
-    check_count("identify.fourbar_dynamics", "window", window)
-    if t.ndim == 1 and th.shape == t.shape and t.size < 2 * window + 3:
-        raise ValueError(
-            f"identify.fourbar_dynamics: `window` = {window} is too wide for {t.size} samples: the smoothing "
-            f"window needs N ≥ 2 window + 3 = {2 * window + 3} (at most window = {(t.size - 3) // 2} here)"
-        )
-    if t.ndim != 1 or th.shape != t.shape or t.size < 2 * window + 3:
-        raise ValueError(
-            f"identify.fourbar_dynamics: `times` and `theta_A` must be (N,) with N ≥ 2 `window` + 3 = "
-            f"{2 * window + 3}; "
-            f"got {t.shape} and {th.shape}"
-        )
-    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(th))):
-        raise ValueError("identify.fourbar_dynamics: `times` and `theta_A` must be finite")
-    h = np.diff(t)
-    if not (np.all(h > 0) and np.ptp(h) <= 1e-9 * h.mean()):
-        raise ValueError("identify.fourbar_dynamics: `times` must be increasing and uniformly spaced")
-    if initial.batch_shape:
-        raise ValueError(
-            f"identify.fourbar_dynamics: `initial` must be one design; got batch shape {initial.batch_shape}"
-        )
+    t, th, h, window = _checked_samples(times, theta_A, initial, window)
     free = drive is None or (drive.torque is None and not np.any(np.asarray(drive.damping)))
     if scale is not None and not free:
         raise ValueError(
@@ -663,15 +684,7 @@ def fourbar_dynamics(
     p, r, J, iters, converged = _levenberg_marquardt(f, p0, max_iter, tol, floor=meas.size * (10 * rtol) ** 2)
     base, lengths = _split(jnp.asarray(p, dtype=dt_), initial, fixed, nscale, fit_lengths)
     th0, w0 = jnp.asarray(p[-2], dtype=dt_), jnp.asarray(p[-1], dtype=dt_)
-    # Gauss–Newton covariance of (base, lengths): the parameters are p scaled by nscale
-    nb = 7 if free else 8
-    npar = p.size
-    s2 = float(r @ r) / max(r.size - npar, 1)
-    cov_p = s2 * np.linalg.pinv(J.T @ J)
-    T = np.zeros((12, npar))
-    T[np.arange(1 if free else 0, 8), np.arange(nb)] = np.asarray(nscale)[1 if free else 0 :]
-    if fit_lengths:
-        T[8 + np.arange(3), nb + np.arange(3)] = 1.0
+    cov = _covariance(p, r, J, nscale, free, fit_lengths)
     fb = fourbar_from_base(eqx.tree_at(lambda f_: f_.lengths, initial, lengths), base)
     return DynamicFit(
         base=base,
@@ -680,7 +693,7 @@ def fourbar_dynamics(
         theta0=th0,
         omega0=w0,
         rms=float(np.sqrt(np.mean(r**2))),
-        covariance=jnp.asarray(T @ cov_p @ T.T, dtype=dt_),
+        covariance=jnp.asarray(cov, dtype=dt_),
         equation_error=first,
         fourbar=fb,
         iterations=iters,

@@ -23,7 +23,7 @@ import dataclasses
 import json
 import os
 import warnings
-from typing import Any, ClassVar, Literal, NamedTuple
+from typing import Any, ClassVar, Literal, NamedTuple, TypedDict, Unpack
 
 import equinox as eqx
 import jax
@@ -35,7 +35,7 @@ from jaxtyping import Array, Bool, Float
 from . import _cache, _fit
 from ._geometry import attitude, rotation
 from ._progress import TextProgress
-from ._validate import as_floats, check_array, check_count, check_scalar, user_stacklevel
+from ._validate import ArgumentTypeError, as_floats, check_array, check_count, check_scalar, user_stacklevel
 from ._xla import eager_program, filter_jit, pad_rows, row, size_class
 from .fourbar import _kinematics as fbk
 from .fourbar._model import FourBar
@@ -1615,32 +1615,63 @@ def synthesize(
     return task.solve(Constraints() if constraints is None else constraints, MultiStart() if search is None else search)
 
 
+class FunctionSettings(TypedDict, total=False):
+    """`function_generation`'s keywords for its `Constraints` and its `MultiStart`."""
+
+    bounds: Any
+    grashof: bool
+    full_rotation: bool
+    transmission: Any
+    margin: float
+    starts: int
+    steps: int
+    screen: int
+    hops: int
+    seed: int
+    optimizer: Any
+    gtol: float
+    tol: float
+    progress: bool
+
+
+class MotionSettings(FunctionSettings, total=False):
+    """`motion_generation`'s keywords for its `Constraints` and its `MultiStart`."""
+
+    frame: Any
+
+
+class PathSettings(MotionSettings, total=False):
+    """`path_generation`'s keywords for its `Constraints` and its `MultiStart`."""
+
+    atlas: int
+    spread: float
+
+
+_CONSTRAINT_FIELDS = ("frame", "bounds", "grashof", "full_rotation", "transmission", "margin")
+
+
+def _short_form(who: str, settings: dict, allowed) -> tuple[Constraints, MultiStart]:
+    """A short form's `Constraints` and `MultiStart` from its keywords (each the
+    field of that name; left out, the object's default: the task's own starts and
+    steps)."""
+    unknown = sorted(set(settings) - allowed.__optional_keys__)
+    if unknown:
+        raise ArgumentTypeError(f"{who}: unexpected keyword argument {unknown[0]!r}")
+    constraints = Constraints(**{k: v for k, v in settings.items() if k in _CONSTRAINT_FIELDS})
+    search = MultiStart(**{k: v for k, v in settings.items() if k not in _CONSTRAINT_FIELDS})
+    return constraints, search
+
+
 def path_generation(
     target_points,
     timing: Literal["free", "prescribed"] = "free",
     *,
     crank_angles=None,
     phase=None,
-    frame=None,
-    bounds=None,
     cyclic_order: bool = False,
-    grashof: bool = False,
-    full_rotation: bool = False,
-    transmission=None,
     mechanism: Linkage | None = None,
     tracer: str | None = None,
-    starts: int = 32,
-    steps: int = 300,
-    screen: int = 0,
-    hops: int = 0,
-    atlas: int = 0,
-    seed: int = 0,
-    optimizer="lbfgs",
-    gtol: float = 1e-12,
-    tol: float = 1e-6,
-    margin: float = 0.02,
-    spread: float = 0.05,
-    progress: bool = False,
+    **settings: Unpack[PathSettings],
 ) -> Synthesis:
     """Synthesise a mechanism whose coupler point passes through `target_points`.
 
@@ -1724,8 +1755,7 @@ def path_generation(
             f"{who}: `cyclic_order` orders free timing's crank angles; prescribed timing has its own order"
         )
     task = Path(target_points, "cyclic" if cyclic_order else timing, crank_angles, phase, mechanism, tracer)
-    constraints = Constraints(frame, bounds, grashof, full_rotation, transmission, margin)
-    search = MultiStart(starts, steps, screen, hops, atlas, seed, optimizer, gtol, tol, spread, progress)
+    constraints, search = _short_form(who, dict(settings), PathSettings)
     return task.solve(constraints, search, who=who)
 
 
@@ -1733,21 +1763,7 @@ def motion_generation(
     poses,
     *,
     cyclic_order: bool = False,
-    frame=None,
-    bounds=None,
-    grashof: bool = False,
-    full_rotation: bool = False,
-    transmission=None,
-    starts: int = 64,
-    steps: int = 400,
-    screen: int = 0,
-    hops: int = 0,
-    seed: int = 0,
-    optimizer="lbfgs",
-    gtol: float = 1e-12,
-    tol: float = 1e-6,
-    margin: float = 0.02,
-    progress: bool = False,
+    **settings: Unpack[MotionSettings],
 ) -> Synthesis:
     """Rigid-body guidance: a four-bar whose coupler carries a body through `poses`.
 
@@ -1770,8 +1786,7 @@ def motion_generation(
     `constraints["max_angle_error"]`: the largest body-angle error, rad).
     """
     task = Motion(poses, "cyclic" if cyclic_order else "free")
-    constraints = Constraints(frame, bounds, grashof, full_rotation, transmission, margin)
-    search = MultiStart(starts, steps, screen, hops, 0, seed, optimizer, gtol, tol, progress=progress)
+    constraints, search = _short_form("motion_generation", dict(settings), MotionSettings)
     return task.solve(constraints, search, who="motion_generation")
 
 
@@ -1781,20 +1796,7 @@ def function_generation(
     *,
     offsets: bool = False,
     ground: float = 1.0,
-    bounds=None,
-    grashof: bool = False,
-    full_rotation: bool = False,
-    transmission=None,
-    starts: int = 32,
-    steps: int = 600,
-    screen: int = 0,
-    hops: int = 0,
-    seed: int = 0,
-    optimizer="lbfgs",
-    gtol: float = 1e-12,
-    tol: float = 1e-6,
-    margin: float = 0.02,
-    progress: bool = False,
+    **settings: Unpack[FunctionSettings],
 ) -> Synthesis:
     """A four-bar whose rocker angle follows its crank angle at the given pairs.
 
@@ -1815,8 +1817,7 @@ def function_generation(
     rocker angle) the closure core gives; `constraints["offsets"]`).
     """
     task = Function(theta_in, theta_out, offsets, ground)
-    constraints = Constraints(None, bounds, grashof, full_rotation, transmission, margin)
-    search = MultiStart(starts, steps, screen, hops, 0, seed, optimizer, gtol, tol, progress=progress)
+    constraints, search = _short_form("function_generation", dict(settings), FunctionSettings)
     return task.solve(constraints, search, who="function_generation")
 
 

@@ -59,7 +59,7 @@ def _keywords(obj, param) -> list[str]:
         fields = typing.get_args(ann)[0]
     else:
         return [param.name]
-    return list(fields.__annotations__)
+    return sorted(fields.__required_keys__ | fields.__optional_keys__)
 
 
 def main() -> None:

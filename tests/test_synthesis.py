@@ -256,6 +256,7 @@ def test_free_timing_gradient_matches_central_differences():
         (dict(target_points=np.eye(3)[:, :2], crank_angles=[0.0, 1.0, 2.0]), "prescribed"),
         (dict(target_points=np.eye(3)[:, :2], timing="prescribed", crank_angles=[0.0, 2.0, 1.0]), "monotonic"),
         (dict(target_points=np.eye(3)[:, :2], mechanism="stephenson2"), "Linkage"),
+        (dict(target_points=np.eye(3)[:, :2], stepz=3), "unexpected keyword argument 'stepz'"),
     ],
 )
 def test_bad_input_is_named(kwargs, match):

@@ -107,148 +107,19 @@ def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -
             "to_mjcf: a spherical linkage; describe it in space (geometry 'spatial', R joints with their axes through "
             "the centre) to export it"
         )
-    planar = lk.geometry == "planar"
     if softness not in ("default", "stiff"):
         raise LinkageError(f"to_mjcf: softness is 'default' or 'stiff'; got {softness!r}")
     if timestep is None:
         timestep = 2e-3 if softness == "default" else 5e-4
-    X = np.asarray(lk.initial(), dtype=float)
-    if planar:  # points in the plane z = 0; a line a x + b y + c = 0 keeps its row
-        X = np.where(np.asarray([not KINDS[t].is_point("planar") for t in lk.types])[:, None], X, X * [1.0, 1.0, 0.0])
-    names, link_names = lk.names, lk.link_names
-    edges = _edges(lk)
-    parent, cut = _tree(lk, edges)
-    children = collections.defaultdict(list)
-    for child, (par, e) in ((c, v) for c, v in parent.items() if v is not None):
-        children[par].append((child, e))
-    masses, coms, inertias = (np.asarray(a, dtype=float) for a in (lk.masses, lk.coms, lk.inertias))
-
-    def input_edge(link, j):
-        """The tree edge an input drives: its joint, with its link when it has one."""
-        for v in parent.values():
-            if v is not None and edges[v[1]][0] == j and (link < 0 or link in edges[v[1]][1:3]):
-                return v[1]
-        raise LinkageError(f"to_mjcf: input joint {names[j]} is not in the tree")  # the tree takes inputs first
-
-    first = {input_edge(link, joints[0]) for kind, link, joints in lk.topology.inputs if kind != "actuator"}
-
-    def line_point(j):  # a planar line's point nearest the origin, and its direction (b, −a)
-        a, b, c = X[j]
-        n2 = a * a + b * b
-        return np.array([-c * a / n2, -c * b / n2, 0.0]), np.array([b, -a, 0.0]) / np.sqrt(n2)
-
-    def origin_of(j):
-        return line_point(j)[0] if not KINDS[lk.types[j]].is_point(lk.geometry) else X[j]
-
-    def axis_of(j, link=None):
-        if planar:
-            return line_point(j)[1] if not KINDS[lk.types[j]].is_point("planar") else np.array([0.0, 0.0, 1.0])
-        q = names.index(names[j] + _schema.AXIS_SUFFIX if link is None else f"{names[j]}{_schema.AXIS_SUFFIX}.{link}")
-        d = X[q] - X[j]
-        return d / np.linalg.norm(d)
-
-    # MuJoCo's joint names: the joint's, or for a joint of three links or more
-    # `<joint>.<child>` beyond the first (an input's edge first)
-    tree_edges = sorted((v[1] for v in parent.values() if v is not None), key=lambda e: (e not in first, e))
-    edge_name, seen = {}, set()
-    for e in tree_edges:
-        j = edges[e][0]
-        edge_name[e] = names[j] if j not in seen else f"{names[j]}.{link_names[edges[e][2]]}"
-        seen.add(j)
-
-    def joint_xml(e, child, origin, pad):
-        j, a, b, t = edges[e]
-        n = edge_name[e]
-        K = KINDS[t]
-        if K.has_cross:  # the parent's cross axis, then the child's
-            par = a if b == child else b
-            return [
-                f'{pad}<joint name="{n}.{link_names[k]}" type="{kind}" pos="0 0 0" '
-                f'axis="{_vec(axis_of(j, link_names[k]))}"/>'
-                for kind, k in zip(K.mjcf, (par, child))
-            ]
-        # a ball; a hinge or a slide along the joint's axis (a planar P's line); a C joint's slide, then its turn
-        return [
-            f'{pad}<joint name="{n}{".turn" if i else ""}" type="{kind}" pos="0 0 0"'
-            + ("" if kind == "ball" else f' axis="{_vec(axis_of(j))}"')
-            + "/>"
-            for i, kind in enumerate(K.mjcf)
-        ]
-
-    def inertial(k, origin, pad):
-        m, c, inertia = masses[k], coms[k], inertias[k]
-        if planar and m > 0:  # about z; MuJoCo needs A + B ≥ C: the x and y moments half of it
-            c = np.array([c[0], c[1], 0.0])
-            big = max(float(inertia), MIN_MASS)
-            diag = _vec(big / 2, big / 2, big)
-            return f'{pad}<inertial pos="{_vec(c - origin)}" mass="{float(m)!r}" diaginertia="{diag}"/>'
-        pts = [j for j in lk.links[k] if not KINDS[lk.types[j]].carried]
-        if len(pts) == 2 and m > 0:  # an S–S rod: a small axial moment for its idle spin
-            e = X[pts[1]] - X[pts[0]]
-            e = e / np.linalg.norm(e)
-            inertia = inertia + ROD_AXIAL * 0.5 * np.trace(inertia) * np.outer(e, e)
-        if m <= 0:
-            small = _vec(MIN_MASS, MIN_MASS, MIN_MASS)
-            return f'{pad}<inertial pos="0 0 0" mass="{MIN_MASS!r}" diaginertia="{small}"/>'
-        return f'{pad}<inertial pos="{_vec(c - origin)}" mass="{float(m)!r}" fullinertia="{_full(inertia)}"/>'
-
-    sites = collections.defaultdict(list)  # link: [(site name, point)]
-    eqs, acts, tendons = [], [], []
+    w = _Writer(lk)
     opts = "" if softness == "default" else f' solref="{_vec(2 * timestep, 1.0)}" solimp="0.9999 0.9999 0.001 0.5 2"'
-    for e in cut:
-        j, a, b, t = edges[e]
-        if not KINDS[t].mjcf_connect:
-            raise LinkageError(
-                f"to_mjcf: joint {names[j]} ({t}) closes a loop, and MuJoCo's equality constraints state only points "
-                "(connect) and rigid joins (weld); make it part of the tree or describe it by R and S joints"
-            )
-        # in the plane every hinge turns about z: one connect leaves the cut joint its turn
-        points = [j] + ([names.index(names[j] + _schema.AXIS_SUFFIX)] if KINDS[t].has_axis(lk.geometry) else [])
-        for i, p in enumerate(points):
-            tag = names[j] + ("" if i == 0 else ".axis")
-            if any(f'connect name="{tag}"' in q for q in eqs):  # a joint of three links or more
-                tag = f"{tag}.{link_names[b]}"
-            s1, s2 = f"{tag}@{link_names[a]}", f"{tag}@{link_names[b]}"
-            sites[a].append((s1, X[p]))
-            sites[b].append((s2, X[p]))
-            eqs.append(f'    <connect name="{tag}" site1="{s1}" site2="{s2}"{opts}/>')
-    for i, (kind, link, joints) in enumerate(lk.topology.inputs):
-        name = f"input{i}"
-        if kind == "actuator":
-            pa, pb = joints
-            la, lb = (next(k for k, m in enumerate(lk.links) if p in m) for p in (pa, pb))
-            sites[la].append((f"{name}@{names[pa]}", X[pa]))
-            sites[lb].append((f"{name}@{names[pb]}", X[pb]))
-            tendons.append(
-                f'    <spatial name="{name}"><site site="{name}@{names[pa]}"/><site site="{name}@{names[pb]}"/>'
-                "</spatial>"
-            )
-            acts.append(f'    <motor name="{name}" tendon="{name}" gear="1"/>')
-            continue
-        turn = kind == "turn" and len(KINDS[lk.types[joints[0]]].mjcf) > 1  # a C joint's: its second MuJoCo joint
-        n = edge_name[input_edge(link, joints[0])] + (".turn" if turn else "")
-        acts.append(f'    <motor name="{name}" joint="{n}" gear="1"/>')
-    for j, t in enumerate(lk.types):
-        if KINDS[t].carried:
-            (k,) = [k for k, m in enumerate(lk.links) if j in m]
-            sites[k].append((names[j], X[j]))
-
-    def body(k, origin, depth):
-        pad = "  " * depth
-        out = []
-        for child, e in children[k]:
-            o = origin_of(edges[e][0])
-            out.append(f'{pad}<body name="{link_names[child]}" pos="{_vec(o - origin)}">')
-            out += joint_xml(e, child, o, pad + "  ")
-            out.append(inertial(child, o, pad + "  "))
-            out += [f'{pad}  <site name="{s}" pos="{_vec(p - o)}"/>' for s, p in sites[child]]
-            out += body(child, o, depth + 1)
-            out.append(f"{pad}</body>")
-        return out
-
+    w.loops(opts)
+    w.inputs()
     gravity = np.zeros(3)
     gravity[: lk.dim] = np.asarray(lk.gravity, dtype=float)[: lk.dim]
-    world = [f'    <site name="{s}" pos="{_vec(p)}"/>' for s, p in sites[lk.ground]] + body(lk.ground, np.zeros(3), 2)
+    world = [f'    <site name="{s}" pos="{_vec(p)}"/>' for s, p in w.sites[lk.ground]] + w.body(
+        lk.ground, np.zeros(3), 2
+    )
     nl = "\n"
     sections = [
         f'<mujoco model="{lk.name}">',
@@ -260,14 +131,163 @@ def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -
         nl.join(world),
         "  </worldbody>",
     ]
-    if tendons:
-        sections += ["  <tendon>", nl.join(tendons), "  </tendon>"]
-    if eqs:
-        sections += ["  <equality>", nl.join(eqs), "  </equality>"]
-    if acts:
-        sections += ["  <actuator>", nl.join(acts), "  </actuator>"]
+    for tag, lines in (("tendon", w.tendons), ("equality", w.eqs), ("actuator", w.acts)):
+        if lines:
+            sections += [f"  <{tag}>", nl.join(lines), f"  </{tag}>"]
     sections.append("</mujoco>")
     return nl.join(sections) + nl
+
+
+class _Writer:
+    """The parts of a linkage's MJCF: its kinematic tree (bodies, joints, inertias),
+    the sites, the loops' equality constraints, the inputs' motors and tendons."""
+
+    def __init__(self, lk):
+        self.lk = lk
+        self.planar = planar = lk.geometry == "planar"
+        X = np.asarray(lk.initial(), dtype=float)
+        if planar:  # points in the plane z = 0; a line a x + b y + c = 0 keeps its row
+            is_line = np.asarray([not KINDS[t].is_point("planar") for t in lk.types])[:, None]
+            X = np.where(is_line, X, X * [1.0, 1.0, 0.0])
+        self.X = X
+        self.names, self.link_names = lk.names, lk.link_names
+        self.edges = edges = _edges(lk)
+        self.parent, self.cut = _tree(lk, edges)
+        self.children = collections.defaultdict(list)
+        for child, (par, e) in ((c, v) for c, v in self.parent.items() if v is not None):
+            self.children[par].append((child, e))
+        self.masses, self.coms, self.inertias = (np.asarray(a, dtype=float) for a in (lk.masses, lk.coms, lk.inertias))
+        first = {self.input_edge(link, joints[0]) for kind, link, joints in lk.topology.inputs if kind != "actuator"}
+        # MuJoCo's joint names: the joint's, or for a joint of three links or more
+        # `<joint>.<child>` beyond the first (an input's edge first)
+        tree_edges = sorted((v[1] for v in self.parent.values() if v is not None), key=lambda e: (e not in first, e))
+        self.edge_name, seen = {}, set()
+        for e in tree_edges:
+            j = edges[e][0]
+            self.edge_name[e] = self.names[j] if j not in seen else f"{self.names[j]}.{self.link_names[edges[e][2]]}"
+            seen.add(j)
+        self.sites = collections.defaultdict(list)  # link: [(site name, point)]
+        self.eqs, self.acts, self.tendons = [], [], []
+
+    def input_edge(self, link, j):
+        """The tree edge an input drives: its joint, with its link when it has one."""
+        for v in self.parent.values():
+            if v is not None and self.edges[v[1]][0] == j and (link < 0 or link in self.edges[v[1]][1:3]):
+                return v[1]
+        raise LinkageError(f"to_mjcf: input joint {self.names[j]} is not in the tree")  # the tree takes inputs first
+
+    def line_point(self, j):
+        """A planar line's point nearest the origin, and its direction (b, −a)."""
+        a, b, c = self.X[j]
+        n2 = a * a + b * b
+        return np.array([-c * a / n2, -c * b / n2, 0.0]), np.array([b, -a, 0.0]) / np.sqrt(n2)
+
+    def origin_of(self, j):
+        return self.line_point(j)[0] if not KINDS[self.lk.types[j]].is_point(self.lk.geometry) else self.X[j]
+
+    def axis_of(self, j, link=None):
+        lk, names = self.lk, self.names
+        if self.planar:
+            return self.line_point(j)[1] if not KINDS[lk.types[j]].is_point("planar") else np.array([0.0, 0.0, 1.0])
+        q = names.index(names[j] + _schema.AXIS_SUFFIX if link is None else f"{names[j]}{_schema.AXIS_SUFFIX}.{link}")
+        d = self.X[q] - self.X[j]
+        return d / np.linalg.norm(d)
+
+    def joint_xml(self, e, child, pad):
+        j, a, b, t = self.edges[e]
+        n = self.edge_name[e]
+        K = KINDS[t]
+        if K.has_cross:  # the parent's cross axis, then the child's
+            par = a if b == child else b
+            return [
+                f'{pad}<joint name="{n}.{self.link_names[k]}" type="{kind}" pos="0 0 0" '
+                f'axis="{_vec(self.axis_of(j, self.link_names[k]))}"/>'
+                for kind, k in zip(K.mjcf, (par, child))
+            ]
+        # a ball; a hinge or a slide along the joint's axis (a planar P's line); a C joint's slide, then its turn
+        return [
+            f'{pad}<joint name="{n}{".turn" if i else ""}" type="{kind}" pos="0 0 0"'
+            + ("" if kind == "ball" else f' axis="{_vec(self.axis_of(j))}"')
+            + "/>"
+            for i, kind in enumerate(K.mjcf)
+        ]
+
+    def inertial(self, k, origin, pad):
+        lk = self.lk
+        m, c, inertia = self.masses[k], self.coms[k], self.inertias[k]
+        if self.planar and m > 0:  # about z; MuJoCo needs A + B ≥ C: the x and y moments half of it
+            c = np.array([c[0], c[1], 0.0])
+            big = max(float(inertia), MIN_MASS)
+            diag = _vec(big / 2, big / 2, big)
+            return f'{pad}<inertial pos="{_vec(c - origin)}" mass="{float(m)!r}" diaginertia="{diag}"/>'
+        pts = [j for j in lk.links[k] if not KINDS[lk.types[j]].carried]
+        if len(pts) == 2 and m > 0:  # an S–S rod: a small axial moment for its idle spin
+            e = self.X[pts[1]] - self.X[pts[0]]
+            e = e / np.linalg.norm(e)
+            inertia = inertia + ROD_AXIAL * 0.5 * np.trace(inertia) * np.outer(e, e)
+        if m <= 0:
+            small = _vec(MIN_MASS, MIN_MASS, MIN_MASS)
+            return f'{pad}<inertial pos="0 0 0" mass="{MIN_MASS!r}" diaginertia="{small}"/>'
+        return f'{pad}<inertial pos="{_vec(c - origin)}" mass="{float(m)!r}" fullinertia="{_full(inertia)}"/>'
+
+    def loops(self, opts):
+        """The cut joints' equality constraints (and their sites)."""
+        lk, names, link_names, X = self.lk, self.names, self.link_names, self.X
+        for e in self.cut:
+            j, a, b, t = self.edges[e]
+            if not KINDS[t].mjcf_connect:
+                raise LinkageError(
+                    f"to_mjcf: joint {names[j]} ({t}) closes a loop, and MuJoCo's equality constraints state only "
+                    "points (connect) and rigid joins (weld); make it part of the tree or describe it by R and S joints"
+                )
+            # in the plane every hinge turns about z: one connect leaves the cut joint its turn
+            points = [j] + ([names.index(names[j] + _schema.AXIS_SUFFIX)] if KINDS[t].has_axis(lk.geometry) else [])
+            for i, p in enumerate(points):
+                tag = names[j] + ("" if i == 0 else ".axis")
+                if any(f'connect name="{tag}"' in q for q in self.eqs):  # a joint of three links or more
+                    tag = f"{tag}.{link_names[b]}"
+                s1, s2 = f"{tag}@{link_names[a]}", f"{tag}@{link_names[b]}"
+                self.sites[a].append((s1, X[p]))
+                self.sites[b].append((s2, X[p]))
+                self.eqs.append(f'    <connect name="{tag}" site1="{s1}" site2="{s2}"{opts}/>')
+
+    def inputs(self):
+        """The inputs' motors (an actuator's along its tendon) and the carried points' sites."""
+        lk, names, X = self.lk, self.names, self.X
+        for i, (kind, link, joints) in enumerate(lk.topology.inputs):
+            name = f"input{i}"
+            if kind == "actuator":
+                pa, pb = joints
+                la, lb = (next(k for k, m in enumerate(lk.links) if p in m) for p in (pa, pb))
+                self.sites[la].append((f"{name}@{names[pa]}", X[pa]))
+                self.sites[lb].append((f"{name}@{names[pb]}", X[pb]))
+                self.tendons.append(
+                    f'    <spatial name="{name}"><site site="{name}@{names[pa]}"/><site site="{name}@{names[pb]}"/>'
+                    "</spatial>"
+                )
+                self.acts.append(f'    <motor name="{name}" tendon="{name}" gear="1"/>')
+                continue
+            turn = kind == "turn" and len(KINDS[lk.types[joints[0]]].mjcf) > 1  # a C joint's: its second MuJoCo joint
+            n = self.edge_name[self.input_edge(link, joints[0])] + (".turn" if turn else "")
+            self.acts.append(f'    <motor name="{name}" joint="{n}" gear="1"/>')
+        for j, t in enumerate(lk.types):
+            if KINDS[t].carried:
+                (k,) = [k for k, m in enumerate(lk.links) if j in m]
+                self.sites[k].append((names[j], X[j]))
+
+    def body(self, k, origin, depth):
+        """The bodies below link `k` (at `origin`), nested."""
+        pad = "  " * depth
+        out = []
+        for child, e in self.children[k]:
+            o = self.origin_of(self.edges[e][0])
+            out.append(f'{pad}<body name="{self.link_names[child]}" pos="{_vec(o - origin)}">')
+            out += self.joint_xml(e, child, pad + "  ")
+            out.append(self.inertial(child, o, pad + "  "))
+            out += [f'{pad}  <site name="{s}" pos="{_vec(p - o)}"/>' for s, p in self.sites[child]]
+            out += self.body(child, o, depth + 1)
+            out.append(f"{pad}</body>")
+        return out
 
 
 def to_mjcf(lk, path, *, softness: str = "stiff", timestep: float | None = None) -> Path:
@@ -390,161 +410,195 @@ def mjcf_spec(path, *, tol: float = 1e-9, close: bool = False) -> dict:
     mujoco.mj_kinematics(m, d)
     if close and _close(m, d, mujoco) > 1e-12:
         raise LinkageError(f"{path}: close=True: the loops cannot be closed near qpos0 (the equalities disagree)")
-    obj = mujoco.mjtObj
-
-    def name(kind, i, fallback):
-        n = mujoco.mj_id2name(m, kind, i)
-        return n if n else fallback
-
-    body_names = [name(obj.mjOBJ_BODY, b, f"body{b}") for b in range(m.nbody)]
-    joint_names = [name(obj.mjOBJ_JOINT, j, f"joint{j}") for j in range(m.njnt)]
-    scale = max(1.0, float(np.max(np.abs(d.xpos)))) if m.nbody else 1.0
-    # links: a body without joints (or with a free joint: a floating base held fixed)
-    # belongs to its parent's link; welds join their bodies
-    groups = Groups(m.nbody)
-    find, join = groups.find, groups.join
-
-    free = []
-    for b in range(1, m.nbody):
-        types = [int(m.jnt_type[j]) for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])]
-        if not types or types == [int(mujoco.mjtJoint.mjJNT_FREE)]:
-            if types:
-                free.append(b)
-            join(b, int(m.body_parentid[b]))
-    for e in range(m.neq):
-        if int(m.eq_type[e]) == int(mujoco.mjtEq.mjEQ_WELD):
-            b1, b2 = _eq_bodies(m, e, mujoco)
-            join(b1, b2)
-        elif int(m.eq_type[e]) != int(mujoco.mjtEq.mjEQ_CONNECT):
-            what = name(obj.mjOBJ_EQUALITY, e, f"equality {e}")
-            raise LinkageError(f"{path}: equality {what}: only connect and weld equalities close loops")
-    joints, members = {}, collections.defaultdict(list)
-
-    def add(jname, spec, *links):
-        if jname in joints:
-            jname = f"{jname}_{len(joints)}"
-        joints[jname] = spec
-        for k in links:
-            members[find(k)].append(jname)
-        return jname
-
-    made = {}  # MuJoCo joint id -> (diffmech joint name, its kind)
-    for b in range(1, m.nbody):
-        adr, num = int(m.body_jntadr[b]), int(m.body_jntnum[b])
-        ids = list(range(adr, adr + num))
-        types = [int(m.jnt_type[j]) for j in ids]
-        if not ids or types == [int(mujoco.mjtJoint.mjJNT_FREE)]:
-            continue
-        here = f"body {body_names[b]}"
-        if int(mujoco.mjtJoint.mjJNT_FREE) in types:
-            raise LinkageError(f"{path}: {here}: a free joint beside others is not a linkage joint")
-        a, c = find(int(m.body_parentid[b])), find(b)
-        p = np.array(d.xanchor[ids[0]])
-        axes = [np.array(d.xaxis[j]) for j in ids]
-        H, S, B = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE), int(mujoco.mjtJoint.mjJNT_BALL))
-        if types == [H]:
-            n = add(joint_names[ids[0]], {"type": "R", "coords": p.tolist(), "axis": axes[0].tolist()}, a, c)
-            made[ids[0]] = (n, "revolute")
-        elif types == [S]:
-            n = add(joint_names[ids[0]], {"type": "P", "coords": p.tolist(), "axis": axes[0].tolist()}, a, c)
-            made[ids[0]] = (n, "prismatic")
-        elif types == [B]:
-            add(joint_names[ids[0]], {"type": "S", "coords": p.tolist()}, a, c)
-        elif sorted(types) == [S, H] and np.linalg.norm(np.cross(axes[0], axes[1])) <= tol:
-            p = np.array(d.xanchor[ids[types.index(S)]])
-            off = np.array(d.xanchor[ids[types.index(H)]]) - p
-            if np.linalg.norm(np.cross(off, axes[0])) > tol * scale:
-                raise LinkageError(f"{path}: {here}: its hinge and slide are parallel but not on one axis")
-            n = _common(joint_names[ids[0]], joint_names[ids[1]])
-            n = add(n, {"type": "C", "coords": p.tolist(), "axis": axes[types.index(S)].tolist()}, a, c)
-            made[ids[types.index(S)]], made[ids[types.index(H)]] = (n, "prismatic"), (n, "revolute")
-        elif (
-            types == [H, H] and np.linalg.norm(d.xanchor[ids[1]] - p) <= tol * scale and (abs(axes[0] @ axes[1]) <= tol)
-        ):
-            n = _common(joint_names[ids[0]], joint_names[ids[1]])
-            axes_ = {body_names[a]: axes[0].tolist(), body_names[c]: axes[1].tolist()}
-            add(n, {"type": "U", "coords": p.tolist(), "axes": axes_}, a, c)
-        else:
-            kinds = [joint_names[j] + ":" + ("free", "ball", "slide", "hinge")[t] for j, t in zip(ids, types)]
-            raise LinkageError(
-                f"{path}: {here}: joints {kinds} are not one linkage joint (one hinge, slide or ball; a hinge and a "
-                "slide on one axis; two hinges meeting at right angles)"
-            )
-    # connect equalities: an S joint at the anchor; two between the same links, an R joint
-    pairs = collections.defaultdict(list)
-    for e in range(m.neq):
-        if int(m.eq_type[e]) != int(mujoco.mjtEq.mjEQ_CONNECT):
-            continue
-        what = name(obj.mjOBJ_EQUALITY, e, f"connect{e}")
-        p1, p2, b1, b2 = _connect_points(m, d, e, mujoco)
-        gap = float(np.linalg.norm(p1 - p2))
-        if gap > tol * scale:
-            raise LinkageError(
-                f"{path}: equality {what}: the loop does not close at qpos0 (its anchors are {gap:.3g} apart); "
-                "close=True reads the file at the nearest closed configuration"
-            )
-        if find(b1) == find(b2):
-            raise LinkageError(f"{path}: equality {what}: joins a link to itself")
-        if _floating(m, b1, free) != _floating(m, b2, free):  # held fixed, it would lock the loop it closes
-            body = body_names[next(iter(_floating(m, b1, free) ^ _floating(m, b2, free)))]
-            raise LinkageError(f"{path}: equality {what}: closes a loop through the free joint of body {body}")
-        pairs[tuple(sorted((find(b1), find(b2))))].append((what, 0.5 * (p1 + p2)))
-    for (a, c), found in pairs.items():
-        if len(found) == 1:
-            add(found[0][0], {"type": "S", "coords": found[0][1].tolist()}, a, c)
-        elif len(found) == 2:
-            (n, p), (_, q) = found
-            add(n, {"type": "R", "coords": p.tolist(), "axis": (q - p).tolist()}, a, c)
-        else:
-            raise LinkageError(
-                f"{path}: equalities {[n for n, _ in found]} join bodies {body_names[a]} and {body_names[c]} at "
-                "three or more points: a rigid join (use a weld)"
-            )
-    # named sites not used by an equality: tracers
-    used = set()
-    for e in range(m.neq):
-        if int(m.eq_objtype[e]) == int(obj.mjOBJ_SITE):
-            used |= {int(m.eq_obj1id[e]), int(m.eq_obj2id[e])}
-    for s in range(m.nsite):
-        n = mujoco.mj_id2name(m, obj.mjOBJ_SITE, s)
-        if n and s not in used and "@" not in n:
-            add(n, {"type": "tracer", "coords": np.array(d.site_xpos[s]).tolist()}, int(m.site_bodyid[s]))
-    # inputs: joint actuators
-    inputs = []
-    for u in range(m.nu):
-        what = name(obj.mjOBJ_ACTUATOR, u, f"actuator{u}")
-        if int(m.actuator_trntype[u]) != int(mujoco.mjtTrn.mjTRN_JOINT):
-            raise LinkageError(f"{path}: actuator {what}: only joint actuators are inputs")
-        j = int(m.actuator_trnid[u, 0])
-        if j not in made:
-            raise LinkageError(f"{path}: actuator {what}: its joint {joint_names[j]} is not a hinge or a slide")
-        n, kind = made[j]
-        inputs.append({"type": kind, "joint": n})
-    if not inputs:
-        raise LinkageError(f"{path}: no actuator: a linkage needs an input (a motor on a hinge or a slide)")
-    # links and their mass properties (bodies of one link summed, in world axes at qpos0)
-    links = {}
-    for k in sorted(set(find(b) for b in range(m.nbody))):
-        bodies = [b for b in range(m.nbody) if find(b) == k]
-        entry: dict = {"joints": members[k]}
-        if k != 0:
-            parts = []
-            for b in bodies:
-                R = np.array(d.ximat[b]).reshape(3, 3)
-                parts.append((float(m.body_mass[b]), np.array(d.xipos[b]), R @ np.diag(m.body_inertia[b]) @ R.T))
-            entry |= link_mass_properties(parts, [joints[n] for n in members[k]])
-        links[body_names[k]] = entry
+    r = _Reader(mujoco, m, d, path, tol)
+    r.body_joints()
+    r.connects()
+    r.tracers()
+    inputs = r.inputs()
+    links = r.links()
     return {
         "name": path.stem,
         "geometry": "spatial",
         "description": f"read from {path.name} by MuJoCo's compiler (mujoco {mujoco.__version__})"
         + note_moved_coms(links),
-        "joints": joints,
+        "joints": r.joints,
         "links": links,
-        "ground": body_names[0],
+        "ground": r.body_names[0],
         "input": inputs[0] if len(inputs) == 1 else inputs,
         "gravity": np.array(m.opt.gravity).tolist(),
     }
+
+
+class _Reader:
+    """A compiled MuJoCo model (`m`, its data `d` at qpos0) read as a linkage: its
+    links (bodies joined by welds or without joints), its joints by kind, its loops'
+    joints from the connect equalities, its tracers and inputs."""
+
+    def __init__(self, mujoco, m, d, path, tol):
+        self.mujoco, self.m, self.d, self.path, self.tol = mujoco, m, d, path, tol
+        self.obj = obj = mujoco.mjtObj
+        self.body_names = [self.name(obj.mjOBJ_BODY, b, f"body{b}") for b in range(m.nbody)]
+        self.joint_names = [self.name(obj.mjOBJ_JOINT, j, f"joint{j}") for j in range(m.njnt)]
+        self.scale = max(1.0, float(np.max(np.abs(d.xpos)))) if m.nbody else 1.0
+        # links: a body without joints (or with a free joint: a floating base held fixed)
+        # belongs to its parent's link; welds join their bodies
+        self.groups = groups = Groups(m.nbody)
+        self.free = []
+        for b in range(1, m.nbody):
+            types = [int(m.jnt_type[j]) for j in range(m.body_jntadr[b], m.body_jntadr[b] + m.body_jntnum[b])]
+            if not types or types == [int(mujoco.mjtJoint.mjJNT_FREE)]:
+                if types:
+                    self.free.append(b)
+                groups.join(b, int(m.body_parentid[b]))
+        for e in range(m.neq):
+            if int(m.eq_type[e]) == int(mujoco.mjtEq.mjEQ_WELD):
+                b1, b2 = _eq_bodies(m, e, mujoco)
+                groups.join(b1, b2)
+            elif int(m.eq_type[e]) != int(mujoco.mjtEq.mjEQ_CONNECT):
+                what = self.name(obj.mjOBJ_EQUALITY, e, f"equality {e}")
+                raise LinkageError(f"{path}: equality {what}: only connect and weld equalities close loops")
+        self.joints, self.members = {}, collections.defaultdict(list)
+        self.made = {}  # MuJoCo joint id -> (diffmech joint name, its kind)
+
+    def name(self, kind, i, fallback):
+        n = self.mujoco.mj_id2name(self.m, kind, i)
+        return n if n else fallback
+
+    def add(self, jname, spec, *links):
+        if jname in self.joints:
+            jname = f"{jname}_{len(self.joints)}"
+        self.joints[jname] = spec
+        for k in links:
+            self.members[self.groups.find(k)].append(jname)
+        return jname
+
+    def body_joints(self):
+        """Each body's joints to its parent as one linkage joint."""
+        mujoco, m, d, tol, path, jn = self.mujoco, self.m, self.d, self.tol, self.path, self.joint_names
+        find, add, made = self.groups.find, self.add, self.made
+        H, S, B = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE), int(mujoco.mjtJoint.mjJNT_BALL))
+        for b in range(1, m.nbody):
+            adr, num = int(m.body_jntadr[b]), int(m.body_jntnum[b])
+            ids = list(range(adr, adr + num))
+            types = [int(m.jnt_type[j]) for j in ids]
+            if not ids or types == [int(mujoco.mjtJoint.mjJNT_FREE)]:
+                continue
+            here = f"body {self.body_names[b]}"
+            if int(mujoco.mjtJoint.mjJNT_FREE) in types:
+                raise LinkageError(f"{path}: {here}: a free joint beside others is not a linkage joint")
+            a, c = find(int(m.body_parentid[b])), find(b)
+            p = np.array(d.xanchor[ids[0]])
+            axes = [np.array(d.xaxis[j]) for j in ids]
+            if types == [H]:
+                n = add(jn[ids[0]], {"type": "R", "coords": p.tolist(), "axis": axes[0].tolist()}, a, c)
+                made[ids[0]] = (n, "revolute")
+            elif types == [S]:
+                n = add(jn[ids[0]], {"type": "P", "coords": p.tolist(), "axis": axes[0].tolist()}, a, c)
+                made[ids[0]] = (n, "prismatic")
+            elif types == [B]:
+                add(jn[ids[0]], {"type": "S", "coords": p.tolist()}, a, c)
+            elif sorted(types) == [S, H] and np.linalg.norm(np.cross(axes[0], axes[1])) <= tol:
+                p = np.array(d.xanchor[ids[types.index(S)]])
+                off = np.array(d.xanchor[ids[types.index(H)]]) - p
+                if np.linalg.norm(np.cross(off, axes[0])) > tol * self.scale:
+                    raise LinkageError(f"{path}: {here}: its hinge and slide are parallel but not on one axis")
+                n = _common(jn[ids[0]], jn[ids[1]])
+                n = add(n, {"type": "C", "coords": p.tolist(), "axis": axes[types.index(S)].tolist()}, a, c)
+                made[ids[types.index(S)]], made[ids[types.index(H)]] = (n, "prismatic"), (n, "revolute")
+            elif (
+                types == [H, H]
+                and np.linalg.norm(d.xanchor[ids[1]] - p) <= tol * self.scale
+                and (abs(axes[0] @ axes[1]) <= tol)
+            ):
+                n = _common(jn[ids[0]], jn[ids[1]])
+                axes_ = {self.body_names[a]: axes[0].tolist(), self.body_names[c]: axes[1].tolist()}
+                add(n, {"type": "U", "coords": p.tolist(), "axes": axes_}, a, c)
+            else:
+                kinds = [jn[j] + ":" + ("free", "ball", "slide", "hinge")[t] for j, t in zip(ids, types)]
+                raise LinkageError(
+                    f"{path}: {here}: joints {kinds} are not one linkage joint (one hinge, slide or ball; a hinge and "
+                    "a slide on one axis; two hinges meeting at right angles)"
+                )
+
+    def connects(self):
+        """The connect equalities: an S joint at the anchor; two between the same links, an R joint."""
+        mujoco, m, d, path, find = self.mujoco, self.m, self.d, self.path, self.groups.find
+        pairs = collections.defaultdict(list)
+        for e in range(m.neq):
+            if int(m.eq_type[e]) != int(mujoco.mjtEq.mjEQ_CONNECT):
+                continue
+            what = self.name(self.obj.mjOBJ_EQUALITY, e, f"connect{e}")
+            p1, p2, b1, b2 = _connect_points(m, d, e, mujoco)
+            gap = float(np.linalg.norm(p1 - p2))
+            if gap > self.tol * self.scale:
+                raise LinkageError(
+                    f"{path}: equality {what}: the loop does not close at qpos0 (its anchors are {gap:.3g} apart); "
+                    "close=True reads the file at the nearest closed configuration"
+                )
+            if find(b1) == find(b2):
+                raise LinkageError(f"{path}: equality {what}: joins a link to itself")
+            if _floating(m, b1, self.free) != _floating(m, b2, self.free):  # held fixed, it would lock the loop
+                body = self.body_names[next(iter(_floating(m, b1, self.free) ^ _floating(m, b2, self.free)))]
+                raise LinkageError(f"{path}: equality {what}: closes a loop through the free joint of body {body}")
+            pairs[tuple(sorted((find(b1), find(b2))))].append((what, 0.5 * (p1 + p2)))
+        for (a, c), found in pairs.items():
+            if len(found) == 1:
+                self.add(found[0][0], {"type": "S", "coords": found[0][1].tolist()}, a, c)
+            elif len(found) == 2:
+                (n, p), (_, q) = found
+                self.add(n, {"type": "R", "coords": p.tolist(), "axis": (q - p).tolist()}, a, c)
+            else:
+                raise LinkageError(
+                    f"{path}: equalities {[n for n, _ in found]} join bodies {self.body_names[a]} and "
+                    f"{self.body_names[c]} at three or more points: a rigid join (use a weld)"
+                )
+
+    def tracers(self):
+        """Named sites not used by an equality: tracers."""
+        m, obj = self.m, self.obj
+        used = set()
+        for e in range(m.neq):
+            if int(m.eq_objtype[e]) == int(obj.mjOBJ_SITE):
+                used |= {int(m.eq_obj1id[e]), int(m.eq_obj2id[e])}
+        for s in range(m.nsite):
+            n = self.mujoco.mj_id2name(m, obj.mjOBJ_SITE, s)
+            if n and s not in used and "@" not in n:
+                self.add(n, {"type": "tracer", "coords": np.array(self.d.site_xpos[s]).tolist()}, int(m.site_bodyid[s]))
+
+    def inputs(self) -> list:
+        """The inputs: joint actuators on a hinge or a slide."""
+        m, path = self.m, self.path
+        inputs = []
+        for u in range(m.nu):
+            what = self.name(self.obj.mjOBJ_ACTUATOR, u, f"actuator{u}")
+            if int(m.actuator_trntype[u]) != int(self.mujoco.mjtTrn.mjTRN_JOINT):
+                raise LinkageError(f"{path}: actuator {what}: only joint actuators are inputs")
+            j = int(m.actuator_trnid[u, 0])
+            if j not in self.made:
+                raise LinkageError(
+                    f"{path}: actuator {what}: its joint {self.joint_names[j]} is not a hinge or a slide"
+                )
+            n, kind = self.made[j]
+            inputs.append({"type": kind, "joint": n})
+        if not inputs:
+            raise LinkageError(f"{path}: no actuator: a linkage needs an input (a motor on a hinge or a slide)")
+        return inputs
+
+    def links(self) -> dict:
+        """The links and their mass properties (bodies of one link summed, in world axes at qpos0)."""
+        m, d, find = self.m, self.d, self.groups.find
+        links = {}
+        for k in sorted(set(find(b) for b in range(m.nbody))):
+            bodies = [b for b in range(m.nbody) if find(b) == k]
+            entry: dict = {"joints": self.members[k]}
+            if k != 0:
+                parts = []
+                for b in bodies:
+                    R = np.array(d.ximat[b]).reshape(3, 3)
+                    parts.append((float(m.body_mass[b]), np.array(d.xipos[b]), R @ np.diag(m.body_inertia[b]) @ R.T))
+                entry |= link_mass_properties(parts, [self.joints[n] for n in self.members[k]])
+            links[self.body_names[k]] = entry
+        return links
 
 
 def _floating(m, b, free) -> set:

@@ -219,6 +219,100 @@ def raise_if_open(lk, r, tol: float = 1e-10) -> None:
         )
 
 
+def _rigid_link(geometry: str, pts, lns, known, carried: set, eq: dict, lname: str) -> None:
+    """The equations that keep one moving link rigid (its points `pts` and lines or
+    vectors `lns`), those of known elements only left out, added to `eq`; an element
+    with a gauge the link carries first is added to `carried`."""
+    if geometry == "planar":
+        if len(pts) >= 2:
+            a, b = pts[0], pts[1]
+            if not (known[a] and known[b]):
+                eq["dist"].append((a, b))
+            for c in pts[2:]:
+                if not (known[a] and known[b] and known[c]):
+                    eq["pcarry"].append((a, b, c))
+            for ln in lns:
+                if not known[ln] and ln not in carried:
+                    carried.add(ln)
+                    eq["lcarry"].append((a, b, ln))
+                elif not (known[a] and known[b] and known[ln]):
+                    eq["lslide"].append((a, b, ln))
+        elif len(pts) == 1:
+            for ln in lns:
+                if not (known[pts[0]] and known[ln]):
+                    eq["offset"].append((pts[0], ln))
+            for l1, l2 in zip(lns[:-1], lns[1:]):
+                if not (known[l1] and known[l2]):
+                    eq["angle"].append((l1, l2))
+        else:
+            if len(lns) > 2:
+                raise LinkageError(f"links.{lname}: a planar link of three or more lines and no point is not supported")
+            if len(lns) == 2 and not (known[lns[0]] and known[lns[1]]):
+                eq["angle"].append((lns[0], lns[1]))
+    elif geometry == "spherical":
+        el = pts + lns
+        u, v = el[0], el[1]
+        if not (known[u] and known[v]):
+            eq["sdot"].append((u, v))
+        for w in el[2:]:
+            if known[u] and known[v] and known[w]:
+                continue
+            if w not in carried and not known[w]:
+                carried.add(w)
+                eq["scarry"].append((u, v, w))
+            else:
+                eq["scarry2"].append((u, v, w))
+    else:  # spatial
+        if len(pts) == 2:
+            if not (known[pts[0]] and known[pts[1]]):
+                eq["dist"].append((pts[0], pts[1]))
+        else:
+            a, b, c = pts[:3]
+            for p, q in ((a, b), (a, c), (b, c)):
+                if not (known[p] and known[q]):
+                    eq["dist"].append((p, q))
+            for d in pts[3:]:
+                if not (known[a] and known[b] and known[c] and known[d]):
+                    eq["tcarry"].append((a, b, c, d))
+
+
+def _input_equations(topo: _Topology, names, link_names, frames, eq: dict) -> None:
+    """The equations that hold the inputs other than a link's (an actuator's length, a
+    joint's own slide or turn), added to `eq`."""
+    for kind, _, joints in topo.inputs:
+        if kind == "actuator":
+            eq["act"].append(joints)
+        elif kind == "slide":
+            eq["slide"].append(_schema.joint_sides(names, topo.types, topo.links, link_names, joints[0])[2:])
+        elif kind == "turn":
+            a, b, p, q, _ = _schema.joint_sides(names, topo.types, topo.links, link_names, joints[0])
+            for k in (a, b):
+                if frames[k] is None:
+                    raise LinkageError(
+                        f"links.{link_names[k]}: turns about joint {names[joints[0]]} (the input) but has no three "
+                        "non-collinear points (a frame to measure the turn)"
+                    )
+            eq["turn"].append(tuple(frames[a][1:]) + tuple(frames[b][1:]) + (p, q))
+
+
+def _tracers(topo: _Topology, names, link_names, frames) -> list:
+    """Each tracer (a carried point) and its link, whose frame places it."""
+    tracers = []
+    for j, t in enumerate(topo.types):
+        if not KINDS[t].carried:
+            continue
+        (li,) = [k for k, m in enumerate(topo.links) if j in m]
+        if frames[li] is None:
+            need = {
+                "planar": "two points, or a point and a line",
+                "spherical": "two joints",
+                "spatial": "three non-collinear joints",
+            }[topo.geometry]
+            raise LinkageError(f"joints.{names[j]}: a tracer's link ({link_names[li]}) needs a frame: {need}")
+        tracers.append((j, li))
+    return tracers
+
+
 @functools.lru_cache(maxsize=256)
 def compile_equations(topo: _Topology, names: tuple, link_names: tuple) -> _Plan:
     known = topo.known
@@ -242,59 +336,7 @@ def compile_equations(topo: _Topology, names: tuple, link_names: tuple) -> _Plan
                 "ground and the input link: it would hold the input against the ground (locked, or over-"
                 "constrained); remove it or join it to a moving link"
             )
-        if topo.geometry == "planar":
-            if len(pts) >= 2:
-                a, b = pts[0], pts[1]
-                if not (known[a] and known[b]):
-                    eq["dist"].append((a, b))
-                for c in pts[2:]:
-                    if not (known[a] and known[b] and known[c]):
-                        eq["pcarry"].append((a, b, c))
-                for ln in lns:
-                    if not known[ln] and ln not in carried:
-                        carried.add(ln)
-                        eq["lcarry"].append((a, b, ln))
-                    elif not (known[a] and known[b] and known[ln]):
-                        eq["lslide"].append((a, b, ln))
-            elif len(pts) == 1:
-                for ln in lns:
-                    if not (known[pts[0]] and known[ln]):
-                        eq["offset"].append((pts[0], ln))
-                for l1, l2 in zip(lns[:-1], lns[1:]):
-                    if not (known[l1] and known[l2]):
-                        eq["angle"].append((l1, l2))
-            else:
-                if len(lns) > 2:
-                    raise LinkageError(
-                        f"links.{lname}: a planar link of three or more lines and no point is not supported"
-                    )
-                if len(lns) == 2 and not (known[lns[0]] and known[lns[1]]):
-                    eq["angle"].append((lns[0], lns[1]))
-        elif topo.geometry == "spherical":
-            el = pts + lns
-            u, v = el[0], el[1]
-            if not (known[u] and known[v]):
-                eq["sdot"].append((u, v))
-            for w in el[2:]:
-                if known[u] and known[v] and known[w]:
-                    continue
-                if w not in carried and not known[w]:
-                    carried.add(w)
-                    eq["scarry"].append((u, v, w))
-                else:
-                    eq["scarry2"].append((u, v, w))
-        else:  # spatial
-            if len(pts) == 2:
-                if not (known[pts[0]] and known[pts[1]]):
-                    eq["dist"].append((pts[0], pts[1]))
-            else:
-                a, b, c = pts[:3]
-                for p, q in ((a, b), (a, c), (b, c)):
-                    if not (known[p] and known[q]):
-                        eq["dist"].append((p, q))
-                for d in pts[3:]:
-                    if not (known[a] and known[b] and known[c] and known[d]):
-                        eq["tcarry"].append((a, b, c, d))
+        _rigid_link(topo.geometry, pts, lns, known, carried, eq, lname)
     if topo.geometry in ("planar", "spherical"):
         for j, t in enumerate(topo.types):
             if KINDS[t].gauged(topo.geometry) and not known[j] and j not in carried:
@@ -304,20 +346,7 @@ def compile_equations(topo: _Topology, names: tuple, link_names: tuple) -> _Plan
             a, b = (names.index(f"{names[j]}{_schema.AXIS_SUFFIX}.{link_names[k]}") for k in _holders(topo, j))
             if not (known[j] and known[a] and known[b]):
                 eq["perp"].append((j, a, b))
-    for kind, _, joints in topo.inputs:
-        if kind == "actuator":
-            eq["act"].append(joints)
-        elif kind == "slide":
-            eq["slide"].append(_schema.joint_sides(names, topo.types, topo.links, link_names, joints[0])[2:])
-        elif kind == "turn":
-            a, b, p, q, _ = _schema.joint_sides(names, topo.types, topo.links, link_names, joints[0])
-            for k in (a, b):
-                if frames[k] is None:
-                    raise LinkageError(
-                        f"links.{link_names[k]}: turns about joint {names[joints[0]]} (the input) but has no three "
-                        "non-collinear points (a frame to measure the turn)"
-                    )
-            eq["turn"].append(tuple(frames[a][1:]) + tuple(frames[b][1:]) + (p, q))
+    _input_equations(topo, names, link_names, frames, eq)
     for row, kind in _slide_rows(topo, names, link_names, frames):
         if not all(known[j] for j in row):
             eq[kind].append(row)
@@ -332,19 +361,7 @@ def compile_equations(topo: _Topology, names: tuple, link_names: tuple) -> _Plan
             w = topo.width(j)
             unknowns.append((j, off, w))
             off += w
-    tracers = []
-    for j, t in enumerate(topo.types):
-        if not KINDS[t].carried:
-            continue
-        (li,) = [k for k, m in enumerate(topo.links) if j in m]
-        if frames[li] is None:
-            need = {
-                "planar": "two points, or a point and a line",
-                "spherical": "two joints",
-                "spatial": "three non-collinear joints",
-            }[topo.geometry]
-            raise LinkageError(f"joints.{names[j]}: a tracer's link ({link_names[li]}) needs a frame: {need}")
-        tracers.append((j, li))
+    tracers = _tracers(topo, names, link_names, frames)
     return _Plan(
         groups=groups,
         n_equations=n_eq,

@@ -53,6 +53,74 @@ def axis_length(points: np.ndarray) -> float:
 
 def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
     """The fields of a `Linkage` from a description (see `Linkage.from_dict`)."""
+    spec = _checked_keys(spec)
+    geometry = spec.get("geometry", "planar")
+    if geometry not in GEOMETRIES:
+        raise LinkageError(f"geometry: must be one of {GEOMETRIES}; got {geometry!r}")
+    joints, links = spec["joints"], spec["links"]
+    if not isinstance(joints, dict) or not joints:
+        raise LinkageError("joints: a non-empty mapping of joint name -> {type, coords}")
+    if not isinstance(links, dict) or not links:
+        raise LinkageError("links: a non-empty mapping of link name -> [joint names]")
+    names, types, rows, axes, u_axes = _parse_joints(joints, geometry, sphere_tol)
+    # a spatial P or C joint: its side B's copies of the point and the axis point
+    side_b = _slide_sides(spec, links, names, types, rows) if geometry == "spatial" else {}
+    for name, link in side_b.items():
+        for src, copy, kind in (
+            (name, f"{name}.{link}", SIDE),
+            (name + AXIS_SUFFIX, f"{name}{AXIS_SUFFIX}.{link}", AXIS),
+        ):
+            if copy in names:
+                raise LinkageError(f"joints.{copy}: the name of joint {name}'s point on link {link}; rename it")
+            names.append(copy)
+            types.append(kind)
+            rows.append(rows[names.index(src)])
+    index = {n: i for i, n in enumerate(names)}
+    link_names, link_tuples, inertial = _parse_links(links, geometry, names, types, rows, index, axes, u_axes, side_b)
+    ground = spec["ground"]
+    if ground not in link_names:
+        raise LinkageError(f"ground: unknown link {ground!r}; links are {link_names}")
+    g = link_names.index(ground)
+    for j, kind in enumerate(types):  # (an axis or side point the reader added: no rule)
+        holders = [link_names[k] for k, lk in enumerate(link_tuples) if j in lk]
+        KINDS[kind].check_holders(names[j], holders, geometry)
+        if KINDS[kind].has_cross and (len(holders) != 2 or set(holders) != set(u_axes[names[j]])):
+            raise LinkageError(
+                f"joints.{names[j]}: a universal joint joins exactly the two links its 'axes' name "
+                f"({sorted(u_axes[names[j]])}); it is in {holders}"
+            )
+    inputs = _parse_inputs(spec["input"], geometry, names, types, link_names, link_tuples, g)
+    if geometry == "spatial":  # each link's frame first, through the most points the ground and inputs place
+        known = set(link_tuples[g]).union(*(link_tuples[li] for _, li, _ in inputs if li >= 0))
+        link_tuples = [_frame_first(idx, types, rows, known) for idx in link_tuples]
+    (in_kind, in_link, in_joints), more = inputs[0], tuple(inputs[1:])
+    steps, step = _simulation(spec)
+    return dict(
+        coords=jax.device_put(np.stack(rows)),  # (an eager `jnp.asarray` compiles a small program)
+        names=tuple(names),
+        types=tuple(types),
+        links=tuple(link_tuples),
+        link_names=tuple(link_names),
+        ground=g,
+        input_kind=in_kind,
+        input_link=in_link,
+        input_joints=in_joints,
+        more_inputs=more,
+        geometry=geometry,
+        name=str(spec.get("name", "linkage")),
+        steps=steps,
+        step=step,
+        description=str(spec.get("description", "")),
+        masses=jax.device_put(np.asarray([m for m, _, _ in inertial], dtype=float)),
+        coms=jax.device_put(np.asarray(np.stack([c for _, c, _ in inertial]), dtype=float)),
+        inertias=jax.device_put(np.stack([np.asarray(i, dtype=float) for _, _, i in inertial])),
+        gravity=jax.device_put(np.asarray(_gravity(spec.get("gravity"), geometry), dtype=float)),
+        **_loads(spec.get("loads", []), geometry, names, types, index, link_names, link_tuples, rows),
+    )
+
+
+def _checked_keys(spec) -> dict:
+    """A description's top-level keys checked (`inputs` read as `input`)."""
     if not isinstance(spec, dict):
         raise LinkageError(f"linkage: a description is a mapping; got {type(spec).__name__}")
     extra = sorted(set(spec) - set(KEYS))
@@ -65,14 +133,12 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
     for key in ("joints", "links", "ground", "input"):
         if key not in spec:
             raise LinkageError(f"linkage: missing key {key!r} (need 'joints', 'links', 'ground', 'input')")
-    geometry = spec.get("geometry", "planar")
-    if geometry not in GEOMETRIES:
-        raise LinkageError(f"geometry: must be one of {GEOMETRIES}; got {geometry!r}")
-    joints, links = spec["joints"], spec["links"]
-    if not isinstance(joints, dict) or not joints:
-        raise LinkageError("joints: a non-empty mapping of joint name -> {type, coords}")
-    if not isinstance(links, dict) or not links:
-        raise LinkageError("links: a non-empty mapping of link name -> [joint names]")
+    return spec
+
+
+def _parse_joints(joints: dict, geometry: str, sphere_tol: float):
+    """The joints' names, types and coordinate rows (with each spatial R, P or C
+    joint's axis point and a U joint's two after them), their axes and U axes."""
     kinds = allowed(geometry)
     names, types, rows = [], [], []
     axes = {}  # spatial R, P and C joints -> the axis direction
@@ -93,19 +159,7 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
             )
         K = KINDS[kind]
         if K.has_cross:
-            raw_axes = j.get("axes")
-            if not (isinstance(raw_axes, dict) and len(raw_axes) == 2):
-                raise LinkageError(
-                    f"joints.{name}.axes: a universal joint needs {{LINK: [ax, ay, az], LINK: [...]}}, the axis fixed "
-                    f"in each of its two links; got {raw_axes!r}"
-                )
-            u_axes[str(name)] = {str(k): _axis(f"{name}.axes.{k}", v) for k, v in raw_axes.items()}
-            e1, e2 = u_axes[str(name)].values()
-            if abs(float(e1 @ e2)) > 1e-9:
-                raise LinkageError(
-                    f"joints.{name}.axes: a universal joint's two axes must be perpendicular; they are "
-                    f"{np.degrees(np.arccos(np.clip(e1 @ e2, -1, 1))):.6g}° apart"
-                )
+            u_axes[str(name)] = _universal_axes(name, j.get("axes"))
         elif "axes" in j:
             raise LinkageError(f"joints.{name}.axes: only a spatial universal (U) joint has axes; this is a {kind}")
         if K.has_axis(geometry):
@@ -132,19 +186,29 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
                 names.append(f"{name}{AXIS_SUFFIX}.{link}")
                 types.append(AXIS)
                 rows.append(rows[names.index(name)] + length * a)
-    # a spatial P or C joint: its side B's copies of the point and the axis point
-    side_b = _slide_sides(spec, links, names, types, rows) if geometry == "spatial" else {}
-    for name, link in side_b.items():
-        for src, copy, kind in (
-            (name, f"{name}.{link}", SIDE),
-            (name + AXIS_SUFFIX, f"{name}{AXIS_SUFFIX}.{link}", AXIS),
-        ):
-            if copy in names:
-                raise LinkageError(f"joints.{copy}: the name of joint {name}'s point on link {link}; rename it")
-            names.append(copy)
-            types.append(kind)
-            rows.append(rows[names.index(src)])
-    index = {n: i for i, n in enumerate(names)}
+    return names, types, rows, axes, u_axes
+
+
+def _universal_axes(name, raw_axes) -> dict:
+    """A universal joint's two perpendicular axes, by link."""
+    if not (isinstance(raw_axes, dict) and len(raw_axes) == 2):
+        raise LinkageError(
+            f"joints.{name}.axes: a universal joint needs {{LINK: [ax, ay, az], LINK: [...]}}, the axis fixed "
+            f"in each of its two links; got {raw_axes!r}"
+        )
+    out = {str(k): _axis(f"{name}.axes.{k}", v) for k, v in raw_axes.items()}
+    e1, e2 = out.values()
+    if abs(float(e1 @ e2)) > 1e-9:
+        raise LinkageError(
+            f"joints.{name}.axes: a universal joint's two axes must be perpendicular; they are "
+            f"{np.degrees(np.arccos(np.clip(e1 @ e2, -1, 1))):.6g}° apart"
+        )
+    return out
+
+
+def _parse_links(links: dict, geometry, names, types, rows, index, axes, u_axes, side_b):
+    """The links' names, their rows' indices (with the axis and side points they
+    carry) and their mass properties."""
     link_names, link_tuples, inertial = [], [], []
     for lname, members in links.items():
         mass_props = None
@@ -174,23 +238,11 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         link_names.append(str(lname))
         link_tuples.append(idx)
         inertial.append(_mass_properties(lname, mass_props, geometry, index, rows, idx))
-    ground = spec["ground"]
-    if ground not in link_names:
-        raise LinkageError(f"ground: unknown link {ground!r}; links are {link_names}")
-    g = link_names.index(ground)
-    for j, kind in enumerate(types):  # (an axis or side point the reader added: no rule)
-        holders = [link_names[k] for k, lk in enumerate(link_tuples) if j in lk]
-        KINDS[kind].check_holders(names[j], holders, geometry)
-        if KINDS[kind].has_cross and (len(holders) != 2 or set(holders) != set(u_axes[names[j]])):
-            raise LinkageError(
-                f"joints.{names[j]}: a universal joint joins exactly the two links its 'axes' name "
-                f"({sorted(u_axes[names[j]])}); it is in {holders}"
-            )
-    inputs = _parse_inputs(spec["input"], geometry, names, types, link_names, link_tuples, g)
-    if geometry == "spatial":  # each link's frame first, through the most points the ground and inputs place
-        known = set(link_tuples[g]).union(*(link_tuples[li] for _, li, _ in inputs if li >= 0))
-        link_tuples = [_frame_first(idx, types, rows, known) for idx in link_tuples]
-    (in_kind, in_link, in_joints), more = inputs[0], tuple(inputs[1:])
+    return link_names, link_tuples, inertial
+
+
+def _simulation(spec: dict) -> tuple[int, float | None]:
+    """The description's default range: `(steps, step)`."""
     sim = spec.get("simulation", {}) or {}
     if not isinstance(sim, dict) or set(sim) - {"steps", "step"}:
         raise LinkageError(f"simulation: a mapping with 'steps' and/or 'step'; got {sim!r}")
@@ -200,28 +252,7 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         raise LinkageError(f"simulation.steps: a positive integer; got {steps!r}")
     if step is not None and not (isinstance(step, (int, float)) and math.isfinite(step) and step != 0):
         raise LinkageError(f"simulation.step: a finite non-zero number; got {step!r}")
-    return dict(
-        coords=jax.device_put(np.stack(rows)),  # (an eager `jnp.asarray` compiles a small program)
-        names=tuple(names),
-        types=tuple(types),
-        links=tuple(link_tuples),
-        link_names=tuple(link_names),
-        ground=g,
-        input_kind=in_kind,
-        input_link=in_link,
-        input_joints=in_joints,
-        more_inputs=more,
-        geometry=geometry,
-        name=str(spec.get("name", "linkage")),
-        steps=steps,
-        step=None if step is None else float(step),
-        description=str(spec.get("description", "")),
-        masses=jax.device_put(np.asarray([m for m, _, _ in inertial], dtype=float)),
-        coms=jax.device_put(np.asarray(np.stack([c for _, c, _ in inertial]), dtype=float)),
-        inertias=jax.device_put(np.stack([np.asarray(i, dtype=float) for _, _, i in inertial])),
-        gravity=jax.device_put(np.asarray(_gravity(spec.get("gravity"), geometry), dtype=float)),
-        **_loads(spec.get("loads", []), geometry, names, types, index, link_names, link_tuples, rows),
-    )
+    return steps, None if step is None else float(step)
 
 
 def _loads(loads, geometry, names, types, index, link_names, link_tuples, rows) -> dict:

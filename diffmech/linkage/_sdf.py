@@ -66,9 +66,9 @@ def _pose(where, el):
     return _rotation(*v[3:]), v[:3]
 
 
-def sdf_spec(path, *, model=None, ground=None, inputs=None, lock=(), balls=()) -> dict:
-    """The linkage description of an SDFormat file (see the module docstring)."""
-    path = Path(path)
+def _model_element(path: Path, model):
+    """The file's root, the model's element (the first, or the one named `model`) and
+    where it is (for messages)."""
     if not path.is_file():
         raise LinkageError(f"{path}: no such file")
     try:
@@ -90,30 +90,62 @@ def sdf_spec(path, *, model=None, ground=None, inputs=None, lock=(), balls=()) -
     for tag in ("include", "model", "frame"):
         if el.find(tag) is not None:
             raise LinkageError(f"{where}: <{tag}> elements are not read (nested models and frames)")
+    return root, el, where
+
+
+def _body(where: str, n, ln, pose):
+    """A link's mass, centre of mass and inertia about it (world axes) at its pose."""
+    inertial = ln.find("inertial")
+    if inertial is None:
+        return 0.0, np.zeros(3), np.zeros((3, 3))
+    at = f"{where}/link {n}/inertial"
+    if inertial.get("auto") in ("true", "1"):
+        raise LinkageError(f"{at}: computed from its collision meshes (auto); give its mass and inertia")
+    R, p = pose
+    Ri, pi = _pose(at, inertial)
+    mass = float(_numbers(f"{at}/mass", inertial.findtext("mass", "0"), 1)[0])
+    tensor = inertial.find("inertia")
+    tensor_ = np.zeros((3, 3))
+    if tensor is not None:
+        i = {k: float(_numbers(f"{at}/inertia/{k}", tensor.findtext(k, "0"), 1)[0]) for k in _MOMENTS}
+        tensor_ = np.array(
+            [[i["ixx"], i["ixy"], i["ixz"]], [i["ixy"], i["iyy"], i["iyz"]], [i["ixz"], i["iyz"], i["izz"]]]
+        )
+    Rw = R @ Ri
+    return mass, p + R @ pi, Rw @ tensor_ @ Rw.T
+
+
+def _joint_spec(where: str, j, jn, kind: str, child_pose) -> dict:
+    """A moving joint's description: its type, its point in the model frame and (not
+    a ball) its axis."""
+    Rc, pc = child_pose
+    Rj, pj = _pose(f"{where}/joint {jn}", j)
+    point = pc + Rc @ pj
+    spec = {"type": _TYPES[kind], "coords": point.tolist()}
+    if kind != "ball":
+        axis = j.find("axis")
+        xyz = axis.find("xyz") if axis is not None else None
+        if xyz is None:
+            raise LinkageError(f"{where}/joint {jn}: a {kind} joint needs <axis><xyz>")
+        v = _numbers(f"{where}/joint {jn}/axis/xyz", xyz.text, 3)
+        assert axis is not None
+        in_model = (axis.findtext("use_parent_model_frame", "0").strip() in ("1", "true")) or (
+            xyz.get("expressed_in") == "__model__"
+        )
+        if xyz.get("expressed_in") not in (None, "", "__model__"):
+            raise LinkageError(f"{where}/joint {jn}/axis/xyz: expressed in {xyz.get('expressed_in')!r}, not read")
+        spec["axis"] = (v if in_model else Rc @ Rj @ v).tolist()
+    return spec
+
+
+def sdf_spec(path, *, model=None, ground=None, inputs=None, lock=(), balls=()) -> dict:
+    """The linkage description of an SDFormat file (see the module docstring)."""
+    path = Path(path)
+    root, el, where = _model_element(path, model)
     link_els = el.findall("link")
     link_names = [ln.get("name") for ln in link_els]
     poses = {n: _pose(f"{where}/link {n}", ln) for n, ln in zip(link_names, link_els)}
-    bodies = []
-    for n, ln in zip(link_names, link_els):
-        inertial = ln.find("inertial")
-        if inertial is None:
-            bodies.append((0.0, np.zeros(3), np.zeros((3, 3))))
-            continue
-        at = f"{where}/link {n}/inertial"
-        if inertial.get("auto") in ("true", "1"):
-            raise LinkageError(f"{at}: computed from its collision meshes (auto); give its mass and inertia")
-        R, p = poses[n]
-        Ri, pi = _pose(at, inertial)
-        mass = float(_numbers(f"{at}/mass", inertial.findtext("mass", "0"), 1)[0])
-        tensor = inertial.find("inertia")
-        tensor_ = np.zeros((3, 3))
-        if tensor is not None:
-            i = {k: float(_numbers(f"{at}/inertia/{k}", tensor.findtext(k, "0"), 1)[0]) for k in _MOMENTS}
-            tensor_ = np.array(
-                [[i["ixx"], i["ixy"], i["ixz"]], [i["ixy"], i["iyy"], i["iyz"]], [i["ixz"], i["iyz"], i["izz"]]]
-            )
-        Rw = R @ Ri
-        bodies.append((mass, p + R @ pi, Rw @ tensor_ @ Rw.T))
+    bodies = [_body(where, n, ln, poses[n]) for n, ln in zip(link_names, link_els)]
     index = {n: i for i, n in enumerate(link_names)}
     groups = Groups(len(link_names) + 1)  # the last entry: the world
     world = len(link_names)
@@ -163,23 +195,7 @@ def sdf_spec(path, *, model=None, ground=None, inputs=None, lock=(), balls=()) -
         a, b = groups.find(world if parent == "world" else index[parent]), groups.find(index[child])
         if a == b:  # within one rigid link (fixed or locked joints around it): idle at the file's pose
             continue
-        Rc, pc = poses[child]
-        Rj, pj = _pose(f"{where}/joint {jn}", j)
-        point = pc + Rc @ pj
-        spec = {"type": _TYPES[kind], "coords": point.tolist()}
-        if kind != "ball":
-            axis = j.find("axis")
-            xyz = axis.find("xyz") if axis is not None else None
-            if xyz is None:
-                raise LinkageError(f"{where}/joint {jn}: a {kind} joint needs <axis><xyz>")
-            v = _numbers(f"{where}/joint {jn}/axis/xyz", xyz.text, 3)
-            assert axis is not None
-            in_model = (axis.findtext("use_parent_model_frame", "0").strip() in ("1", "true")) or (
-                xyz.get("expressed_in") == "__model__"
-            )
-            if xyz.get("expressed_in") not in (None, "", "__model__"):
-                raise LinkageError(f"{where}/joint {jn}/axis/xyz: expressed in {xyz.get('expressed_in')!r}, not read")
-            spec["axis"] = (v if in_model else Rc @ Rj @ v).tolist()
+        spec = _joint_spec(where, j, jn, kind, poses[child])
         joints[jn] = spec
         made[jn] = spec["type"]
         for k in (a, b):

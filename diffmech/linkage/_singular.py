@@ -150,6 +150,48 @@ def _states(lk: Linkage, coords):
     return jax.vmap(lk.state)(coords)
 
 
+class _Locator:
+    """The singular points found along one motion (`singularities`): each located to
+    round-off from a sample (`X`, `U`, its `J_x`) and kept once, if within
+    `[lo, hi]`, as `(kind, link, input, state, residual, last step)`."""
+
+    def __init__(self, lk: Linkage, n: int, lo: float, hi: float, Jx, X, U):
+        self.lk, self.n, self.lo, self.hi, self.Jx, self.X, self.U = lk, n, lo, hi, Jx, X, U
+        self.found: list[tuple[str, str, float, np.ndarray, float, float]] = []
+
+    def add(self, kind, link, z, res, du):
+        u = float(z[self.n])
+        if not self.lo <= u <= self.hi:
+            return
+        if any(e[0] == kind and e[1] == link and abs(u - e[2]) < 1e-9 for e in self.found):
+            return
+        self.found.append((kind, link, u, z[: self.n], res, du))
+
+    def full_jacobian(self, x, u):
+        return np.asarray(at_configuration(self.lk, np.asarray(x, float), np.asarray(u, float))[1])
+
+    def change_from(self, x, u):
+        w = np.linalg.svd(self.full_jacobian(x, u))[0][:, -1]
+        z, res, du, good = locate("change", (), self.lk, np.concatenate([x, [u], w]), w, self.n)
+        if good:
+            self.add("change", "", z, res, du)
+
+    def singular_from(self, k):
+        """A dead centre by the bordered Newton; where it meets a rank drop of
+        [J_x J_u] (or fails near one), a change point by its own system."""
+        n, X, U = self.n, self.X, self.U
+        v = np.linalg.svd(self.Jx[k])[2][-1]
+        z, res, du, good = locate("input", (), self.lk, np.concatenate([X[k], [U[k]], v]), v, n)
+        if good:
+            sv = np.linalg.svd(self.full_jacobian(z[:n], z[n]), compute_uv=False)
+            if sv[-1] / sv[0] >= RANK:
+                self.add("input", "", z, res, du)
+                return
+            self.change_from(z[:n], z[n])
+            return
+        self.change_from(np.asarray(X[k]), U[k])
+
+
 def singularities(lk: Linkage, motion, *, outputs=None, near: float = 0.05) -> Singularities:
     """Every dead centre, toggle and change point a motion of a one-input linkage
     approaches or crosses, located to round-off and typed (see the module notes).
@@ -197,39 +239,8 @@ def singularities(lk: Linkage, motion, *, outputs=None, near: float = 0.05) -> S
 
     step = np.nanmax(np.abs(np.diff(U))) if N > 1 else 1.0
     lo, hi = np.min(U[ok]) - step if ok.any() else 0.0, np.max(U[ok]) + step if ok.any() else 0.0
-    found: list[tuple[str, str, float, np.ndarray, float, float]] = []
-
-    def add(kind, link, z, res, du):
-        u = float(z[n])
-        if not lo <= u <= hi:
-            return
-        if any(e[0] == kind and e[1] == link and abs(u - e[2]) < 1e-9 for e in found):
-            return
-        found.append((kind, link, u, z[:n], res, du))
-
-    def full_jacobian(x, u):
-        return np.asarray(at_configuration(lk, np.asarray(x, float), np.asarray(u, float))[1])
-
-    def change_from(x, u):
-        w = np.linalg.svd(full_jacobian(x, u))[0][:, -1]
-        z, res, du, good = locate("change", (), lk, np.concatenate([x, [u], w]), w, n)
-        if good:
-            add("change", "", z, res, du)
-
-    def singular_from(k):
-        """A dead centre by the bordered Newton; where it meets a rank drop of
-        [J_x J_u] (or fails near one), a change point by its own system."""
-        v = np.linalg.svd(Jx[k])[2][-1]
-        z, res, du, good = locate("input", (), lk, np.concatenate([X[k], [U[k]], v]), v, n)
-        if good:
-            sv = np.linalg.svd(full_jacobian(z[:n], z[n]), compute_uv=False)
-            if sv[-1] / sv[0] >= RANK:
-                add("input", "", z, res, du)
-                return
-            change_from(z[:n], z[n])
-            return
-        change_from(np.asarray(X[k]), U[k])
-
+    loc = _Locator(lk, n, lo, hi, Jx, X, U)
+    found, add, singular_from = loc.found, loc.add, loc.singular_from
     idx = np.flatnonzero(ok)
     for a, b in zip(idx[:-1], idx[1:]):
         if b == a + 1 and sign[a] * sign[b] < 0:

@@ -145,3 +145,39 @@ def _direct_jits():
 
 def test_one_way_to_jit():
     assert _direct_jits() == []
+
+
+# a constructor with one keyword per physical quantity of the model, as a dataclass has fields
+_MANY_PARAMETERS = {"diffmech.parallel._model:from_anchors"}
+
+
+def _oversized(source: str, where: str, lines: int = 100, parameters: int = 12) -> list[str]:
+    """Every function of `source` longer than `lines` lines of code (its docstring not
+    counted) or taking more than `parameters` parameters (`self`/`cls` not counted,
+    `*args` and `**kwargs` one each)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        a = node.args
+        n = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + (a.vararg is not None) + (a.kwarg is not None)
+        n -= bool(a.args) and a.args[0].arg in ("self", "cls")
+        body = node.body
+        doc = body[0] if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else None
+        length = node.end_lineno - node.lineno + 1 - (doc.end_lineno - doc.lineno + 1 if doc else 0)
+        if length > lines:
+            found.append(f"{where}:{node.name}: {length} lines")
+        if n > parameters and f"{where}:{node.name}" not in _MANY_PARAMETERS:
+            found.append(f"{where}:{node.name}: {n} parameters")
+    return found
+
+
+def test_no_function_over_100_lines_or_12_parameters():
+    found = [f for name, path in MODULES.items() for f in _oversized(path.read_text(), name)]
+    assert found == []
+    # the check itself, on made-up source: it can fail
+    head = "def f(a):\n    '''doc\n    doc'''\n"
+    assert _oversized(head + "    x = 1\n" * 100, "m") == ["m:f: 101 lines"]
+    assert _oversized(head + "    x = 1\n" * 99, "m") == []
+    wide = "def g(self, " + ", ".join(f"p{i}" for i in range(12)) + ", *a, **k):\n    pass\n"
+    assert _oversized(wide, "m") == ["m:g: 14 parameters"]

@@ -276,9 +276,8 @@ def _sequential(lk, inputs):
         lk.x0(),
         inputs,
         _model.prepare(lk),
-        branch=det,
         condition=False,
-        **_simulate._sweep_options(lk),
+        **_simulate._sweep_options(lk, det),
     )
 
 

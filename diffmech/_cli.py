@@ -448,6 +448,36 @@ _WRITES = {
 }
 
 
+def _view(args) -> int:
+    """`diffmech view NAME_OR_FILE`: the live viewer (`linkage.view`) until interrupted."""
+    _start_jax()
+    from . import examples, linkage as L
+
+    src = pathlib.Path(args.linkage)
+    try:
+        if args.linkage in examples.NAMES + examples.SPATIAL + examples.SEVERAL_INPUTS:
+            lk = examples.load(args.linkage)
+        elif src.suffix.lower() not in _READS:
+            raise L.LinkageError(f"{src}: a bundled example's name or a file {sorted(_READS)} (a description or MJCF)")
+        else:
+            lk = L.from_mjcf(src) if _READS[src.suffix.lower()] == "MJCF" else L.load(src)
+        viewer = L.view(lk, host=args.host, port=args.port)
+    except (L.LinkageError, ImportError, OSError, ValueError) as e:
+        print(f"diffmech view: {e}", file=sys.stderr)
+        return 2
+    print(f"diffmech view: {lk.name} at {viewer.url} (Ctrl-C stops it)")
+    if not args.no_browser:
+        import webbrowser
+
+        webbrowser.open(viewer.url)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        viewer.close()
+    return 0
+
+
 def _convert(args) -> int:
     """`diffmech convert IN OUT`: between a description (JSON/TOML), MJCF (in and out),
     DXF/SVG (out, planar) and CSV (out: the description's default motion)."""
@@ -560,6 +590,12 @@ def main(argv=None) -> int:
     cnv.add_argument("--softness", choices=("stiff", "default"), default="stiff", help="MJCF out: the loops' softness")
     cnv.add_argument("--motion", action="store_true", help="DXF/SVG out: draw the default motion's coupler curves")
     cnv.set_defaults(func=_convert)
+    viw = sub.add_parser("view", help="show a linkage live in the browser: sliders for its inputs and its design")
+    viw.add_argument("linkage", help="a bundled example's name, a description (.json, .toml) or MJCF (.xml)")
+    viw.add_argument("--port", type=int, default=None, help="the port (default: a free one)")
+    viw.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: this machine only)")
+    viw.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    viw.set_defaults(func=_view)
     _no_cache_option(parser)
     args = parser.parse_args(argv)
     from . import _cache

@@ -62,3 +62,20 @@ def load(path, **kw) -> Linkage:
     **Returns:** a `Linkage`.
     """
     return Linkage.load(path, **kw)
+
+
+def view(lk: Linkage, *, host: str = "127.0.0.1", port: int | None = None):
+    """Show a linkage live in the browser: a page served from Python (viser) with a
+    slider per input and play/pause, every frame the closure core's solution with its
+    status (a motion limit is shown where it happens), each tracer's curve, and the
+    design's joints editable (the curves follow) and saved as a description. Listens on
+    `host` (default 127.0.0.1: this machine only) at `port` (default: a free one).
+    Needs the `view` extra (`pip install "diffmech[view]"`).
+
+    **Arguments:** `lk`: the linkage; `host`, `port`. **Returns:** a `LinkageViewer`
+    (`url`, `set_inputs`, `set_joint`, `play`, `save`, `close`); in Jupyter,
+    `viewer.server.scene.show()` embeds it.
+    """
+    from .._view import view as _view
+
+    return _view(lk, host=host, port=port)

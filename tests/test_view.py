@@ -1,0 +1,176 @@
+"""The live viewer (viser): what the server holds after its controls move, checked
+against the geometry (the crank's turn, the links' lengths), a motion limit shown where
+it happens, an edited design's curves and its saved description, and the command's one
+line for a file it cannot read."""
+
+import json
+
+import numpy as np
+import pytest
+
+from diffmech import examples, linkage
+
+pytestmark = pytest.mark.xdist_group("linkage")  # the four-bar's sweep programs, compiled once
+
+
+@pytest.fixture(scope="module")
+def viewer():
+    v = linkage.view(examples.load("fourbar"))
+    yield v
+    v.close()
+
+
+def _angle(X, a, b):
+    d = np.asarray(X)[b, :2] - np.asarray(X)[a, :2]
+    return float(np.arctan2(d[1], d[0]))
+
+
+def _lengths(X, lk):
+    X = np.asarray(X)
+    return [float(np.linalg.norm(X[b, :2] - X[a, :2])) for a, b in ((0, 1), (1, 2), (2, 3), (1, 4), (2, 4))]
+
+
+def test_the_input_slider_turns_the_crank_and_the_loop_stays_closed(viewer):
+    lk = viewer.design
+    X0 = np.asarray(lk.initial())
+    viewer.sliders[0].value = 0.7  # as the page's slider sets it: its callback solves and draws
+    assert viewer.inputs.tolist() == [0.7] and viewer.status.startswith("input [0.7]: closed")
+    X = np.asarray(viewer.motion.coords[0])
+    # the crank A→B turned by the input; the links (and the coupler triangle B, C, P) kept their lengths
+    assert abs(_angle(X, 0, 1) - _angle(X0, 0, 1) - 0.7) <= 1e-12
+    np.testing.assert_allclose(_lengths(X, lk), _lengths(X0, lk), rtol=0, atol=1e-12)
+    assert np.allclose(X[[0, 3], :2], X0[[0, 3], :2], atol=0)  # the ground pivots stay
+
+
+def test_a_motion_limit_is_shown_where_it_happens_and_the_last_configuration_stays(viewer, tmp_path):
+    # the ground pivot D moved out to 0.62: s + l = 0.74 > p + q, the crank cannot turn fully
+    edited = viewer.set_joint("D", [0.62, 0.0])
+    assert np.asarray(edited.coords)[3, :2].tolist() == [0.62, 0.0]
+    n = viewer.curves["P"].shape[0]
+    assert 1 < n < 180  # the coupler curve stops at the motion limit
+    assert viewer.set_inputs([0.5]).endswith(f"(residual {float(viewer.motion.residual[0]):.1e})")
+    reached = np.asarray(viewer.motion.coords[0])
+    status = viewer.set_inputs([3.0])
+    assert "motion_limit" in status and "last configuration reached" in status
+    assert np.array_equal(np.asarray(viewer.motion.coords[0]), reached)  # the frame drawn is the last closed one
+    # the edited design saved as a description loads back with its joint moved
+    path = tmp_path / "edited.json"
+    viewer.save(path)
+    back = linkage.load(path)
+    assert np.asarray(back.coords)[3, :2].tolist() == [0.62, 0.0]
+    assert json.loads(path.read_text())["joints"]["D"]["coords"][:2] == [0.62, 0.0]
+    viewer.set_joint("D", [0.3, 0.0])  # back to the bundled design (a full turn again)
+    assert viewer.curves["P"].shape[0] == 180
+
+
+def test_the_command_names_a_file_it_cannot_read(tmp_path, capsys):
+    from diffmech._cli import main
+
+    assert main(["view", str(tmp_path / "nothing.step"), "--no-browser"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "nothing.step" in err[0]
+
+
+def _chromium():
+    import os
+    import shutil
+
+    path = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
+    if path is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("no Chromium under CI (.ci/run installs it before the tests)")
+        pytest.skip("no Chromium on this machine (apt-get install chromium)")
+    return path
+
+
+def test_in_a_real_browser_the_pages_own_controls_move_the_input_and_a_joint(tmp_path):
+    # headless Chromium opens the page; the DevTools protocol presses the arrow key on
+    # the input slider (20 steps) and on joint A's x slider (10 steps), as a hand would;
+    # the server then holds that input, the crank turned by it, and A moved
+    import base64
+    import io
+    import os
+    import subprocess
+    import time
+    import urllib.request
+
+    import imageio.v3 as iio
+    from websockets.sync.client import connect
+
+    from diffmech._view import free_port
+
+    browser = _chromium()
+    lk = examples.load("fourbar")
+    v = linkage.view(lk)
+    port = free_port()
+    proc = subprocess.Popen(
+        [browser, "--headless", "--no-sandbox", "--disable-gpu", f"--remote-debugging-port={port}",
+         f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1200,800", v.url],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        page = None
+        for _ in range(200):
+            try:
+                targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json"))
+                page = next(t for t in targets if t["type"] == "page")
+                break
+            except Exception:
+                time.sleep(0.1)
+        assert page is not None, "Chromium's DevTools did not answer"
+        ws = connect(page["webSocketDebuggerUrl"], max_size=2**26)
+        ids = iter(range(1, 10**6))
+
+        def call(method, **params):
+            i = next(ids)
+            ws.send(json.dumps({"id": i, "method": method, "params": params}))
+            while True:
+                m = json.loads(ws.recv())
+                if m.get("id") == i:
+                    return m["result"]
+
+        def js(expr):
+            return call("Runtime.evaluate", expression=expr, returnByValue=True)["result"].get("value")
+
+        def until(check, what):
+            for _ in range(300):
+                if check():
+                    return
+                time.sleep(0.05)
+            raise AssertionError(f"the server never held {what}: input {v.inputs}, A {np.asarray(v.design.coords)[0]}")
+
+        until(lambda: (js("document.querySelectorAll('[role=slider]').length") or 0) >= 3, "the page's sliders")
+
+        def press(index, times):
+            js(f"document.querySelectorAll('[role=slider]')[{index}].focus()")
+            for _ in range(times):
+                for kind in ("keyDown", "keyUp"):
+                    call(
+                        "Input.dispatchKeyEvent",
+                        type=kind,
+                        key="ArrowRight",
+                        code="ArrowRight",
+                        windowsVirtualKeyCode=39,
+                    )
+
+        lo, hi = v._range(lk)
+        press(0, 20)
+        # (the page rounds a slider's value to 6 decimals)
+        until(lambda: abs(v.inputs[0] - 20 * (hi - lo) / 720) <= 1e-6, "the input after 20 steps")
+        X0, X = np.asarray(lk.initial()), np.asarray(v.motion.coords[0])
+        assert abs(_angle(X, 0, 1) - _angle(X0, 0, 1) - v.inputs[0]) <= 1e-12 and "closed" in v.status
+        size = float(np.max(np.abs(np.asarray(lk.coords))))
+        press(1, 10)
+        until(lambda: abs(float(v.design.coords[0, 0]) - 10 * size / 500) <= 1e-6, "joint A moved 10 steps")
+        png = base64.b64decode(call("Page.captureScreenshot", format="png")["data"])
+        shots = os.environ.get("DIFFMECH_ARTIFACTS", str(tmp_path))
+        os.makedirs(shots, exist_ok=True)
+        with open(os.path.join(shots, "viewer_fourbar.png"), "wb") as f:
+            f.write(png)
+        img = iio.imread(io.BytesIO(png))
+        assert img.ndim == 3 and img.std() > 5  # not blank
+        ws.close()
+    finally:
+        proc.kill()
+        proc.wait()
+        v.close()

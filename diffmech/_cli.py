@@ -455,17 +455,23 @@ def _view(args) -> int:
 
     src = pathlib.Path(args.linkage)
     try:
-        if args.linkage in examples.NAMES + examples.SPATIAL + examples.SEVERAL_INPUTS:
+        if args.linkage == "stewart":  # the seed's Gough–Stewart platform
+            from . import parallel
+
+            viewer = parallel.view(parallel.StewartPlatform(), host=args.host, port=args.port)
+            lk = None
+        elif args.linkage in examples.NAMES + examples.SPATIAL + examples.SEVERAL_INPUTS:
             lk = examples.load(args.linkage)
         elif src.suffix.lower() not in _READS:
             raise L.LinkageError(f"{src}: a bundled example's name or a file {sorted(_READS)} (a description or MJCF)")
         else:
             lk = L.from_mjcf(src) if _READS[src.suffix.lower()] == "MJCF" else L.load(src)
-        viewer = L.view(lk, host=args.host, port=args.port)
+        if lk is not None:
+            viewer = L.view(lk, host=args.host, port=args.port)
     except (L.LinkageError, ImportError, OSError, ValueError) as e:
         print(f"diffmech view: {e}", file=sys.stderr)
         return 2
-    print(f"diffmech view: {lk.name} at {viewer.url} (Ctrl-C stops it)")
+    print(f"diffmech view: {args.linkage if lk is None else lk.name} at {viewer.url} (Ctrl-C stops it)")
     if not args.no_browser:
         import webbrowser
 
@@ -591,7 +597,7 @@ def main(argv=None) -> int:
     cnv.add_argument("--motion", action="store_true", help="DXF/SVG out: draw the default motion's coupler curves")
     cnv.set_defaults(func=_convert)
     viw = sub.add_parser("view", help="show a linkage live in the browser: sliders for its inputs and its design")
-    viw.add_argument("linkage", help="a bundled example's name, a description (.json, .toml) or MJCF (.xml)")
+    viw.add_argument("linkage", help="a bundled example's name, a description (.json, .toml), MJCF (.xml) or 'stewart'")
     viw.add_argument("--port", type=int, default=None, help="the port (default: a free one)")
     viw.add_argument("--host", default="127.0.0.1", help="the address to listen on (default: this machine only)")
     viw.add_argument("--no-browser", action="store_true", help="do not open a browser")

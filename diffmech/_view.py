@@ -28,7 +28,7 @@ from .linkage._joints import KINDS
 from .linkage._model import Linkage
 from .linkage._simulate import Motion, default_inputs, sweep
 
-__all__ = ["LinkageViewer", "free_port", "view"]
+__all__ = ["LinkageViewer", "ParallelViewer", "SynthesisViewer", "free_port", "view"]
 
 # colours (RGB 0–255): moving links, the ground, joints, curves, a failed input
 _LINK, _GROUND, _JOINT, _CURVE, _FAIL = (40, 90, 200), (120, 120, 120), (20, 20, 20), (230, 120, 20), (210, 30, 30)
@@ -101,6 +101,16 @@ class LinkageViewer:
             self._save_path = gui.add_text("save as", f"{lk.name}_edited.json")
             save = gui.add_button("save")
             save.on_click(lambda _e: self.save(self._save_path.value))
+        with gui.add_folder("dynamics"):
+            self._t1 = gui.add_number("seconds", 5.0, min=0.1, max=60.0, step=0.1)
+            release = gui.add_button("release under gravity")
+            release.on_click(lambda _e: self.release(float(self._t1.value)))
+            self._dyn = gui.add_markdown("")
+        if lk.n_inputs == 1 and lk.geometry != "spatial":
+            with gui.add_folder("analysis"):
+                show = gui.add_checkbox("singular points, transmission", False)
+                show.on_update(lambda _e: self.analyse(show.value))
+                self._analysis = gui.add_markdown("")
 
     def _camera(self) -> None:
         lk = self.design
@@ -233,6 +243,73 @@ class LinkageViewer:
         """Save the design shown as a description (JSON or TOML, by the suffix)."""
         self.design.save(path)
 
+    # ---------------------------------------------------------------- dynamics and analysis
+
+    def release(self, t1: float = 5.0, drive=None, *, realtime: bool = True):
+        """Release the design at the input shown, from rest, under gravity (and
+        `drive`) for `t1` seconds (`linkage.simulate_dynamics`; a design without mass
+        properties gets uniform rods, `linkage.rod_mass_properties`), and play it back
+        in real time (`realtime`) with its energy balance and loop gap beside it.
+        Returns the `Simulation`."""
+        from .linkage._dynamics import rod_mass_properties, simulate_dynamics
+
+        lk = self.design
+        moving = [k for k in range(len(lk.links)) if k != lk.ground]
+        if not np.any(np.asarray(lk.masses)[moving]):
+            lk = rod_mass_properties(lk)
+        u0 = self.inputs if lk.n_inputs > 1 else float(self.inputs[0])
+        sim = simulate_dynamics(lk, u0, 0.0 * np.asarray(u0), t1, drive=drive)
+        self.simulation = sim
+        ts, coords = np.asarray(sim.ts), np.asarray(sim.coords)
+        ok, gap = np.asarray(sim.converged), np.asarray(sim.residual)
+        n = int(ok.sum()) if not ok.all() else len(ts)
+        summary = (
+            f"released at {np.array2string(np.asarray(self.inputs), precision=3)} for {t1:g} s: energy balance "
+            f"error {float(sim.energy_error):.1e}, loop gap ≤ {float(np.nanmax(gap[:n])):.1e}"
+            + ("" if ok.all() else f"; stopped at t = {ts[n - 1]:.3g} s ({status_name(sim.result)})")
+        )
+        self._dyn.content = summary
+        self.status = summary
+        if realtime:
+            threading.Thread(target=self._replay, args=(ts[:n], coords[:n], gap[:n]), daemon=True).start()
+        return sim
+
+    def _replay(self, ts, coords, gap) -> None:
+        t0 = time.perf_counter()
+        for k in range(len(ts)):
+            time.sleep(max(0.0, t0 + ts[k] - ts[0] - time.perf_counter()))
+            with self._lock:
+                self._draw(coords[k], _LINK)
+                self._status.content = f"t = {ts[k]:.3f} s, loop gap {gap[k]:.1e}"
+
+    def analyse(self, on: bool = True) -> str:
+        """Show (or hide) the singular points along the design's range, each drawn as
+        its configuration's joints in red, and each dyad's worst transmission angle.
+        Returns the text shown."""
+        from .linkage._analysis import transmission
+        from .linkage._singular import singularities
+
+        scene, lk = self.server.scene, self.design
+        if not on:
+            scene.add_point_cloud("/singular", np.zeros((0, 3)), _FAIL, point_size=0.0, visible=False)
+            self._analysis.content = ""
+            return ""
+        m = sweep(lk, condition=False)
+        s = singularities(lk, m)
+        lines = [f"{k} singularity at input {float(a):.6g}" for k, a in zip(s.kinds, np.asarray(s.at))]
+        if len(s.kinds):
+            P = np.concatenate([_points3(lk, np.asarray(c)) for c in np.asarray(s.coords)])
+            scene.add_point_cloud("/singular", P, _FAIL, point_size=3 * _thickness(lk), point_shape="circle")
+        tr = transmission(lk, m)
+        worst, at = tr.minimum()
+        lines += [
+            f"{g}: worst transmission {np.degrees(w):.1f}° at input {a:.4g}" for g, w, a in zip(tr.groups, worst, at)
+        ]
+        text = "\n\n".join(lines) or "no singular point along the range"
+        self._analysis.content = text
+        self.singular = s
+        return text
+
     # ---------------------------------------------------------------- playing
 
     def play(self, on: bool = True, fps: float = 60.0, period: float = 4.0) -> None:
@@ -266,6 +343,214 @@ class LinkageViewer:
         if self._player is not None:
             self._player.join(timeout=2.0)
         self.server.stop()
+
+
+class ParallelViewer:
+    """A Gough–Stewart platform (six legs between base and platform joint centres)
+    shown live: a slider per pose coordinate (x, y, z and roll, pitch, yaw of the
+    platform's displacement from home), the legs at that pose with their lengths, and
+    every assembly of the platform for those leg lengths (`forward_kinematics`) drawn
+    beside it on request. `pose` is `(R, d)`; `legs` the leg lengths shown;
+    `assemblies` the last `Assemblies` found."""
+
+    def __init__(self, mech, *, host: str = "127.0.0.1", port: int | None = None):
+        from .parallel._assembly import anchors
+        from .parallel._model import StewartPlatform
+
+        if not isinstance(mech, StewartPlatform):
+            raise ArgumentTypeError(f"parallel.view: `mech` must be a StewartPlatform; got {type(mech).__name__}")
+        viser = _viser()
+        self.mech = mech
+        self.host, self.port = host, free_port(host) if port is None else int(port)
+        self.server = viser.ViserServer(host=host, port=self.port, label="diffmech: Gough–Stewart", verbose=False)
+        a, c = anchors(mech)
+        self.base, self.top = np.asarray(a, dtype=float), np.asarray(c, dtype=float)
+        size = float(np.max(np.ptp(self.base, axis=0)))
+        self._w = 0.01 * size
+        gui = self.server.gui
+        self._status = gui.add_markdown("")
+        self.sliders = [gui.add_slider(n, -0.3 * size, 0.3 * size, size / 1000, 0.0) for n in ("x", "y", "z")]
+        self.sliders += [gui.add_slider(n, -0.5, 0.5, 0.001, 0.0) for n in ("roll", "pitch", "yaw")]
+        for sl in self.sliders:
+            sl.on_update(lambda _e: self.set_pose([q.value for q in self.sliders]))
+        every = gui.add_button("every assembly for these legs")
+        every.on_click(lambda _e: self.every_assembly())
+        cam = self.server.initial_camera
+        centre = self.base.mean(axis=0)
+        cam.position = tuple(float(v) for v in centre + size * np.array([1.6, -1.6, 1.2]))
+        cam.look_at = tuple(float(v) for v in centre)
+        cam.up = (0.0, 0.0, 1.0)
+        self.assemblies = None
+        self.set_pose(np.zeros(6))
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def set_pose(self, q) -> str:
+        """Draw the platform displaced by `q` = (x, y, z, roll, pitch, yaw) from home
+        (`R = Rz(yaw) Ry(pitch) Rx(roll)`); returns the status shown."""
+        q = np.asarray(q, dtype=float)
+        R, d = _rpy(*q[3:]), q[:3]
+        self.pose = (R, d)
+        top = self.top @ R.T + d
+        self.legs = np.linalg.norm(top - self.base, axis=1)
+        scene = self.server.scene
+        ring = lambda P: np.stack([P, np.roll(P, -1, axis=0)], axis=1)  # noqa: E731
+        scene.add_line_segments("/base", ring(self.base), _GROUND, thickness=self._w)
+        scene.add_line_segments("/platform", ring(top), _LINK, thickness=self._w)
+        scene.add_line_segments("/legs", np.stack([self.base, top], axis=1), _CURVE, thickness=self._w / 2)
+        scene.add_point_cloud("/joints", np.concatenate([self.base, top]), _JOINT, point_size=2.5 * self._w)
+        self.status = "legs " + np.array2string(self.legs, precision=5)
+        self._status.content = self.status
+        return self.status
+
+    def every_assembly(self):
+        """Every assembly of the platform for the leg lengths shown (each platform drawn
+        faint); returns the `Assemblies`."""
+        from .parallel._assembly import forward_kinematics
+
+        r = forward_kinematics(self.mech, self.legs)
+        self.assemblies = r
+        ok = np.asarray(r.valid)
+        Rs, ds = np.asarray(r.rotations)[ok], np.asarray(r.translations)[ok]
+        rings = [np.stack([P, np.roll(P, -1, axis=0)], axis=1) for P in (self.top @ R.T + d for R, d in zip(Rs, ds))]
+        if rings:
+            self.server.scene.add_line_segments("/assemblies", np.concatenate(rings), _FAIL, thickness=self._w / 3)
+        self.status = f"{int(r.count)} assemblies for legs {np.array2string(self.legs, precision=5)}"
+        self._status.content = self.status
+        return r
+
+    def close(self) -> None:
+        self.server.stop()
+
+
+class SynthesisViewer:
+    """Path synthesis posed in the browser: click target points in the plane (or load
+    a CSV of `x, y` rows), choose the timing and the constraints, run the search
+    (`synthesis.synthesize`) with a progress bar, see the best four-bar drawn through
+    the targets (its coupler curve and its links at the first target), and save it as
+    a description. `targets` `(n, 2)`; `result` the last `Synthesis`."""
+
+    def __init__(self, targets=None, *, host: str = "127.0.0.1", port: int | None = None, extent: float = 1.0):
+        viser = _viser()
+        self.host, self.port = host, free_port(host) if port is None else int(port)
+        self.server = viser.ViserServer(host=host, port=self.port, label="diffmech: path synthesis", verbose=False)
+        self.extent, self._w = float(extent), 0.006 * float(extent)
+        self.targets: list[tuple[float, float]] = []
+        self.result = None
+        scene, gui = self.server.scene, self.server.gui
+        scene.add_grid("/grid", width=2 * extent, height=2 * extent, plane="xy")
+        scene.on_click()(self._clicked)
+        cam = self.server.initial_camera
+        cam.position, cam.look_at, cam.up = (0.0, 0.0, 2.5 * extent), (0.0, 0.0, 0.0), (0.0, 1.0, 0.0)
+        self._status = gui.add_markdown("click the plane to add target points")
+        self._timing = gui.add_dropdown("timing", ("cyclic order", "free"), initial_value="cyclic order")
+        self._grashof = gui.add_checkbox("Grashof", False)
+        self._full = gui.add_checkbox("crank turns fully", False)
+        self._starts = gui.add_number("starts", 16, min=1, max=4096, step=1)
+        self._steps = gui.add_number("steps", 250, min=1, max=5000, step=1)
+        self._screen = gui.add_number("screen", 0, min=0, max=100000, step=1)
+        self._progress = gui.add_progress_bar(0.0, animated=False)
+        gui.add_button("search").on_click(lambda _e: threading.Thread(target=self.search, daemon=True).start())
+        gui.add_button("clear the targets").on_click(lambda _e: self.clear())
+        self._csv = gui.add_text("CSV of x, y rows", "targets.csv")
+        gui.add_button("load").on_click(lambda _e: self.load_csv(self._csv.value))
+        self._save_path = gui.add_text("save as", "design.json")
+        gui.add_button("save").on_click(lambda _e: self.save(self._save_path.value))
+        for x, y in np.asarray(targets if targets is not None else np.zeros((0, 2)), dtype=float).reshape(-1, 2):
+            self.add_target(x, y)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def _clicked(self, event) -> None:
+        o, d = np.asarray(event.ray_origin), np.asarray(event.ray_direction)
+        if abs(d[2]) > 1e-12:  # where the ray meets the plane z = 0
+            p = o - o[2] / d[2] * d
+            self.add_target(float(p[0]), float(p[1]))
+
+    def add_target(self, x: float, y: float) -> None:
+        """Add a target point (world units)."""
+        self.targets.append((float(x), float(y)))
+        self._draw_targets()
+
+    def clear(self) -> None:
+        self.targets = []
+        self._draw_targets()
+
+    def load_csv(self, path) -> None:
+        """Replace the targets by the `x, y` rows of a CSV file (a header row allowed)."""
+        try:
+            rows = np.loadtxt(path, delimiter=",", ndmin=2, comments="#")
+        except ValueError:
+            rows = np.loadtxt(path, delimiter=",", ndmin=2, comments="#", skiprows=1)
+        if rows.ndim != 2 or rows.shape[1] < 2:
+            raise ValueError(f"synthesis.view: {path} must hold rows 'x, y'; got shape {rows.shape}")
+        self.targets = [(float(x), float(y)) for x, y in rows[:, :2]]
+        self._draw_targets()
+
+    def _draw_targets(self) -> None:
+        P = np.c_[np.asarray(self.targets, dtype=float).reshape(-1, 2), np.zeros(len(self.targets))]
+        self.server.scene.add_point_cloud("/targets", P, _FAIL, point_size=3 * self._w, point_shape="circle")
+        self._status.content = f"{len(self.targets)} target points"
+
+    def search(self):
+        """Search for the best four-bar through the targets with the settings shown;
+        draws and returns the `Synthesis`."""
+        from . import synthesis as S
+
+        t = np.asarray(self.targets, dtype=float)
+        timing = "cyclic" if self._timing.value == "cyclic order" else "free"
+        task = S.Path(t, timing)
+        constraints = S.Constraints(grashof=bool(self._grashof.value), full_rotation=bool(self._full.value))
+        search = S.MultiStart(
+            starts=int(self._starts.value), steps=int(self._steps.value), screen=int(self._screen.value)
+        )
+        self._progress.animated, self._progress.value = True, 50.0
+        self._status.content = f"searching: {search.starts} starts through {len(t)} targets"
+        try:
+            r = S.synthesize(task, constraints, search)
+        except (ValueError, RuntimeError) as e:
+            self._status.content = f"search failed: {e}"
+            raise
+        finally:
+            self._progress.animated, self._progress.value = False, 100.0
+        self.result = r
+        d = r.design
+        assert isinstance(d, S.PlacedFourBar)  # a four-bar's search
+        theta = np.linspace(0.0, 2 * np.pi, 361)
+        curve, ok = (np.asarray(a) for a in d.path(theta))
+        c3 = np.c_[curve[ok], np.zeros(int(ok.sum()))]
+        scene = self.server.scene
+        scene.add_line_segments("/design/curve", np.stack([c3[:-1], c3[1:]], axis=1), _CURVE, thickness=self._w / 2)
+        J = {k: np.r_[np.asarray(v, dtype=float), 0.0] for k, v in d.joints(np.asarray(r.inputs)[0]).items()}
+        bars = [
+            (J[a], J[b]) for a, b in (("A", "B"), ("B", "C"), ("C", "D"), ("B", "P"), ("C", "P")) if a in J and b in J
+        ]
+        scene.add_line_segments("/design/links", np.asarray(bars), _LINK, thickness=self._w)
+        self._status.content = f"best design: relative error {r.relative_error:.2e}, objective {r.objective:.3e}"
+        return r
+
+    def save(self, path) -> None:
+        """Save the best design found as a linkage description (`synthesis.save_design`)."""
+        from . import synthesis as S
+
+        if self.result is None:
+            raise ValueError("synthesis.view: no design yet: search first")
+        S.save_design(self.result, path)
+
+    def close(self) -> None:
+        self.server.stop()
+
+
+def _rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    cr, sr, cp, sp, cy, sy = np.cos(roll), np.sin(roll), np.cos(pitch), np.sin(pitch), np.cos(yaw), np.sin(yaw)
+    Rx = np.array([[1, 0, 0], [0, cr, -sr], [0, sr, cr]])
+    Ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
+    Rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
+    return Rz @ Ry @ Rx
 
 
 def _planar(lk: Linkage) -> bool:

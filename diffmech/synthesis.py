@@ -19,3 +19,18 @@ from ._synthesis import (
     save_design as save_design,
     synthesize as synthesize,
 )
+
+
+def view(targets=None, *, host: str = "127.0.0.1", port: int | None = None, extent: float = 1.0):
+    """Pose a path synthesis in the browser (viser): click target points in the plane
+    (a grid of half-width `extent`) or load a CSV, choose the timing and constraints,
+    run the search with a progress bar, see the best four-bar drawn through the
+    targets and save it. `targets`: initial points `(n, 2)`, or None. Listens on
+    `host` (default 127.0.0.1) at `port` (default: a free one); needs the `view` extra.
+
+    **Arguments:** `targets`, `host`, `port`, `extent`. **Returns:** a
+    `SynthesisViewer` (`url`, `add_target`, `load_csv`, `search`, `save`, `close`).
+    """
+    from ._view import SynthesisViewer
+
+    return SynthesisViewer(targets, host=host, port=port, extent=extent)

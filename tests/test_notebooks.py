@@ -49,6 +49,7 @@ GROUP = {
     "10": "spatial",
     "11": "sdf",
     "12": "parallel",
+    "13": "linkage",
 }
 
 
@@ -175,6 +176,11 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
     built = executed.BUILT / path.name
     built.unlink(missing_ok=True)  # a notebook that fails leaves nothing for the site to render
     c = _run(path, built)
+    if path.name.startswith("13_"):
+        assert c["crank_turn_error"] <= 1e-12
+        assert "motion_limit" in c["limit_status"] and c["curves"][0] == 180 and 1 < c["curves"][1] < 180
+        assert c["singular_kinds"] == ("output", "output")
+        assert c["energy_error"] <= 1e-6 and c["loop_gap"] <= 1e-10
     if path.name.startswith("01_"):
         assert c["converged"] is True
         assert c["implicit_vs_fd"] < 1e-7

@@ -63,6 +63,101 @@ def test_a_motion_limit_is_shown_where_it_happens_and_the_last_configuration_sta
     assert viewer.curves["P"].shape[0] == 180
 
 
+def test_the_overlays_singular_points_where_crank_and_coupler_line_up_and_the_worst_transmission(viewer):
+    # a crank-rocker's rocker toggles where crank and coupler are in line (A, B, C
+    # collinear); its transmission angle is extreme where the crank lines up with the
+    # ground (θ = 0 or π), cos μ = (b² + c² − a² − d² ± 2ad) / 2bc
+    viewer.set_joint("D", [0.3, 0.0])
+    text = viewer.analyse(True)
+    s = viewer.singular
+    assert s.kinds == ("output", "output") and text.count("singularity") == 2
+    for X in np.asarray(s.coords):
+        ab, bc, ac = (np.linalg.norm(X[j, :2] - X[i, :2]) for i, j in ((0, 1), (1, 2), (0, 2)))
+        assert min(abs(ac - (ab + bc)), abs(ac - abs(bc - ab))) <= 1e-9
+    A, B, C, D = np.asarray(viewer.design.coords)[:4, :2]
+    a, b, c, d = (float(np.linalg.norm(q - p)) for p, q in ((A, B), (B, C), (D, C), (A, D)))
+    mu = [np.arccos((b * b + c * c - a * a - d * d + 2 * a * d * sign) / (2 * b * c)) for sign in (1.0, -1.0)]
+    worst = min(min(m, np.pi - m) for m in mu)
+    assert f"worst transmission {np.degrees(worst):.1f}°" in text
+    assert viewer.analyse(False) == ""
+
+
+def test_released_under_gravity_the_energy_balances_and_the_loop_stays_closed(viewer):
+    viewer.set_inputs([0.3])
+    sim = viewer.release(1.0, realtime=False)
+    assert bool(np.all(np.asarray(sim.converged))) and float(np.max(np.asarray(sim.residual))) <= 1e-10
+    assert float(sim.energy_error) <= 1e-6  # ½ M u̇² + V conserved (no drive): the integration's error only
+    assert abs(float(sim.u[0]) - 0.3) <= 1e-12 and float(np.ptp(np.asarray(sim.u))) > 1e-3  # it fell from 0.3
+    assert viewer.status.startswith("released at [0.3] for 1 s: energy balance error")
+
+
+@pytest.mark.xdist_group("parallel")  # the forward kinematics' program, compiled once
+def test_a_stewart_platform_posed_by_its_sliders_is_one_of_the_assemblies_of_its_legs():
+    from diffmech import parallel
+    from diffmech.parallel._assembly import anchors
+
+    mech = parallel.StewartPlatform()
+    v = parallel.view(mech)
+    try:
+        for slider, value in zip(v.sliders, (0.01, -0.005, 0.004, 0.05, -0.03, 0.1)):
+            slider.value = value  # as the page sets them
+        R, d = v.pose
+        # the legs from the joint centres (R c + d − a), and a rotation Rz Ry Rx
+        a, c = (np.asarray(x) for x in anchors(mech))
+        np.testing.assert_allclose(v.legs, np.linalg.norm(c @ R.T + d - a, axis=1), rtol=0, atol=1e-15)
+        np.testing.assert_allclose(R @ R.T, np.eye(3), atol=1e-15)
+        assert abs(np.arctan2(R[1, 0], R[0, 0]) - 0.1) <= 1e-12 and np.allclose(d, [0.01, -0.005, 0.004])
+        # the pose that set those legs is one of the platform's assemblies for them
+        r = v.every_assembly()
+        ok = np.asarray(r.valid)
+        gaps = [
+            np.abs(Ri - R).max() + np.abs(di - d).max()
+            for Ri, di in zip(np.asarray(r.rotations)[ok], np.asarray(r.translations)[ok])
+        ]
+        assert min(gaps) <= 1e-10 and v.status.startswith(f"{int(r.count)} assemblies")
+    finally:
+        v.close()
+
+
+@pytest.mark.xdist_group("synthesis")  # the search's programs of tests/test_synthesis.py (same sizes)
+def test_synthesis_posed_by_clicks_finds_the_four_bar_whose_path_the_targets_are(tmp_path):
+    import jax.numpy as jnp
+
+    from diffmech import synthesis
+
+    true = synthesis.PlacedFourBar(
+        lengths=jnp.array([0.12, 0.25, 0.26, 0.30]),
+        point=jnp.array([0.1, 0.05]),
+        origin=jnp.array([0.3, -0.2]),
+        angle=jnp.array(0.4),
+        branch=1,
+    )
+    pts, ok = true.path(np.linspace(0.0, 2 * np.pi, 13)[:-1:2] + 0.3)
+    t = np.asarray(pts)
+    v = synthesis.view(extent=0.6)
+    try:
+        for x, y in t:  # a click's ray from above the plane, slanted, meets z = 0 at the target
+
+            class Click:
+                ray_origin = (x + 0.2, y - 0.1, 2.0)
+                ray_direction = tuple(np.array([-0.2, 0.1, -2.0]) / np.linalg.norm([-0.2, 0.1, -2.0]))
+
+            v._clicked(Click)
+        np.testing.assert_allclose(np.asarray(v.targets), t, rtol=0, atol=1e-14)
+        r = v.search()  # cyclic order, 16 starts × 250 steps, as the page's defaults
+        assert r.relative_error <= 1e-9  # the targets lie on a four-bar's path: it is found exactly
+        # the page's search is the library's (on the clicked targets: a round-off from `t`
+        # may end in another of the curve's three cognates, each exact)
+        same = synthesis.path_generation(np.asarray(v.targets), cyclic_order=True, starts=16, steps=250)
+        assert r.objective == same.objective
+        v.save(tmp_path / "design.json")
+        lk = linkage.load(tmp_path / "design.json")
+        P = np.asarray(linkage.sweep(lk, inputs=np.array([0.0])).coords)[0, lk.names.index("P"), :2]
+        assert np.linalg.norm(P - t[0]) <= 1e-9 * np.ptp(t)  # saved assembled at its first target
+    finally:
+        v.close()
+
+
 def test_the_command_names_a_file_it_cannot_read(tmp_path, capsys):
     from diffmech._cli import main
 

@@ -47,3 +47,17 @@ from ._workspace import (
     transmissibility as transmissibility,
     workspace as workspace,
 )
+
+
+def view(mech: StewartPlatform, *, host: str = "127.0.0.1", port: int | None = None):
+    """Show a Gough–Stewart platform live in the browser (viser): a slider per pose
+    coordinate of the platform, its legs and their lengths, and every assembly for
+    those lengths on request (`forward_kinematics`). Listens on `host` (default
+    127.0.0.1) at `port` (default: a free one); needs the `view` extra.
+
+    **Arguments:** `mech`: the platform; `host`, `port`. **Returns:** a
+    `ParallelViewer` (`url`, `set_pose`, `every_assembly`, `close`).
+    """
+    from .._view import ParallelViewer
+
+    return ParallelViewer(mech, host=host, port=port)

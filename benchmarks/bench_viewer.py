@@ -9,7 +9,9 @@ control's new value to the new frame queued for the page), after compilation:
 - playback: the frames a second the play loop sustains over 3 s (its target 60);
 - the first frame after the command, in a fresh process with the persistent cache
   warm (`diffmech.cache(folder)`; a first process fills it): from the interpreter's
-  start to the viewer's first frame drawn.
+  start to the viewer's first frame drawn; and from starting `diffmech view
+  theo_jansen --no-browser` to its line naming the page (printed once the first frame
+  is drawn), cold and with its cache warm.
 
     python benchmarks/bench_viewer.py [--repeats 50]
 
@@ -39,6 +41,31 @@ first = time.perf_counter() - t0
 v.close()
 print(json.dumps({"first_frame_s": first}))
 """
+
+
+def _command_first_frame(folder: str) -> float:
+    """Seconds from starting `diffmech view theo_jansen --no-browser` (cache in `folder`)
+    to its line naming the page (printed once the first frame is drawn)."""
+    import subprocess
+
+    env = dict(os.environ, DIFFMECH_CACHE=folder, PYTHONPATH=ROOT)
+    t = time.perf_counter()
+    p = subprocess.Popen(
+        [sys.executable, "-m", "diffmech", "view", "theo_jansen", "--no-browser"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    try:
+        assert p.stdout is not None
+        for line in p.stdout:
+            if " at http" in line:
+                return time.perf_counter() - t
+        raise RuntimeError("diffmech view printed no address")
+    finally:
+        p.kill()
+        p.wait()
 
 
 def _latencies(name: str, repeats: int) -> dict:
@@ -93,6 +120,9 @@ def main() -> None:
     folder = tempfile.mkdtemp()
     run_child(_FIRST, folder)  # fills the cache
     rows["first_frame_warm_s"] = statistics.median(run_child(_FIRST, folder)["first_frame_s"] for _ in range(3))
+    command = tempfile.mkdtemp()
+    rows["command_first_frame_cold_s"] = _command_first_frame(command)  # fills its cache
+    rows["command_first_frame_warm_s"] = statistics.median(_command_first_frame(command) for _ in range(3))
     out = write_results(os.path.join(ROOT, "benchmarks", "results", "viewer.json"), rows)
     for k, v in rows.items():
         print(k, v)

@@ -98,13 +98,19 @@ class LinkageViewer:
             self._joint.on_update(lambda _e: self._show_joint())
             for c in self._coords:
                 c.on_update(lambda _e: self._edited())
+            self._drag = None
+            if _planar(lk):
+                drag = self._drag = gui.add_checkbox("drag the joints", False)
+                drag.on_update(lambda _e: self._gizmos(bool(drag.value)))
             self._save_path = gui.add_text("save as", f"{lk.name}_edited.json")
             save = gui.add_button("save")
             save.on_click(lambda _e: self.save(self._save_path.value))
         with gui.add_folder("dynamics"):
             self._t1 = gui.add_number("seconds", 5.0, min=0.1, max=60.0, step=0.1)
+            self._torque = gui.add_number("input torque (N m or N)", 0.0, step=0.01)
+            self._damping = gui.add_number("input damping", 0.0, min=0.0, step=0.001)
             release = gui.add_button("release under gravity")
-            release.on_click(lambda _e: self.release(float(self._t1.value)))
+            release.on_click(lambda _e: self.release(float(self._t1.value), self._drive()))
             self._dyn = gui.add_markdown("")
         if lk.n_inputs == 1 and lk.geometry != "spatial":
             with gui.add_folder("analysis"):
@@ -225,6 +231,30 @@ class LinkageViewer:
             return
         self.set_joint(self._joint.value, [c.value for c in self._coords])
 
+    def _gizmos(self, on: bool) -> None:
+        """Draggable handles (in the plane) on the description's joints (its initial
+        configuration, input 0): a drag moves the joint as `set_joint` does."""
+        for h in getattr(self, "handles", {}).values():
+            h.remove()
+        self.handles = {}
+        if not on:
+            return
+        lk = self.design
+        P = _points3(lk, np.asarray(lk.coords))
+        scale = 12 * _thickness(lk)
+        for j, (n, t) in enumerate(zip(lk.names, lk.types)):
+            if _is_point(lk, t) and t != _schema.AXIS:
+                h = self.server.scene.add_transform_controls(
+                    f"/drag/{n}", scale=scale, active_axes=(True, True, False), disable_rotations=True, position=P[j]
+                )
+                h.on_update(lambda _e, name=n: self._dragged(name))
+                self.handles[n] = h
+
+    def _dragged(self, name: str) -> None:
+        """A handle was dragged: move its joint there."""
+        x, y = (float(v) for v in np.asarray(self.handles[name].position)[:2])
+        self.set_joint(name, [x, y])
+
     def set_joint(self, name: str, coords) -> Linkage:
         """Move joint `name` of the design to `coords` (its first 2 or 3 coordinates)
         and show the edited design; returns it."""
@@ -273,6 +303,19 @@ class LinkageViewer:
         if realtime:
             threading.Thread(target=self._replay, args=(ts[:n], coords[:n], gap[:n]), daemon=True).start()
         return sim
+
+    def _drive(self):
+        """The drive law the page sets: a constant input torque and a viscous damping
+        (the same compiled program for any of their values), or None."""
+        from ._drives import ConstantTorque
+        from .linkage._dynamics import Drive
+
+        tau, c = float(self._torque.value), float(self._damping.value)
+        if tau == 0.0 and c == 0.0:
+            return None
+        return Drive(
+            torque=ConstantTorque(np.full(self.design.n_inputs, tau) if self.design.n_inputs > 1 else tau), damping=c
+        )
 
     def _replay(self, ts, coords, gap) -> None:
         t0 = time.perf_counter()
@@ -375,6 +418,8 @@ class ParallelViewer:
             sl.on_update(lambda _e: self.set_pose([q.value for q in self.sliders]))
         every = gui.add_button("every assembly for these legs")
         every.on_click(lambda _e: self.every_assembly())
+        section = gui.add_button("workspace section at this height and orientation")
+        section.on_click(lambda _e: self.workspace_section())
         cam = self.server.initial_camera
         centre = self.base.mean(axis=0)
         cam.position = tuple(float(v) for v in centre + size * np.array([1.6, -1.6, 1.2]))
@@ -420,6 +465,38 @@ class ParallelViewer:
         self.status = f"{int(r.count)} assemblies for legs {np.array2string(self.legs, precision=5)}"
         self._status.content = self.status
         return r
+
+    def workspace_section(self, n: int = 41):
+        """The constant-orientation workspace in the horizontal plane through the
+        platform's reference point at the pose shown (`parallel.workspace` on an
+        `n × n` grid, ± the base's size around home): the reference points
+        inside drawn in the plane, the type-II singularity locus in red. Returns the
+        `Workspace`."""
+        from .parallel._workspace import workspace
+
+        R, d = self.pose
+        ref = R @ np.asarray(self.mech.reference, dtype=float) + d
+        half = float(np.max(np.ptp(self.base, axis=0)))
+        x = np.linspace(-half, half, n) + float(self.mech.reference[0])
+        y = np.linspace(-half, half, n) + float(self.mech.reference[1])
+        w = workspace(self.mech, x, y, np.array([ref[2]]), orientation=R, section=float(ref[2]))
+        self.workspace = w
+        inside = np.asarray(w.inside)[:, :, 0]
+        X, Y = np.meshgrid(x, y, indexing="ij")
+        pts = np.c_[X[inside], Y[inside], np.full(int(inside.sum()), ref[2])]
+        scene = self.server.scene
+        scene.add_point_cloud("/workspace", pts, (40, 160, 60), point_size=0.6 * (x[1] - x[0]))
+        locus = np.asarray(w.locus)
+        locus = locus[np.all(np.isfinite(locus), axis=1)]
+        if locus.size:
+            loc3 = np.c_[locus[:, :2], np.full(len(locus), ref[2])]
+            scene.add_point_cloud("/singular", loc3, _FAIL, point_size=0.3 * (x[1] - x[0]))
+        self.status = (
+            f"workspace section at z = {ref[2]:.4g}: {int(inside.sum())} of {n * n} grid points inside, "
+            f"{len(locus)} points on the singularity locus"
+        )
+        self._status.content = self.status
+        return w
 
     def close(self) -> None:
         self.server.stop()

@@ -43,9 +43,14 @@ def test_the_input_slider_turns_the_crank_and_the_loop_stays_closed(viewer):
 
 
 def test_a_motion_limit_is_shown_where_it_happens_and_the_last_configuration_stays(viewer, tmp_path):
-    # the ground pivot D moved out to 0.62: s + l = 0.74 > p + q, the crank cannot turn fully
-    edited = viewer.set_joint("D", [0.62, 0.0])
-    assert np.asarray(edited.coords)[3, :2].tolist() == [0.62, 0.0]
+    # the ground pivot D dragged out to 0.62 (its handle moved in the plane, as the page's
+    # drag leaves it): s + l = 0.74 > p + q, the crank cannot turn fully
+    viewer._drag.value = True
+    assert sorted(viewer.handles) == ["A", "B", "C", "D", "P"]
+    viewer.handles["D"].position = (0.62, 0.0, 0.0)
+    viewer._dragged("D")
+    viewer._drag.value = False
+    assert viewer.handles == {} and np.asarray(viewer.design.coords)[3, :2].tolist() == [0.62, 0.0]
     n = viewer.curves["P"].shape[0]
     assert 1 < n < 180  # the coupler curve stops at the motion limit
     assert viewer.set_inputs([0.5]).endswith(f"(residual {float(viewer.motion.residual[0]):.1e})")
@@ -84,9 +89,12 @@ def test_the_overlays_singular_points_where_crank_and_coupler_line_up_and_the_wo
 
 def test_released_under_gravity_the_energy_balances_and_the_loop_stays_closed(viewer):
     viewer.set_inputs([0.3])
-    sim = viewer.release(1.0, realtime=False)
+    viewer._torque.value, viewer._damping.value = 0.05, 0.001  # the page's drive law
+    sim = viewer.release(1.0, viewer._drive(), realtime=False)
     assert bool(np.all(np.asarray(sim.converged))) and float(np.max(np.asarray(sim.residual))) <= 1e-10
-    assert float(sim.energy_error) <= 1e-6  # ½ M u̇² + V conserved (no drive): the integration's error only
+    # E(t) − E(0) = the torque's work − the damping's dissipation: the integration's error only
+    assert float(sim.energy_error) <= 1e-6
+    assert abs(float(sim.work[-1])) > 1e-4 and float(sim.dissipated[-1]) > 1e-4
     assert abs(float(sim.u[0]) - 0.3) <= 1e-12 and float(np.ptp(np.asarray(sim.u))) > 1e-3  # it fell from 0.3
     assert viewer.status.startswith("released at [0.3] for 1 s: energy balance error")
 
@@ -115,6 +123,16 @@ def test_a_stewart_platform_posed_by_its_sliders_is_one_of_the_assemblies_of_its
             for Ri, di in zip(np.asarray(r.rotations)[ok], np.asarray(r.translations)[ok])
         ]
         assert min(gaps) <= 1e-10 and v.status.startswith(f"{int(r.count)} assemblies")
+        # the workspace section through the reference point, at the pose's orientation:
+        # its leg lengths at a grid point p are |R c + (p − R ref) − a|
+        w = v.workspace_section(n=21)
+        gx, gy, gz = (np.asarray(ax) for ax in w.axes)
+        p = np.array([gx[3], gy[15], gz[0]])
+        dp = p - R @ np.asarray(mech.reference)
+        expect = np.linalg.norm(c @ R.T + dp - a, axis=1)
+        np.testing.assert_allclose(np.asarray(w.lengths)[3, 15, 0], expect, rtol=0, atol=1e-12)
+        assert abs(gz[0] - (R @ np.asarray(mech.reference) + d)[2]) <= 1e-15
+        assert 0 < int(np.asarray(w.inside).sum()) < 21 * 21  # the section crosses the workspace's boundary
     finally:
         v.close()
 

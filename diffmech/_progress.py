@@ -1,9 +1,26 @@
 """The one progress meter (diffrax's pattern: one meter, chosen by the caller): a
 text bar redrawn on one line of stderr, used by `fit` (per compiled chunk of
-iterations) and by sharded maps (per chunk of designs)."""
+iterations) and by sharded maps (per chunk of designs). A listener (`listening`)
+is told every update too: the live viewer's progress bar."""
 
+import contextlib
 import sys
 import time
+from collections.abc import Callable
+
+# called with (label, done, total, extra) at every update of every meter
+_LISTENERS: list[Callable[[str, int, int, str], None]] = []
+
+
+@contextlib.contextmanager
+def listening(callback: Callable[[str, int, int, str], None]):
+    """Within the block, `callback(label, done, total, extra)` at every meter's
+    update (of any thread)."""
+    _LISTENERS.append(callback)
+    try:
+        yield
+    finally:
+        _LISTENERS.remove(callback)
 
 
 class TextProgress:
@@ -24,6 +41,8 @@ class TextProgress:
             file=sys.stderr,
             flush=True,
         )
+        for f in list(_LISTENERS):
+            f(self.label, done, total, extra)
 
     def close(self) -> None:
         print(file=sys.stderr)

@@ -21,6 +21,7 @@ from typing import Any
 import equinox as eqx
 import numpy as np
 
+from ._progress import listening
 from ._result import status_name
 from ._validate import ArgumentTypeError
 from .linkage import _schema
@@ -503,11 +504,14 @@ class ParallelViewer:
 
 
 class SynthesisViewer:
-    """Path synthesis posed in the browser: click target points in the plane (or load
-    a CSV of `x, y` rows), choose the timing and the constraints, run the search
-    (`synthesis.synthesize`) with a progress bar, see the best four-bar drawn through
-    the targets (its coupler curve and its links at the first target), and save it as
-    a description. `targets` `(n, 2)`; `result` the last `Synthesis`."""
+    """Synthesis posed in the browser: click target points in the plane (or load a CSV
+    of `x, y` rows; `x, y, angle` rows for a motion's poses), choose the task (path or
+    motion generation), the timing and the constraints, run the search
+    (`synthesis.synthesize`) with a progress bar following each phase's meter, see the
+    best four-bar drawn through the targets (its coupler curve and its links at the
+    first target), and save it as a description. `targets` `(n, 2)`; `angles` the
+    poses' angles or None; `result` the last `Synthesis`; `phases` the search's meter
+    updates `(label, done, total)`."""
 
     def __init__(self, targets=None, *, host: str = "127.0.0.1", port: int | None = None, extent: float = 1.0):
         viser = _viser()
@@ -522,6 +526,8 @@ class SynthesisViewer:
         cam = self.server.initial_camera
         cam.position, cam.look_at, cam.up = (0.0, 0.0, 2.5 * extent), (0.0, 0.0, 0.0), (0.0, 1.0, 0.0)
         self._status = gui.add_markdown("click the plane to add target points")
+        self.angles: list[float] | None = None  # a motion's poses' angles (a CSV's third column)
+        self._task = gui.add_dropdown("task", ("path", "motion"), initial_value="path")
         self._timing = gui.add_dropdown("timing", ("cyclic order", "free"), initial_value="cyclic order")
         self._grashof = gui.add_checkbox("Grashof", False)
         self._full = gui.add_checkbox("crank turns fully", False)
@@ -549,12 +555,14 @@ class SynthesisViewer:
             self.add_target(float(p[0]), float(p[1]))
 
     def add_target(self, x: float, y: float) -> None:
-        """Add a target point (world units)."""
+        """Add a target point (world units); a click has no angle, so a motion's poses
+        come from a CSV."""
         self.targets.append((float(x), float(y)))
+        self.angles = None
         self._draw_targets()
 
     def clear(self) -> None:
-        self.targets = []
+        self.targets, self.angles = [], None
         self._draw_targets()
 
     def load_csv(self, path) -> None:
@@ -564,8 +572,9 @@ class SynthesisViewer:
         except ValueError:
             rows = np.loadtxt(path, delimiter=",", ndmin=2, comments="#", skiprows=1)
         if rows.ndim != 2 or rows.shape[1] < 2:
-            raise ValueError(f"synthesis.view: {path} must hold rows 'x, y'; got shape {rows.shape}")
+            raise ValueError(f"synthesis.view: {path} must hold rows 'x, y' (or 'x, y, angle'); got shape {rows.shape}")
         self.targets = [(float(x), float(y)) for x, y in rows[:, :2]]
+        self.angles = [float(a) for a in rows[:, 2]] if rows.shape[1] >= 3 else None
         self._draw_targets()
 
     def _draw_targets(self) -> None:
@@ -576,19 +585,33 @@ class SynthesisViewer:
     def search(self):
         """Search for the best four-bar through the targets with the settings shown;
         draws and returns the `Synthesis`."""
-        from . import synthesis as S
+        from . import _synthesis as S
 
         t = np.asarray(self.targets, dtype=float)
         timing = "cyclic" if self._timing.value == "cyclic order" else "free"
-        task = S.Path(t, timing)
+        if self._task.value == "motion":
+            if self.angles is None:
+                self._status.content = "a motion's poses need angles: load a CSV of 'x, y, angle' rows"
+                raise ValueError("synthesis.view: a motion's poses need angles (a CSV of 'x, y, angle' rows)")
+            task = S.Motion(np.c_[t, self.angles], timing)
+        else:
+            task = S.Path(t, timing)
         constraints = S.Constraints(grashof=bool(self._grashof.value), full_rotation=bool(self._full.value))
         search = S.MultiStart(
-            starts=int(self._starts.value), steps=int(self._steps.value), screen=int(self._screen.value)
+            starts=int(self._starts.value), steps=int(self._steps.value), screen=int(self._screen.value), progress=True
         )
-        self._progress.animated, self._progress.value = True, 50.0
+        self._progress.animated, self._progress.value = True, 0.0
         self._status.content = f"searching: {search.starts} starts through {len(t)} targets"
+        self.phases = []
+
+        def progress(label: str, done: int, total: int, extra: str) -> None:  # each phase's meter: the bar
+            self.phases.append((label, done, total))
+            self._progress.value = 100.0 * done / max(total, 1)
+            self._status.content = f"{label}: {done}/{total} {extra}"
+
         try:
-            r = S.synthesize(task, constraints, search)
+            with listening(progress):
+                r = S.synthesize(task, constraints, search)
         except (ValueError, RuntimeError) as e:
             self._status.content = f"search failed: {e}"
             raise
@@ -612,7 +635,7 @@ class SynthesisViewer:
 
     def save(self, path) -> None:
         """Save the best design found as a linkage description (`synthesis.save_design`)."""
-        from . import synthesis as S
+        from . import _synthesis as S
 
         if self.result is None:
             raise ValueError("synthesis.view: no design yet: search first")

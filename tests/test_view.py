@@ -10,7 +10,9 @@ import pytest
 
 from diffmech import examples, linkage
 
-pytestmark = pytest.mark.xdist_group("linkage")  # the four-bar's sweep programs, compiled once
+# each test in the xdist group whose programs it shares (a module-wide mark would join the
+# group names of the tests that name their own: "linkage_synthesis")
+LINKAGE = pytest.mark.xdist_group("linkage")  # the four-bar's sweep programs, compiled once
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +32,7 @@ def _lengths(X, lk):
     return [float(np.linalg.norm(X[b, :2] - X[a, :2])) for a, b in ((0, 1), (1, 2), (2, 3), (1, 4), (2, 4))]
 
 
+@LINKAGE
 def test_the_input_slider_turns_the_crank_and_the_loop_stays_closed(viewer):
     lk = viewer.design
     X0 = np.asarray(lk.initial())
@@ -42,6 +45,7 @@ def test_the_input_slider_turns_the_crank_and_the_loop_stays_closed(viewer):
     assert np.allclose(X[[0, 3], :2], X0[[0, 3], :2], atol=0)  # the ground pivots stay
 
 
+@LINKAGE
 def test_a_motion_limit_is_shown_where_it_happens_and_the_last_configuration_stays(viewer, tmp_path):
     # the ground pivot D dragged out to 0.62 (its handle moved in the plane, as the page's
     # drag leaves it): s + l = 0.74 > p + q, the crank cannot turn fully
@@ -68,6 +72,7 @@ def test_a_motion_limit_is_shown_where_it_happens_and_the_last_configuration_sta
     assert viewer.curves["P"].shape[0] == 180
 
 
+@LINKAGE
 def test_the_overlays_singular_points_where_crank_and_coupler_line_up_and_the_worst_transmission(viewer):
     # a crank-rocker's rocker toggles where crank and coupler are in line (A, B, C
     # collinear); its transmission angle is extreme where the crank lines up with the
@@ -87,6 +92,7 @@ def test_the_overlays_singular_points_where_crank_and_coupler_line_up_and_the_wo
     assert viewer.analyse(False) == ""
 
 
+@LINKAGE
 def test_released_under_gravity_the_energy_balances_and_the_loop_stays_closed(viewer):
     viewer.set_inputs([0.3])
     viewer._torque.value, viewer._damping.value = 0.05, 0.001  # the page's drive law
@@ -164,11 +170,22 @@ def test_synthesis_posed_by_clicks_finds_the_four_bar_whose_path_the_targets_are
         np.testing.assert_allclose(np.asarray(v.targets), t, rtol=0, atol=1e-14)
         r = v.search()  # cyclic order, 16 starts × 250 steps, as the page's defaults
         assert r.relative_error <= 1e-9  # the targets lie on a four-bar's path: it is found exactly
+        fit = [(done, total) for label, done, total in v.phases if label == "fit"]  # the bar followed the fit
+        assert fit and all(0 < done <= total for done, total in fit) and fit == sorted(fit)
         # the page's search is the library's (on the clicked targets: a round-off from `t`
         # may end in another of the curve's three cognates, each exact)
         same = synthesis.path_generation(np.asarray(v.targets), cyclic_order=True, starts=16, steps=250)
         assert r.objective == same.objective
         v.save(tmp_path / "design.json")
+        # a motion's poses come with angles: from a CSV's third column; clicked points have none
+        csv = tmp_path / "poses.csv"
+        np.savetxt(csv, np.c_[t, np.linspace(0.1, 0.6, len(t))], delimiter=",", header="x, y, angle")
+        v.load_csv(csv)
+        assert v.angles is not None and len(v.angles) == len(t) and v.angles[-1] == 0.6
+        v.add_target(0.0, 0.0)
+        v._task.value = "motion"
+        with pytest.raises(ValueError, match="need angles"):
+            v.search()
         lk = linkage.load(tmp_path / "design.json")
         P = np.asarray(linkage.sweep(lk, inputs=np.array([0.0])).coords)[0, lk.names.index("P"), :2]
         assert np.linalg.norm(P - t[0]) <= 1e-9 * np.ptp(t)  # saved assembled at its first target
@@ -176,6 +193,7 @@ def test_synthesis_posed_by_clicks_finds_the_four_bar_whose_path_the_targets_are
         v.close()
 
 
+@LINKAGE
 def test_the_command_names_a_file_it_cannot_read(tmp_path, capsys):
     from diffmech._cli import main
 
@@ -196,6 +214,7 @@ def _chromium():
     return path
 
 
+@LINKAGE
 def test_in_a_real_browser_the_pages_own_controls_move_the_input_and_a_joint(tmp_path):
     # headless Chromium opens the page; the DevTools protocol presses the arrow key on
     # the input slider (20 steps) and on joint A's x slider (10 steps), as a hand would;

@@ -531,6 +531,9 @@ class SynthesisViewer:
         self._timing = gui.add_dropdown("timing", ("cyclic order", "free"), initial_value="cyclic order")
         self._grashof = gui.add_checkbox("Grashof", False)
         self._full = gui.add_checkbox("crank turns fully", False)
+        self._mu = gui.add_vector2(
+            "transmission angle within (°; 0 0: free)", (0.0, 0.0), min=(0.0, 0.0), max=(180.0, 180.0)
+        )
         self._starts = gui.add_number("starts", 16, min=1, max=4096, step=1)
         self._steps = gui.add_number("steps", 250, min=1, max=5000, step=1)
         self._screen = gui.add_number("screen", 0, min=0, max=100000, step=1)
@@ -596,7 +599,7 @@ class SynthesisViewer:
             task = S.Motion(np.c_[t, self.angles], timing)
         else:
             task = S.Path(t, timing)
-        constraints = S.Constraints(grashof=bool(self._grashof.value), full_rotation=bool(self._full.value))
+        constraints = self.constraints()
         search = S.MultiStart(
             starts=int(self._starts.value), steps=int(self._steps.value), screen=int(self._screen.value), progress=True
         )
@@ -632,6 +635,18 @@ class SynthesisViewer:
         scene.add_line_segments("/design/links", np.asarray(bars), _LINK, thickness=self._w)
         self._status.content = f"best design: relative error {r.relative_error:.2e}, objective {r.objective:.3e}"
         return r
+
+    def constraints(self):
+        """The `Constraints` the page sets: Grashof, full rotation, the transmission
+        angle's window (degrees on the page; none while its upper bound is not above
+        its lower)."""
+        from . import _synthesis as S
+
+        lo, hi = (float(v) for v in self._mu.value)
+        window = (float(np.radians(lo)), float(np.radians(hi))) if hi > lo else None
+        return S.Constraints(
+            grashof=bool(self._grashof.value), full_rotation=bool(self._full.value), transmission=window
+        )
 
     def save(self, path) -> None:
         """Save the best design found as a linkage description (`synthesis.save_design`)."""

@@ -182,6 +182,11 @@ def test_synthesis_posed_by_clicks_finds_the_four_bar_whose_path_the_targets_are
         np.savetxt(csv, np.c_[t, np.linspace(0.1, 0.6, len(t))], delimiter=",", header="x, y, angle")
         v.load_csv(csv)
         assert v.angles is not None and len(v.angles) == len(t) and v.angles[-1] == 0.6
+        # the page's constraints: the transmission window in degrees, off until it is one
+        assert v.constraints().transmission is None
+        v._grashof.value, v._mu.value = True, (30.0, 150.0)
+        c = v.constraints()
+        assert c.grashof and np.allclose(c.transmission, np.radians([30.0, 150.0]), rtol=0, atol=1e-15)
         v.add_target(0.0, 0.0)
         v._task.value = "motion"
         with pytest.raises(ValueError, match="need angles"):

@@ -68,3 +68,20 @@ DOUBLE_ROCKER = {
     "ground": "ground",
     "input": "crank",
 }
+
+
+def placed_crank_rocker():
+    """A crank-rocker placed off the origin, its coupler point off the coupler line:
+    the synthesis tests' known design, whose coupler path gives targets on a four-bar's
+    curve."""
+    import jax.numpy as jnp
+
+    from diffmech import synthesis
+
+    return synthesis.PlacedFourBar(
+        lengths=jnp.array([0.12, 0.25, 0.26, 0.30]),
+        point=jnp.array([0.1, 0.05]),
+        origin=jnp.array([0.3, -0.2]),
+        angle=jnp.array(0.4),
+        branch=1,
+    )

@@ -7,19 +7,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import placed_crank_rocker
 from reference import burmester as bm
 
 import diffmech as dm
 from diffmech import _synthesis as S_, fourbar as fbk, synthesis as S
 
 # a crank-rocker placed off the origin, its coupler point off the coupler line
-TRUE = S.PlacedFourBar(
-    lengths=jnp.array([0.12, 0.25, 0.26, 0.30]),
-    point=jnp.array([0.1, 0.05]),
-    origin=jnp.array([0.3, -0.2]),
-    angle=jnp.array(0.4),
-    branch=1,
-)
+TRUE = placed_crank_rocker()
 THETA = np.linspace(0.0, 2 * np.pi, 13)[:-1] + 0.3
 SMALL = dict(starts=16, steps=250)
 

@@ -145,18 +145,11 @@ def test_a_stewart_platform_posed_by_its_sliders_is_one_of_the_assemblies_of_its
 
 @pytest.mark.xdist_group("synthesis")  # the search's programs of tests/test_synthesis.py (same sizes)
 def test_synthesis_posed_by_clicks_finds_the_four_bar_whose_path_the_targets_are(tmp_path):
-    import jax.numpy as jnp
+    from helpers import placed_crank_rocker
 
     from diffmech import synthesis
 
-    true = synthesis.PlacedFourBar(
-        lengths=jnp.array([0.12, 0.25, 0.26, 0.30]),
-        point=jnp.array([0.1, 0.05]),
-        origin=jnp.array([0.3, -0.2]),
-        angle=jnp.array(0.4),
-        branch=1,
-    )
-    pts, ok = true.path(np.linspace(0.0, 2 * np.pi, 13)[:-1:2] + 0.3)
+    pts, ok = placed_crank_rocker().path(np.linspace(0.0, 2 * np.pi, 13)[:-1:2] + 0.3)
     t = np.asarray(pts)
     v = synthesis.view(extent=0.6)
     try:

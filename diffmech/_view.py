@@ -125,8 +125,9 @@ class LinkageViewer:
         centre = X.mean(axis=0)
         size = float(np.max(np.ptp(X, axis=0))) or 1.0
         cam = self.server.initial_camera
-        if _planar(lk):  # face-on
-            cam.position = (float(centre[0]), float(centre[1]), float(centre[2] + 2.5 * size))
+        if _planar(lk):  # face-on, y up
+            self.server.scene.set_up_direction("+y")
+            cam.position = (float(centre[0]), float(centre[1]), float(centre[2] + 1.8 * size))
             cam.up = (0.0, 1.0, 0.0)
         else:
             cam.position = tuple(float(v) for v in centre + 2.0 * size * np.array([1.0, -1.0, 0.8]))
@@ -524,6 +525,7 @@ class SynthesisViewer:
         scene.add_grid("/grid", width=2 * extent, height=2 * extent, plane="xy")
         scene.on_click()(self._clicked)
         cam = self.server.initial_camera
+        self.server.scene.set_up_direction("+y")
         cam.position, cam.look_at, cam.up = (0.0, 0.0, 2.5 * extent), (0.0, 0.0, 0.0), (0.0, 1.0, 0.0)
         self._status = gui.add_markdown("click the plane to add target points")
         self.angles: list[float] | None = None  # a motion's poses' angles (a CSV's third column)

@@ -174,7 +174,11 @@ class Synthesis(eqx.Module):
       one branch, reached in the order of motion without a motion limit, every
       constraint met);
     - `success_rate`: the fraction of starts whose relative error is ≤ `tol`;
-    - `fit`: the `diffmech.fit.FitResult` of all starts.
+    - `fit`: the `diffmech.fit.FitResult` of all starts;
+    - `alternatives`: the next best feasible designs of the search (a four-bar's; up to
+      `ALTERNATIVES`), each distinct from the best and from one another (their lengths
+      differ by more than 0.1 % of the largest), in order of their error; `()` when
+      there are none (or for a linkage).
     """
 
     design: PlacedFourBar | Linkage
@@ -189,6 +193,25 @@ class Synthesis(eqx.Module):
     fit: _fit.FitResult
     objective: float = float("nan")
     constraints: dict = eqx.field(default_factory=dict)
+    alternatives: tuple = ()
+
+
+# the most alternatives a `Synthesis` keeps, and how far (relative) their lengths differ
+ALTERNATIVES, _DISTINCT = 3, 1e-3
+
+
+def _alternatives(dec, errors, b: int, fixed, world, centre, scale, task) -> tuple:
+    """The next best feasible starts' designs, each distinct from the best and from
+    the others kept (their lengths differ by more than `_DISTINCT` of the largest)."""
+    lengths = np.asarray(dec.lengths)
+    kept = [b]
+    for i in np.argsort(errors, kind="stable"):
+        if len(kept) > ALTERNATIVES or not np.isfinite(errors[i]):
+            break
+        size = np.max(np.abs(lengths[kept]), axis=1)
+        if np.all(np.max(np.abs(lengths[kept] - lengths[i]), axis=1) > _DISTINCT * size):
+            kept.append(int(i))
+    return tuple(_placed(row(dec, i), fixed, world, centre, scale, task) for i in kept[1:])
 
 
 class InfeasibleError(RuntimeError):
@@ -1146,6 +1169,7 @@ def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
         fit=res,
         objective=float(objective[b]),
         constraints=constraints,
+        alternatives=_alternatives(dec, errors, b, fixed, world, centre, scale, task),
     )
 
 

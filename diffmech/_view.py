@@ -635,7 +635,19 @@ class SynthesisViewer:
             (J[a], J[b]) for a, b in (("A", "B"), ("B", "C"), ("C", "D"), ("B", "P"), ("C", "P")) if a in J and b in J
         ]
         scene.add_line_segments("/design/links", np.asarray(bars), _LINK, thickness=self._w)
-        self._status.content = f"best design: relative error {r.relative_error:.2e}, objective {r.objective:.3e}"
+        for k in range(S.ALTERNATIVES):  # the next best distinct designs, faint (old ones cleared)
+            segs = np.zeros((1, 2, 3))
+            if k < len(r.alternatives):
+                c, okk = (np.asarray(a) for a in r.alternatives[k].path(theta))
+                ck = np.c_[c[okk], np.zeros(int(okk.sum()))]
+                segs = np.stack([ck[:-1], ck[1:]], axis=1) if len(ck) > 1 else segs
+            scene.add_line_segments(
+                f"/design/alternative{k}", segs, _GROUND, thickness=self._w / 3, visible=k < len(r.alternatives)
+            )
+        self._status.content = (
+            f"best design: relative error {r.relative_error:.2e}, objective {r.objective:.3e}; "
+            f"{len(r.alternatives)} other designs drawn faint"
+        )
         return r
 
     def constraints(self):

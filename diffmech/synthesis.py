@@ -4,6 +4,7 @@ fixed frame, Grashof, full-rotation and transmission-angle constraints, both ass
 branches; and path generation of linkages, by gradient descent from many starts."""
 
 from ._synthesis import (
+    ALTERNATIVES as ALTERNATIVES,
     AbstractTask as AbstractTask,
     Constraints as Constraints,
     Function as Function,

@@ -163,6 +163,13 @@ def test_synthesis_posed_by_clicks_finds_the_four_bar_whose_path_the_targets_are
         np.testing.assert_allclose(np.asarray(v.targets), t, rtol=0, atol=1e-14)
         r = v.search()  # cyclic order, 16 starts × 250 steps, as the page's defaults
         assert r.relative_error <= 1e-9  # the targets lie on a four-bar's path: it is found exactly
+        # the next best designs, drawn faint: each distinct (lengths 0.1 % apart) from the best and the others
+        L = np.asarray([np.asarray(d.lengths) for d in (r.design, *r.alternatives)])
+        assert 1 <= len(r.alternatives) <= synthesis.ALTERNATIVES
+        for i in range(len(L)):
+            for j in range(i):
+                assert np.max(np.abs(L[i] - L[j])) > 1e-3 * np.max(np.abs(L[j]))
+        assert f"{len(r.alternatives)} other designs drawn faint" in v._status.content
         fit = [(done, total) for label, done, total in v.phases if label == "fit"]  # the bar followed the fit
         assert fit and all(0 < done <= total for done, total in fit) and fit == sorted(fit)
         # the page's search is the library's (on the clicked targets: a round-off from `t`

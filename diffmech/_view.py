@@ -19,11 +19,13 @@ import time
 from typing import Any
 
 import equinox as eqx
+import jax.numpy as jnp
 import numpy as np
 
 from ._progress import listening
 from ._result import status_name
 from ._validate import ArgumentTypeError
+from ._xla import filter_jit
 from .linkage import _schema
 from .linkage._joints import KINDS
 from .linkage._model import Linkage
@@ -391,23 +393,28 @@ class LinkageViewer:
 
 
 class ParallelViewer:
-    """A Gough–Stewart platform (six legs between base and platform joint centres)
-    shown live: a slider per pose coordinate (x, y, z and roll, pitch, yaw of the
-    platform's displacement from home), the legs at that pose with their lengths, and
-    every assembly of the platform for those leg lengths (`forward_kinematics`) drawn
-    beside it on request. `pose` is `(R, d)`; `legs` the leg lengths shown;
-    `assemblies` the last `Assemblies` found."""
+    """A parallel mechanism shown live: a slider per pose coordinate (x, y, z and
+    roll, pitch, yaw of the platform's displacement from home), the base and platform
+    through their chains' joint centres, and each chain at that pose. A Gough–Stewart
+    platform's legs are straight (their lengths shown; every assembly for them,
+    `forward_kinematics`, and the workspace section on request); any other
+    mechanism's chains are drawn through their joints where the closure core's
+    inverse kinematics puts them (`joints`). `pose` is `(R, d)`; `legs` the distances
+    between the chains' joint centres; `assemblies` the last `Assemblies` found."""
 
     def __init__(self, mech, *, host: str = "127.0.0.1", port: int | None = None):
         from .parallel._assembly import anchors
-        from .parallel._model import StewartPlatform
+        from .parallel._model import AbstractParallelMechanism, StewartPlatform
 
-        if not isinstance(mech, StewartPlatform):
-            raise ArgumentTypeError(f"parallel.view: `mech` must be a StewartPlatform; got {type(mech).__name__}")
+        if not isinstance(mech, AbstractParallelMechanism):
+            raise ArgumentTypeError(f"parallel.view: `mech` must be a parallel mechanism; got {type(mech).__name__}")
         viser = _viser()
         self.mech = mech
+        self.stewart = isinstance(mech, StewartPlatform)
         self.host, self.port = host, free_port(host) if port is None else int(port)
-        self.server = viser.ViserServer(host=host, port=self.port, label="diffmech: Gough–Stewart", verbose=False)
+        self.server = viser.ViserServer(
+            host=host, port=self.port, label=f"diffmech: {type(mech).__name__}", verbose=False
+        )
         a, c = anchors(mech)
         self.base, self.top = np.asarray(a, dtype=float), np.asarray(c, dtype=float)
         size = float(np.max(np.ptp(self.base, axis=0)))
@@ -418,10 +425,11 @@ class ParallelViewer:
         self.sliders += [gui.add_slider(n, -0.5, 0.5, 0.001, 0.0) for n in ("roll", "pitch", "yaw")]
         for sl in self.sliders:
             sl.on_update(lambda _e: self.set_pose([q.value for q in self.sliders]))
-        every = gui.add_button("every assembly for these legs")
-        every.on_click(lambda _e: self.every_assembly())
-        section = gui.add_button("workspace section at this height and orientation")
-        section.on_click(lambda _e: self.workspace_section())
+        if self.stewart:
+            every = gui.add_button("every assembly for these legs")
+            every.on_click(lambda _e: self.every_assembly())
+            section = gui.add_button("workspace section at this height and orientation")
+            section.on_click(lambda _e: self.workspace_section())
         cam = self.server.initial_camera
         centre = self.base.mean(axis=0)
         cam.position = tuple(float(v) for v in centre + size * np.array([1.6, -1.6, 1.2]))
@@ -445,12 +453,58 @@ class ParallelViewer:
         scene = self.server.scene
         ring = lambda P: np.stack([P, np.roll(P, -1, axis=0)], axis=1)  # noqa: E731
         scene.add_line_segments("/base", ring(self.base), _GROUND, thickness=self._w)
-        scene.add_line_segments("/platform", ring(top), _LINK, thickness=self._w)
-        scene.add_line_segments("/legs", np.stack([self.base, top], axis=1), _CURVE, thickness=self._w / 2)
-        scene.add_point_cloud("/joints", np.concatenate([self.base, top]), _JOINT, point_size=2.5 * self._w)
-        self.status = "legs " + np.array2string(self.legs, precision=5)
+        if self.stewart:  # straight legs between the joint centres (closed form)
+            scene.add_line_segments("/platform", ring(top), _LINK, thickness=self._w)
+            scene.add_line_segments("/legs", np.stack([self.base, top], axis=1), _CURVE, thickness=self._w / 2)
+            scene.add_point_cloud("/joints", np.concatenate([self.base, top]), _JOINT, point_size=2.5 * self._w)
+            self.status = "legs " + np.array2string(self.legs, precision=5)
+        else:  # each chain's joints where the closure core's inverse kinematics puts them
+            self.status = self._chains(q)
         self._status.content = self.status
         return self.status
+
+    def _chains(self, q) -> str:
+        """Solve the inverse kinematics from home along a straight path to pose `q`
+        (the closure core, `parallel.inverse_kinematics`) and draw each chain through
+        its revolute joints' points to its platform joint."""
+        from .parallel._kinematics import inverse_kinematics
+        from .parallel._trajectory import Trajectory
+
+        mech, n = self.mech, 9
+        s_ = np.linspace(0.0, 1.0, n)
+        Rs = np.stack([_rpy(*(si * q[3:])) for si in s_])
+        ref = np.asarray(mech.reference, dtype=float)
+        pos = np.einsum("nij,j->ni", Rs, ref) + s_[:, None] * q[:3]
+        zero3, zero33 = np.zeros((n, 3)), np.zeros((n, 3, 3))
+        traj = Trajectory(*(jnp.asarray(a) for a in (s_, Rs, zero33, zero33, pos, zero3, zero3)))
+        kin = inverse_kinematics(mech, traj, throw=False)
+        if not bool(np.asarray(kin.converged)[-1]):
+            return f"pose {np.array2string(q, precision=4)}: {status_name(kin.result)} (not drawn)"
+        theta = np.asarray(kin.labels)[-1] - np.asarray(mech.home_labels())
+        # the platform where the closure puts it (a mechanism realises only some of the
+        # pose's coordinates: the 3UPS–UPU–S its normal, the rest follows)
+        self.solved = (np.asarray(kin.platform_R)[-1], np.asarray(kin.platform_d)[-1])
+        Rp, dp = self.solved
+        ring = np.stack([self.top @ Rp.T + dp, np.roll(self.top @ Rp.T + dp, -1, axis=0)], axis=1)
+        self.server.scene.add_line_segments("/platform", ring, _LINK, thickness=self._w)
+        segs, joints, ends, k = [], [], [], 0
+        for ch in mech.chains:
+            th = theta[k : k + ch.n]
+            k += ch.n
+            Rj, pj = (np.asarray(a) for a in _chain_poses(ch, jnp.asarray(th)))
+            pts = [np.asarray(ch.points[0], dtype=float)]
+            for j in range(1, ch.n):
+                if ch.kinds[j] == "R":
+                    pts.append(Rj[j - 1] @ np.asarray(ch.points[j], dtype=float) + pj[j - 1])
+            pts.append(Rj[-1] @ np.asarray(ch.attach, dtype=float) + pj[-1])
+            segs += [(a, b) for a, b in zip(pts[:-1], pts[1:]) if np.linalg.norm(b - a) > 1e-12]
+            joints += pts
+            ends.append(pts[-1])
+        scene = self.server.scene
+        scene.add_line_segments("/legs", np.asarray(segs), _CURVE, thickness=self._w / 2)
+        scene.add_point_cloud("/joints", np.asarray(joints), _JOINT, point_size=2.5 * self._w)
+        self.joints, self.chain_ends = np.asarray(joints), np.asarray(ends)
+        return f"pose {np.array2string(q, precision=4)}: closed (residual {float(np.asarray(kin.residual)[-1]):.1e})"
 
     def every_assembly(self):
         """Every assembly of the platform for the leg lengths shown (each platform drawn
@@ -672,6 +726,15 @@ class SynthesisViewer:
 
     def close(self) -> None:
         self.server.stop()
+
+
+@filter_jit
+def _chain_poses(chain, theta):
+    """`parallel.chain_poses` as one compiled program (eagerly, its `lax.scan` would be
+    traced and compiled again at every call)."""
+    from .parallel._kinematics import chain_poses
+
+    return chain_poses(chain, theta)
 
 
 def _rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:

@@ -143,6 +143,30 @@ def test_a_stewart_platform_posed_by_its_sliders_is_one_of_the_assemblies_of_its
         v.close()
 
 
+@pytest.mark.xdist_group("parallel")  # the 3UPS–UPU–S inverse kinematics' program, compiled once
+def test_a_3ups_upu_s_tilted_by_its_sliders_closes_its_chains_on_the_platform():
+    # the closure core's inverse kinematics puts each chain's last joint on the platform
+    # where the solved pose carries its joint centre, and the platform's normal is the
+    # sliders' (the mechanism realises the tilt; the rest follows)
+    from diffmech import parallel
+    from diffmech.parallel._assembly import anchors
+
+    mech = parallel.ThreeUPSUPUS()
+    v = parallel.view(mech)
+    try:
+        v.sliders[3].value, v.sliders[4].value = 0.15, -0.08
+        assert "closed" in v.status
+        Rp, dp = v.solved
+        c = np.asarray(anchors(mech)[1])
+        np.testing.assert_allclose(v.chain_ends, c @ Rp.T + dp, rtol=0, atol=1e-10)
+        R, _ = v.pose
+        np.testing.assert_allclose(Rp[:, 2], R[:, 2], rtol=0, atol=1e-10)
+        v.sliders[2].value = 0.05  # a translation this mechanism cannot make: named, not drawn
+        assert "unreachable_pose" in v.status
+    finally:
+        v.close()
+
+
 @pytest.mark.xdist_group("synthesis")  # the search's programs of tests/test_synthesis.py (same sizes)
 def test_synthesis_posed_by_clicks_finds_the_four_bar_whose_path_the_targets_are(tmp_path):
     from helpers import placed_crank_rocker

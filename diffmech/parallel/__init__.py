@@ -49,14 +49,18 @@ from ._workspace import (
 )
 
 
-def view(mech: StewartPlatform, *, host: str = "127.0.0.1", port: int | None = None):
-    """Show a Gough–Stewart platform live in the browser (viser): a slider per pose
-    coordinate of the platform, its legs and their lengths, and every assembly for
-    those lengths on request (`forward_kinematics`). Listens on `host` (default
-    127.0.0.1) at `port` (default: a free one); needs the `view` extra.
+def view(mech: AbstractParallelMechanism, *, host: str = "127.0.0.1", port: int | None = None):
+    """Show a parallel mechanism live in the browser (viser): a slider per pose
+    coordinate of the platform and each chain at that pose; a Gough–Stewart
+    platform's legs and their lengths, every assembly for those lengths
+    (`forward_kinematics`) and its workspace section on request; any other
+    mechanism's chains where the closure core's inverse kinematics puts them. Listens
+    on `host` (default 127.0.0.1) at `port` (default: a free one); needs the `view`
+    extra.
 
-    **Arguments:** `mech`: the platform; `host`, `port`. **Returns:** a
-    `ParallelViewer` (`url`, `set_pose`, `every_assembly`, `close`).
+    **Arguments:** `mech`: the mechanism; `host`, `port`. **Returns:** a
+    `ParallelViewer` (`url`, `set_pose`, `every_assembly`, `workspace_section`,
+    `close`).
     """
     from .._view import ParallelViewer
 

@@ -25,7 +25,6 @@ import numpy as np
 from ._progress import listening
 from ._result import status_name
 from ._validate import ArgumentTypeError
-from ._xla import filter_jit
 from .linkage import _schema
 from .linkage._joints import KINDS
 from .linkage._model import Linkage
@@ -467,7 +466,7 @@ class ParallelViewer:
         """Solve the inverse kinematics from home along a straight path to pose `q`
         (the closure core, `parallel.inverse_kinematics`) and draw each chain through
         its revolute joints' points to its platform joint."""
-        from .parallel._kinematics import inverse_kinematics
+        from .parallel._kinematics import chain_poses, inverse_kinematics
         from .parallel._trajectory import Trajectory
 
         mech, n = self.mech, 9
@@ -491,7 +490,7 @@ class ParallelViewer:
         for ch in mech.chains:
             th = theta[k : k + ch.n]
             k += ch.n
-            Rj, pj = (np.asarray(a) for a in _chain_poses(ch, jnp.asarray(th)))
+            Rj, pj = (np.asarray(a) for a in chain_poses(ch, jnp.asarray(th)))
             pts = [np.asarray(ch.points[0], dtype=float)]
             for j in range(1, ch.n):
                 if ch.kinds[j] == "R":
@@ -726,15 +725,6 @@ class SynthesisViewer:
 
     def close(self) -> None:
         self.server.stop()
-
-
-@filter_jit
-def _chain_poses(chain, theta):
-    """`parallel.chain_poses` as one compiled program (eagerly, its `lax.scan` would be
-    traced and compiled again at every call)."""
-    from .parallel._kinematics import chain_poses
-
-    return chain_poses(chain, theta)
 
 
 def _rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:

@@ -32,11 +32,12 @@ from jaxtyping import Array, Bool, Float
 from .. import _cache, _closure, _linalg, _screw
 from .._result import RESULTS, AbstractResult, MotionLimitError, SingularError, code
 from .._validate import check_scalar, check_shape, check_type, is_traced
-from .._xla import jit
+from .._xla import eager_program, jit
 from . import _trajectory
 from ._model import AbstractParallelMechanism, Chain, StewartPlatform, ThreeUPSUPUS
 
 
+@eager_program  # eagerly one program (its `lax.scan` would be traced and compiled again at every call)
 def chain_poses(chain: Chain, theta: Float[Array, " n"]):
     """Displacements from home of the links after every joint of `chain` at joint
     displacements `theta` `(n,)` (rad for R joints, metres for P joints; product of

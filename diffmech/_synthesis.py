@@ -196,8 +196,10 @@ class Synthesis(eqx.Module):
     alternatives: tuple = ()
 
 
-# the most alternatives a `Synthesis` keeps, and how far (relative) their lengths differ
-ALTERNATIVES, _DISTINCT = 3, 1e-3
+# the most alternatives a `Synthesis` keeps
+ALTERNATIVES = 3
+# how far (relative to the largest) the lengths of two designs kept differ
+_DISTINCT = 1e-3
 
 
 def _alternatives(dec, errors, b: int, fixed, world, centre, scale, task) -> tuple:

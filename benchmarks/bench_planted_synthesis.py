@@ -19,12 +19,14 @@ as written, `path_generation(T, ...)`) and `global` (`screen=4096, hops=8`).
 
     python benchmarks/bench_planted_synthesis.py [--problems 12] [--modes cyclic] [--configs default,global]
 
-Writes benchmarks/results/planted_synthesis.json. Run it alone.
+Writes benchmarks/results/planted_synthesis.json (the rows of other modes and
+configurations already there are kept). Run it alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -118,7 +120,11 @@ def main() -> None:
                 errors=errors,
             )
             print(f"{mode} {name}: {solved}/{len(errors)} solved, median error {statistics.median(errors):.2e}")
-    out = write_results(os.path.join(ROOT, "benchmarks", "results", "planted_synthesis.json"), rows)
+    path = os.path.join(ROOT, "benchmarks", "results", "planted_synthesis.json")
+    if os.path.exists(path):  # the other modes and configurations measured before stay
+        with open(path) as fh:
+            rows = json.load(fh).get("rows", {}) | rows
+    out = write_results(path, rows)
     print(out["date"], "jax", out["jax"])
 
 

@@ -49,6 +49,7 @@ from ._validate import (
     check_type,
     is_traced,
     options,
+    pick,
     user_stacklevel,
 )
 
@@ -513,9 +514,9 @@ def _settings(owner: str, branch, convergence, separate: dict) -> tuple[Branch, 
     """A sweep's `Branch` and `Convergence` from its `branch=` (a `Branch`, an
     invariant or None), `convergence=` and separate keywords."""
     separate = dict(separate)
-    fields = {k: separate.pop(k) for k in ("atol", "xtol", "max_steps") if k in separate}
+    fields = pick(separate, ("atol", "xtol", "max_steps"))
     conv = options(owner, "convergence", convergence, Convergence, fields, "a closure.Convergence or None")
-    parts = {k: separate.pop(k) for k in ("branch_sign", "max_step") if k in separate}
+    parts = pick(separate, ("branch_sign", "max_step"))
     if separate:
         raise ArgumentTypeError(f"{owner}: unexpected keyword argument {sorted(separate)[0]!r}")
     if isinstance(branch, Branch):

@@ -18,7 +18,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from . import _cache
 from ._progress import TextProgress
-from ._validate import ArgumentTypeError, check_count, check_type, is_traced, options
+from ._validate import ArgumentTypeError, check_count, check_type, is_traced, options, pick
 from ._xla import filter_jit, row
 
 __all__ = ["Convergence", "FitFields", "FitResult", "History", "Starts", "fit", "masked_mean"]
@@ -342,7 +342,7 @@ def fit(
         raise ValueError(f"fit: `loss` must be a function loss(model, *args) -> scalar; got {loss!r:.80}")
     rest: dict[str, Any] = dict(separate)
     learning_rate = rest.pop("learning_rate", None)
-    conv = options("fit", "convergence", convergence, Convergence, _pick(rest, _CONVERGENCE), "a fit.Convergence")
+    conv = options("fit", "convergence", convergence, Convergence, pick(rest, _CONVERGENCE), "a fit.Convergence")
     starts = _as_starts(starts, rest)
     check_count("fit", "steps", conv.steps)
     check_count("fit", "chunk", chunk)
@@ -368,14 +368,9 @@ def fit(
     return _result(carry, hist, problem, settings, n_real)
 
 
-def _pick(separate: dict, names) -> dict:
-    """The entries of `separate` named in `names`, taken out of it."""
-    return {k: separate.pop(k) for k in names if k in separate}
-
-
 def _as_starts(starts, separate: dict) -> Starts:
     """`fit`'s `starts` (a `Starts`, a count or None) with its separate keywords."""
-    fields = _pick(separate, ("spread", "seed", "batch", "devices"))
+    fields = pick(separate, ("spread", "seed", "batch", "devices"))
     if separate:
         raise ArgumentTypeError(f"fit: unexpected keyword argument {sorted(separate)[0]!r}")
     if isinstance(starts, Starts):

@@ -202,6 +202,12 @@ def check_type(owner: str, name: str, value, kind: type | tuple[type, ...], what
         raise ArgumentTypeError(f"{owner}: `{name}` must be {what}; got {type(value).__name__} {value!r:.80}")
 
 
+def pick(separate: dict, names) -> dict:
+    """The entries of `separate` named in `names`, taken out of it (a call's separate
+    keywords, sorted into the options object each belongs to)."""
+    return {k: separate.pop(k) for k in names if k in separate}
+
+
 def options(owner: str, name: str, given, cls: type, separate: dict, what: str):
     """The options object of a call that takes one: `given` (an instance of `cls`,
     passed as `name=`), else one built from `separate`, the same fields passed one by

@@ -51,7 +51,25 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-class LinkageViewer:
+class _Page:
+    """A page served by viser on `host` at `port` (default: a free one): its `server`,
+    its `url`, `close`."""
+
+    def _serve(self, label: str, host: str, port: int | None) -> None:
+        viser = _viser()
+        self.host, self.port = host, free_port(host) if port is None else int(port)
+        self.server = viser.ViserServer(host=host, port=self.port, label=label, verbose=False)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def close(self) -> None:
+        """Stop the server."""
+        self.server.stop()
+
+
+class LinkageViewer(_Page):
     """A linkage shown live by a viser server (see the module). `url` is the page's
     address; `inputs` the input values shown, `motion` their solution (a one-row
     `Motion`), `status` its text, `curves` the tracers' curves `{name: (N, 3)}` over
@@ -62,9 +80,7 @@ class LinkageViewer:
     def __init__(self, lk: Linkage, *, host: str = "127.0.0.1", port: int | None = None, label: str | None = None):
         if not isinstance(lk, Linkage):
             raise ArgumentTypeError(f"linkage.view: `lk` must be a Linkage; got {type(lk).__name__}")
-        viser = _viser()
-        self.host, self.port = host, free_port(host) if port is None else int(port)
-        self.server = viser.ViserServer(host=host, port=self.port, label=label or f"diffmech: {lk.name}", verbose=False)
+        self._serve(label or f"diffmech: {lk.name}", host, port)
         self.design = lk
         self._lock = threading.RLock()
         self._playing = threading.Event()
@@ -144,10 +160,6 @@ class LinkageViewer:
         return -np.pi, np.pi
 
     # ---------------------------------------------------------------- what it shows
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
 
     def set_design(self, lk: Linkage) -> None:
         """Show `lk` (an edited design of the same topology): its curves over its range,
@@ -388,10 +400,10 @@ class LinkageViewer:
         self._playing.clear()
         if self._player is not None:
             self._player.join(timeout=2.0)
-        self.server.stop()
+        super().close()
 
 
-class ParallelViewer:
+class ParallelViewer(_Page):
     """A parallel mechanism shown live: a slider per pose coordinate (x, y, z and
     roll, pitch, yaw of the platform's displacement from home), the base and platform
     through their chains' joint centres, and each chain at that pose. A Gough–Stewart
@@ -407,13 +419,9 @@ class ParallelViewer:
 
         if not isinstance(mech, AbstractParallelMechanism):
             raise ArgumentTypeError(f"parallel.view: `mech` must be a parallel mechanism; got {type(mech).__name__}")
-        viser = _viser()
         self.mech = mech
         self.stewart = isinstance(mech, StewartPlatform)
-        self.host, self.port = host, free_port(host) if port is None else int(port)
-        self.server = viser.ViserServer(
-            host=host, port=self.port, label=f"diffmech: {type(mech).__name__}", verbose=False
-        )
+        self._serve(f"diffmech: {type(mech).__name__}", host, port)
         a, c = anchors(mech)
         self.base, self.top = np.asarray(a, dtype=float), np.asarray(c, dtype=float)
         size = float(np.max(np.ptp(self.base, axis=0)))
@@ -436,10 +444,6 @@ class ParallelViewer:
         cam.up = (0.0, 0.0, 1.0)
         self.assemblies = None
         self.set_pose(np.zeros(6))
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
 
     def set_pose(self, q) -> str:
         """Draw the platform displaced by `q` = (x, y, z, roll, pitch, yaw) from home
@@ -553,11 +557,8 @@ class ParallelViewer:
         self._status.content = self.status
         return w
 
-    def close(self) -> None:
-        self.server.stop()
 
-
-class SynthesisViewer:
+class SynthesisViewer(_Page):
     """Synthesis posed in the browser: click target points in the plane (or load a CSV
     of `x, y` rows; `x, y, angle` rows for a motion's poses), choose the task (path or
     motion generation), the timing and the constraints, run the search
@@ -568,9 +569,7 @@ class SynthesisViewer:
     updates `(label, done, total)`."""
 
     def __init__(self, targets=None, *, host: str = "127.0.0.1", port: int | None = None, extent: float = 1.0):
-        viser = _viser()
-        self.host, self.port = host, free_port(host) if port is None else int(port)
-        self.server = viser.ViserServer(host=host, port=self.port, label="diffmech: path synthesis", verbose=False)
+        self._serve("diffmech: path synthesis", host, port)
         self.extent, self._w = float(extent), 0.006 * float(extent)
         self.targets: list[tuple[float, float]] = []
         self.result = None
@@ -601,10 +600,6 @@ class SynthesisViewer:
         gui.add_button("save").on_click(lambda _e: self.save(self._save_path.value))
         for x, y in np.asarray(targets if targets is not None else np.zeros((0, 2)), dtype=float).reshape(-1, 2):
             self.add_target(x, y)
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
 
     def _clicked(self, event) -> None:
         o, d = np.asarray(event.ray_origin), np.asarray(event.ray_direction)
@@ -722,9 +717,6 @@ class SynthesisViewer:
         if self.result is None:
             raise ValueError("synthesis.view: no design yet: search first")
         S.save_design(self.result, path)
-
-    def close(self) -> None:
-        self.server.stop()
 
 
 def _rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:

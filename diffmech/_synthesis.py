@@ -260,6 +260,7 @@ class _Problem(eqx.Module):
     weight: Array
     lo: dict  # box bounds of bounded fields (normalised units), by field name
     hi: dict
+    penalty: Array  # () the constraints' penalty weight in the loss (`_PENALTY`; raised by the finish)
     task: str = eqx.field(static=True)  # "path" | "motion" | "function"
     timing: str = eqx.field(static=True)  # "prescribed" | "free" | "cyclic"
     grashof: bool = eqx.field(static=True)
@@ -316,15 +317,23 @@ def _features(c, prob, q):
     return P, beta, psi
 
 
+def _mismatch_residuals(c, prob, q, targets):
+    """Per target: the task's error components (normalised units; an angle error Δ as
+    2 sin(Δ/2), periodic, ≈ Δ), `(n, k)`; their squares sum to `_mismatch`."""
+    P, beta, psi = _features(c, prob, q)
+    return _TASKS[prob.task].mismatch(c, P, beta, psi, targets, _angular)
+
+
+def _angular(d):
+    """An angle error `d` as 2 sin(d/2): its square 2(1 − cos d) ≈ d², written so that
+    small errors keep their precision."""
+    return 2 * jnp.sin(d / 2)
+
+
 def _mismatch(c, prob, q, targets):
     """Per target: the smooth squared error of the task (normalised units; angle errors
     as 4 sin²(Δ/2) = 2(1 − cos Δ) ≈ Δ², periodic)."""
-    P, beta, psi = _features(c, prob, q)
-
-    def angular(d):  # 2(1 − cos d), written so that small errors keep their precision
-        return 4 * jnp.sin(d / 2) ** 2
-
-    return _TASKS[prob.task].mismatch(c, P, beta, psi, targets, angular)
+    return jnp.sum(_mismatch_residuals(c, prob, q, targets) ** 2, axis=-1)
 
 
 def _over_targets(v, prob):
@@ -408,40 +417,67 @@ def _grashof_excess(lengths, xp=jnp):
     return l[..., 0] + l[..., 3] - l[..., 1] - l[..., 2]
 
 
-def _penalties(c, prob, theta, gap, samples=32):
-    """Hinge penalties, exactly zero inside the feasible set (with small margins): every
-    target and the motion between them assemblable away from the toggle positions;
-    unbounded lengths within 1/50 … 50 of the targets' size; Grashof; a fully turning
-    crank; the transmission angle within its limits over the motion."""
-    p = _over_targets(jax.nn.relu(gap + prob.margin) ** 2, prob)
+def _hinges(c, prob, theta, gap, samples=32):
+    """The constraints' hinges `(weight, h)`, exactly zero inside the feasible set (with
+    small margins): every target and the motion between them assemblable away from the
+    toggle positions; unbounded lengths within 1/50 … 50 of the targets' size; Grashof;
+    a fully turning crank; the transmission angle within its limits over the motion.
+    The penalty is `Σ weight · Σ h²`."""
+    n = jnp.sum(prob.weight)
+    terms = [(prob.weight / n, jax.nn.relu(gap + prob.margin))]
     # (prescribed and cyclic timing: the motion's range moves with the design's phase and
     # gaps; free timing's angles are projections, constant for the gradient)
     ordered, _ = _motion_order(theta, prob)
     frac = jnp.linspace(0.0, 1.0, samples + 1, dtype=theta.dtype)
     along = ordered[0] + (ordered[-1] - ordered[0]) * frac
     q_s, gap_s = _configuration(c, along)
-    p = p + jnp.mean(jax.nn.relu(gap_s + prob.margin) ** 2)
+    each = 1.0 / (samples + 1)
+    terms.append((each, jax.nn.relu(gap_s + prob.margin)))
     l = c.lengths
     if prob.window:
-        p = p + jnp.sum(jax.nn.relu(l - 50.0) ** 2 + jax.nn.relu(0.02 - l) ** 2)
+        terms.append((1.0, jnp.concatenate([jax.nn.relu(l - 50.0), jax.nn.relu(0.02 - l)])))
     if prob.grashof:
         # inside by 1/20 of `margin` of the perimeter (1e-3 by default; 0 reaches the boundary)
-        p = p + jax.nn.relu(_grashof_excess(l) + 0.05 * prob.margin * jnp.sum(l)) ** 2
+        terms.append((1.0, jax.nn.relu(_grashof_excess(l) + 0.05 * prob.margin * jnp.sum(l))[None]))
     if prob.full_rotation:
         c_min, c_max = fbk.crank_limit_cosines(l)
-        p = p + jax.nn.relu(1.0 + prob.margin - c_min) ** 2 + jax.nn.relu(c_max + 1.0 + prob.margin) ** 2
+        terms.append((1.0, jax.nn.relu(jnp.stack([1.0 + prob.margin - c_min, c_max + 1.0 + prob.margin]))))
     if prob.transmission is not None:
         lo, hi = prob.transmission
         mu = _transmission_angle(q_s)
-        p = p + jnp.mean(jax.nn.relu(lo + 0.01 - mu) ** 2 + jax.nn.relu(mu - hi + 0.01) ** 2)
-    return p
+        terms.append((each, jnp.concatenate([jax.nn.relu(lo + 0.01 - mu), jax.nn.relu(mu - hi + 0.01)])))
+    return terms
+
+
+def _penalties(c, prob, theta, gap):
+    """The constraints' penalty: `Σ weight · Σ h²` over `_hinges`."""
+    return sum(jnp.sum(w * h**2) for w, h in _hinges(c, prob, theta, gap))
+
+
+_PENALTY = 10.0  # the penalty's weight in the loss; the finish raises it by _RAISE, twice, where
+_RAISE = 100.0  # constraints other than assembly apply (the quadratic penalty method)
 
 
 def _loss(c, prob):
     c = _decode(c, prob)
     theta = _thetas(c, prob)
     q, gap = _configuration(c, theta)
-    return _over_targets(_mismatch(c, prob, q, prob.targets), prob) + 10.0 * _penalties(c, prob, theta, gap)
+    return _over_targets(_mismatch(c, prob, q, prob.targets), prob) + prob.penalty * _penalties(c, prob, theta, gap)
+
+
+def _residuals(c, prob, theta=None):
+    """The loss as a vector whose squares sum to it: the targets' error components
+    (each row weighted by `√(weight/n)`) and the penalty's hinges (`√(penalty weight) h`).
+    `theta`: the crank angles at the targets (free timing's full-space polish; None: the
+    timing's own, `_thetas`)."""
+    c = _decode(c, prob)
+    theta = _thetas(c, prob) if theta is None else theta
+    q, gap = _configuration(c, theta)
+    w = jnp.sqrt(prob.weight / jnp.sum(prob.weight))
+    rows = _mismatch_residuals(c, prob, q, prob.targets)
+    parts = [(w[:, None] * rows).ravel()]
+    parts += [(jnp.sqrt(prob.penalty * wt) * h).ravel() for wt, h in _hinges(c, prob, theta, gap)]
+    return jnp.concatenate(parts)
 
 
 def _check(c, prob, substeps):
@@ -535,6 +571,66 @@ def _seed(c, prob, fixed, scales, angles):
 @_cache.kept()
 def _seed_batch(c, prob, fixed, scales, angles):
     return jax.vmap(lambda c_: _seed(c_, prob, fixed, scales, angles))(c)
+
+
+def _aligned(c, prob, turns=8, rounds=6, samples=64):
+    """A path candidate scaled, turned and moved onto the targets (free or cyclic timing:
+    the order along the curve unknown): its coupler curve (`samples` crank angles, the
+    assembled ones) is first put on the targets' centroid at their RMS size, turned by
+    each of `turns` angles, and then matched by `rounds` of iterative closest points
+    (each target paired with its nearest curve sample, the similarity that fits the
+    pairs best in the least-squares sense, in closed form with complex numbers); the
+    turn whose pairs end closest wins. The screen ranks the candidates so placed: by
+    their shape, not by where a random draw put them."""
+    dtype = prob.targets.dtype
+    cplx = jax.lax.complex
+    grid = jnp.linspace(0.0, _TWO_PI, samples, endpoint=False, dtype=dtype)
+    q, gap = _configuration(c, grid)
+    P = _features(c, prob, q)[0]
+    z, ok = cplx(P[:, 0], P[:, 1]), gap <= 0
+    T = cplx(prob.targets[:, 0], prob.targets[:, 1])
+    w = prob.weight / jnp.sum(prob.weight)
+    count = jnp.maximum(jnp.sum(ok), 1).astype(dtype)
+    zero = jnp.zeros_like(z)
+    z_mean = jnp.sum(jnp.where(ok, z, zero)) / cplx(count, jnp.zeros_like(count))
+    rms = jnp.sqrt(jnp.sum(jnp.where(ok, jnp.abs(z - z_mean) ** 2, 0.0)) / count)
+    rms = jnp.maximum(rms, 1e-12)
+    as_c = lambda x: cplx(x, jnp.zeros_like(x))  # noqa: E731
+
+    def distances(a, b):
+        d = jnp.abs(T[:, None] - (a * z + b)[None, :]) ** 2
+        return jnp.where(ok[None, :], d, jnp.inf)
+
+    def match(ab, _):
+        a, b = ab
+        paired = z[jnp.argmin(distances(a, b), axis=1)]
+        zm, tm = jnp.sum(as_c(w) * paired), jnp.sum(as_c(w) * T)
+        spread = jnp.maximum(jnp.sum(w * jnp.abs(paired - zm) ** 2), 1e-300)
+        a = jnp.sum(as_c(w) * jnp.conj(paired - zm) * (T - tm)) / as_c(spread)
+        return (a, tm - a * zm), None
+
+    def turned(u):
+        a = u / as_c(rms)
+        (a, b), _ = jax.lax.scan(match, (a, -a * z_mean), None, length=rounds)
+        return a, b, jnp.sum(w * jnp.min(distances(a, b), axis=1))
+
+    phi = jnp.linspace(0.0, _TWO_PI, turns, endpoint=False, dtype=dtype)
+    A, B, E = jax.vmap(turned)(cplx(jnp.cos(phi), jnp.sin(phi)))
+    k = jnp.argmin(jnp.where(jnp.isfinite(E), E, jnp.inf))
+    a, b = A[k], B[k]
+    origin = a * cplx(c.origin[0], c.origin[1]) + b
+    good = jnp.isfinite(E[k]) & (jnp.abs(a) > 0)
+    placed = eqx.tree_at(
+        lambda m: (m.lengths, m.point, m.angle, m.origin),
+        c,
+        (c.lengths * jnp.abs(a), c.point * jnp.abs(a), c.angle + jnp.angle(a), jnp.stack([origin.real, origin.imag])),
+    )
+    return jax.tree.map(lambda x, y: jnp.where(good, x, y), placed, c)
+
+
+@_cache.kept()
+def _aligned_batch(c, prob):
+    return jax.vmap(lambda c_: _aligned(c_, prob))(c)
 
 
 def _init_timing(c, prob):
@@ -824,6 +920,7 @@ def _check_search(q: _Query, c: Constraints, m: MultiStart, kind, who):
     for name, v in counts.items():
         check_count(who, name, v, 1 if name in ("starts", "steps") else 0)
     check_scalar(who, "margin", c.margin, nonnegative=True)
+    assert screen is not None  # resolved
     if 0 < screen < starts:
         raise ValueError(
             f"{who}: `screen` must be 0 (no screen) or at least `starts` = {starts}: the fit starts from its "
@@ -860,6 +957,7 @@ def _problem(q: _Query, c: Constraints, kind, world, fixed, who):
         weight=jax.device_put((np.arange(size) < n).astype(dtype)),
         lo={k: jnp.asarray(v, dtype) for k, v in lo.items()},
         hi={k: jnp.asarray(v, dtype) for k, v in hi.items()},
+        penalty=jax.device_put(np.asarray(_PENALTY, dtype)),
         task=q.task,
         timing=q.timing,
         grashof=c.grashof,
@@ -894,6 +992,9 @@ class _Seeder:
         self.with_gamma = kind.has_gamma(q.timing)
         self.cyclic = q.timing == "cyclic" and not kind.inputs_given
         self.targets = kind.normalised(q.t, q.centre, q.scale)
+        # the screen's candidates matched onto the targets by their curve's shape (a path
+        # with free or cyclic timing, placed freely)
+        self.align = kind.curves and q.timing in ("free", "cyclic") and not ({"origin", "angle"} & set(norm))
 
     def candidates(self, count, quasi, c=None):
         """`count` candidates; quasi-random ones draw their size (and turn); the few
@@ -922,6 +1023,8 @@ class _Seeder:
             if "angle" not in fixed:
                 turns = np.linspace(0.0, _TWO_PI, 12, endpoint=False)
         c = _seed_batch(c, self.prob, self.fixed_names, np.asarray(scales, dtype), np.asarray(turns, dtype))
+        if quasi and self.align:
+            c = _aligned_batch(c, self.prob)
         c = _init_batch(c, self.prob, self.cyclic, self.with_gamma)
         for key in self.lo:
             lo, hi = self.lo[key], self.hi[key]
@@ -935,7 +1038,7 @@ def _screened(seeder: _Seeder, m: MultiStart):
     (and the atlas's matches), the `m.starts` best (lowest loss, constraints' penalties
     included) go on."""
     starts, screen, atlas = m.starts, m.screen, m.atlas
-    assert starts is not None
+    assert starts is not None and screen is not None
     meter = TextProgress("screen") if m.progress else None
     pool = seeder.candidates(screen, quasi=True)
     if atlas:
@@ -956,7 +1059,7 @@ def _screened(seeder: _Seeder, m: MultiStart):
         matched = order[order >= screen][: max(1, starts // 4)]
         order = np.concatenate([matched, own])
     best = order[:starts]
-    return jax.tree.map(lambda a: a[best], pool)
+    return _rows(pool, best)
 
 
 def _trainable(q: _Query, kind, fixed) -> list[str]:
@@ -973,9 +1076,65 @@ def _trainable(q: _Query, kind, fixed) -> list[str]:
     return names
 
 
+def _rows(tree, rows):
+    """The rows `rows` of every array of `tree`, gathered on the host (no eager program)."""
+    return jax.tree.map(lambda a: jax.device_put(np.asarray(a)[rows]) if eqx.is_array(a) else a, tree)
+
+
+def _with_rows(tree, rows, sub):
+    """`tree` with its rows `rows` replaced by `sub`'s, on the host."""
+
+    def put(a, b):
+        if not eqx.is_array(a):
+            return a
+        out = np.array(a)
+        out[rows] = np.asarray(b)
+        return jax.device_put(out)
+
+    return jax.tree.map(put, tree, sub)
+
+
+def _lm_round(c, prob, names, log_lengths: bool, iterations: int, gtol, label):
+    """Levenberg–Marquardt (`_newton_polish`) on every start of `c` for
+    `iterations` steps, as a `FitResult` (its `time` NaN: the iterations run as one
+    program) and the candidates."""
+    meter = TextProgress(label) if label else None
+    done, losses, grads = _newton_batch(c, prob, tuple(names), log_lengths, iterations)
+    losses, grads = np.asarray(losses), np.asarray(grads)
+    final = losses[:, -1]
+    best = int(np.argmin(np.where(np.isfinite(final), final, np.inf)))
+    if meter is not None:
+        meter.update(iterations, iterations, f"best loss {final[best]:.3g}")
+        meter.close()
+    spec = jax.tree.map(lambda _: False, done)
+    spec = eqx.tree_at(lambda cand: tuple(getattr(cand, k) for k in names), spec, replace=(True,) * len(names))
+    params = eqx.filter(done, spec)
+    res = _fit.FitResult(
+        model=row(done, best),
+        params=params,
+        loss=jax.device_put(final),
+        steps=jax.device_put(np.full(final.shape, iterations, np.int32)),
+        converged=jax.device_put(np.isfinite(final) & (grads[:, -1] <= gtol)),
+        history=_fit.History(
+            loss=jax.device_put(losses),
+            grad_norm=jax.device_put(grads),
+            active=jax.device_put(np.ones(losses.shape, bool)),
+            time=jax.device_put(np.full(losses.shape, np.nan)),
+        ),
+        best=best,
+    )
+    return res, done
+
+
+def _elite(res, n_elite):
+    final = np.asarray(res.loss)
+    return np.argsort(np.where(np.isfinite(final), final, np.inf), kind="stable")[:n_elite]
+
+
 def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
-    """The fit of every start, then `m.hops` rounds of basin hopping and the damped
-    Newton finish: each round's `(FitResult, candidates)`."""
+    """The local search of every start (Levenberg–Marquardt; `quick`: L-BFGS), then
+    `m.hops` rounds of basin hopping and Levenberg–Marquardt's finish of the best
+    eighth: each round's `(FitResult, candidates)`."""
     starts, steps, hops = m.starts, m.steps, m.hops
     assert starts is not None and steps is not None
     dtype = jnp.asarray(0.0).dtype
@@ -983,6 +1142,8 @@ def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
     positive = (lambda cand: cand.lengths) if free_lengths else None
 
     def polish(c, label):
+        if not m.quick:
+            return _lm_round(c, prob, names, positive is not None, steps, m.gtol, label if m.progress else None)
         res = _fit.fit(
             _loss,
             c,
@@ -1003,10 +1164,8 @@ def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
     # polished again by the same program; the perturbation shrinks by _DECAY a round
     n_elite = max(1, starts // 8)
     for r in range(hops):
-        final = np.asarray(res.loss)
-        order = np.argsort(np.where(np.isfinite(final), final, np.inf), kind="stable")
-        rows = order[np.arange(starts) % n_elite]
-        base = jax.tree.map(lambda a: a[rows], cands)
+        rows = _elite(res, starts)[np.arange(starts) % n_elite]
+        base = _rows(cands, rows)
         sigma = _HOP * _DECAY**r
         keep = (np.arange(starts) < n_elite).astype(float)
         for name in names:
@@ -1016,19 +1175,24 @@ def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
             base = eqx.tree_at(lambda cand, n=name: getattr(cand, n), base, jnp.asarray(v, dtype))
         res, cands = polish(base, f"hop {r + 1}/{hops}")
         rounds.append((res, cands))
-    if hops:
-        # the last round's best eighth, finished by damped Newton on the loss (L-BFGS
-        # creeps near a zero-residual optimum; Newton converges there quadratically)
-        final = np.asarray(res.loss)
-        top = np.argsort(np.where(np.isfinite(final), final, np.inf), kind="stable")[:n_elite]
-        sub = jax.tree.map(lambda a: a[top], cands)
-        meter = TextProgress("newton") if m.progress else None
-        done = _newton_batch(sub, prob, tuple(names), positive is not None)
-        if meter is not None:
-            meter.update(n_elite, n_elite, "the best eighth, damped Newton")
-            meter.close()
-        cands = jax.tree.map(lambda a, b: a.at[top].set(b) if eqx.is_array(a) else a, cands, done)
-        rounds.append((res, cands))
+    # the best eighth finished by Levenberg–Marquardt: L-BFGS creeps near a zero-residual
+    # optimum, where Gauss–Newton converges quadratically; after the search's own
+    # Levenberg–Marquardt, more steps for the best
+    top = _elite(res, n_elite)
+    sub = _rows(cands, top)
+    label = "newton" if m.progress else None
+    finish = _FINISH * (1 if m.quick else 2)
+    _, done = _lm_round(sub, prob, names, positive is not None, finish, m.gtol, label)
+    cands = _with_rows(cands, top, done)
+    rounds.append((res, cands))
+    if prob.transmission is not None or prob.grashof or prob.full_rotation:
+        # the quadratic penalty's optimum lies outside its constraint by an amount that
+        # falls with its weight: the finish again, the weight raised, from where it ended
+        for k in (1, 2):
+            raised = dataclasses.replace(prob, penalty=prob.penalty * _RAISE**k)
+            _, done = _lm_round(done, raised, names, positive is not None, _FINISH, m.gtol, label)
+            cands = _with_rows(cands, top, done)
+            rounds.append((res, cands))
     return rounds
 
 
@@ -1060,45 +1224,61 @@ def _atlas_starts(targets, count, dtype, progress=False, size=None) -> _Candidat
 # best of those tried on the literature problems (docs/benchmarks.md, "Measurements behind the code")
 _HOP = 0.5
 _DECAY = 0.7
+# Levenberg–Marquardt's steps in the finish of `quick` (twice as many after the search's own)
+_FINISH = 100
 
 
-def _newton_polish(c, prob, names, log_lengths, iterations=30):
-    """Damped Newton (Levenberg–Marquardt on the loss's Hessian) on the free fields
-    `names` of one candidate (unbounded lengths in logs, so they stay positive): a step
-    is taken only where it lowers the loss, the damping shrinks after a success."""
+def _free_angles(prob) -> bool:
+    """Whether the crank angles at the targets are free timing's projections (path and
+    motion generation with free timing)."""
+    return prob.timing == "free" and not _TASKS[prob.task].inputs_given
+
+
+def _newton_polish(c, prob, names, log_lengths, iterations):
+    """Levenberg–Marquardt on `_residuals` over the free fields `names` of one candidate
+    (unbounded lengths in logs, so they stay positive); with free timing the crank angle
+    at each target is a variable too (from its projection), so that the polish converges
+    quadratically at a zero-residual optimum. A step is taken only where it lowers the
+    loss; the damping (Marquardt's, scaled by JᵀJ's diagonal) shrinks after a success."""
     fields = [jnp.log(getattr(c, n)) if (n == "lengths" and log_lengths) else getattr(c, n) for n in names]
+    free = _free_angles(prob)
+    if free:
+        fields.append(_nearest(_decode(c, prob), prob))
     v0, unravel = jax.flatten_util.ravel_pytree(fields)
 
-    def f(v):
-        m = c
-        for n, val in zip(names, unravel(v)):
+    def candidate(v):
+        m, vals = c, unravel(v)
+        for n, val in zip(names, vals):
             m = eqx.tree_at(
                 lambda mm, n=n: getattr(mm, n), m, jnp.exp(val) if (n == "lengths" and log_lengths) else val
             )
-        return _loss(m, prob)
+        return m, (vals[-1] if free else None)
+
+    def r(v):
+        m, theta = candidate(v)
+        return _residuals(m, prob, theta)
+
+    def f(v):
+        return jnp.sum(r(v) ** 2)
 
     def step(carry, _):
         v, mu, fv = carry
-        g, H = jax.grad(f)(v), jax.hessian(f)(v)
-        scale = jnp.maximum(jnp.abs(jnp.diag(H)), 1e-12 * (1 + jnp.max(jnp.abs(jnp.diag(H)))))
-        dv = jnp.linalg.solve(H + mu * jnp.diag(scale), -g)
-        new = v + dv
+        J, rv = jax.jacfwd(r)(v), r(v)
+        H, g = J.T @ J, J.T @ rv
+        scale = jnp.maximum(jnp.diag(H), 1e-12 * (1 + jnp.max(jnp.diag(H))))
+        new = v + jnp.linalg.solve(H + mu * jnp.diag(scale), -g)
         fn = f(new)
         ok = jnp.isfinite(fn) & (fn < fv)
-        return (jnp.where(ok, new, v), jnp.where(ok, mu / 3, mu * 4), jnp.where(ok, fn, fv)), None
+        fv = jnp.where(ok, fn, fv)
+        return (jnp.where(ok, new, v), jnp.where(ok, mu / 3, mu * 4), fv), (fv, 2 * jnp.linalg.norm(g))
 
-    (v, _, _), _ = jax.lax.scan(step, (v0, jnp.asarray(1e-3, v0.dtype), f(v0)), None, length=iterations)
-    out = c
-    for n, val in zip(names, unravel(v)):
-        out = eqx.tree_at(
-            lambda mm, n=n: getattr(mm, n), out, jnp.exp(val) if (n == "lengths" and log_lengths) else val
-        )
-    return out
+    (v, _, _), (losses, grads) = jax.lax.scan(step, (v0, jnp.asarray(1e-3, v0.dtype), f(v0)), None, length=iterations)
+    return candidate(v)[0], losses, grads
 
 
 @_cache.kept()
-def _newton_batch(c, prob, names, log_lengths):
-    return jax.vmap(lambda c_: _newton_polish(c_, prob, names, log_lengths))(c)
+def _newton_batch(c, prob, names, log_lengths, iterations):
+    return jax.vmap(lambda c_: _newton_polish(c_, prob, names, log_lengths, iterations))(c)
 
 
 def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
@@ -1350,14 +1530,21 @@ class Constraints(eqx.Module):
 
 
 class MultiStart(eqx.Module):
-    """The search: gradient descent from many starts at once, with an optional global
-    phase (every field as in `path_generation`).
+    """The search: a global screen of candidate designs, then Levenberg–Marquardt from
+    the best of them (every field as in `path_generation`).
 
-    - `starts`, `steps`: the number of starts and the most iterations of each (None:
-      the task's own default, `task.starts` and `task.steps`);
-    - `screen`, `hops`, `atlas`: the global phase (quasi-random screening, rounds of
-      basin hopping, starts from the atlas of coupler curves), off by default;
-    - `seed`: the random starts' seed; `optimizer`, `gtol`: as in `diffmech.fit.fit`;
+    - by default: `screen` quasi-random candidates (4096; a path with free or cyclic
+      timing: each placed onto the targets by its curve's shape), ranked by their loss;
+      the `starts` best (64) polished by `steps` (100) Levenberg–Marquardt steps on the
+      loss's residuals (free timing: the crank angles at the targets are variables too),
+      the best eighth by 200 more;
+    - `quick`: the local multi-start alone: `starts` random designs (the task's
+      `starts`, 32 or 64), `steps` L-BFGS iterations (the task's `steps`), no screen,
+      then the best eighth finished by 100 Levenberg–Marquardt steps;
+    - `hops`, `atlas`: more of the global phase (rounds of basin hopping from the best
+      eighth, starts from the atlas of coupler curves), off by default;
+    - `seed`: the random starts' seed; `optimizer`, `gtol`: as in `diffmech.fit.fit`
+      (`optimizer` for `quick` only);
     - `tol`: a start succeeds when its relative error is at most this;
     - `spread`: a `Path` with a `mechanism`: the starts' relative perturbation of its
       coordinates;
@@ -1366,7 +1553,7 @@ class MultiStart(eqx.Module):
 
     starts: int | None = None
     steps: int | None = None
-    screen: int = 0
+    screen: int | None = None
     hops: int = 0
     atlas: int = 0
     seed: int = 0
@@ -1375,18 +1562,21 @@ class MultiStart(eqx.Module):
     tol: float = 1e-6
     spread: float = 0.05
     progress: bool = False
+    quick: bool = False
 
 
 class AbstractTask(eqx.Module):
     """What a synthesised mechanism is to do (`Path`, `Motion`, `Function`): given to
     `synthesize` with its `Constraints` and its `MultiStart` search. `starts` and
-    `steps` are the task's defaults for the search; `kind`, `placed`, `inputs_given`,
+    `steps` are the task's defaults for the `quick` search (L-BFGS), `search` its
+    defaults for the full one: `(starts, Levenberg–Marquardt steps, screen)`; `kind`, `placed`, `inputs_given`,
     `curves` and `bounds_fields` (class variables, each task sets them) and the static
     methods are what the search asks of a task (its compiled programs name the task
     by `kind`)."""
 
     starts: ClassVar[int]
     steps: ClassVar[int]
+    search: ClassVar[tuple[int, int, int]] = (64, 100, 4096)
     # what the search asks of a task (its programs name it by `kind`, a static string)
     kind: ClassVar[str]
     placed: ClassVar[bool]  # a coupler point in the world: targets scaled, the frame searched
@@ -1406,8 +1596,10 @@ class AbstractTask(eqx.Module):
     @staticmethod
     @abc.abstractmethod
     def mismatch(c, P, beta, psi, targets, angular) -> Any:
-        """Per target, the smooth squared error (normalised units) from the coupler
-        point `P`, the coupler line's angle `beta` and the rocker's `psi` (traced)."""
+        """Per target, the error's components `(n, k)` (normalised units; an angle error
+        through `angular`, 2 sin(Δ/2)) from the coupler point `P`, the coupler line's
+        angle `beta` and the rocker's `psi` (traced): their squares sum to the target's
+        squared error."""
 
     @staticmethod
     def angle_offsets(c, prob) -> Any:
@@ -1470,7 +1662,7 @@ class Path(AbstractTask):
 
     @staticmethod
     def mismatch(c, P, beta, psi, targets, angular):
-        return jnp.sum((P - targets) ** 2, axis=-1)
+        return P - targets
 
     @staticmethod
     def normalised(t, centre, scale):
@@ -1510,7 +1702,7 @@ class Motion(AbstractTask):
 
     @staticmethod
     def mismatch(c, P, beta, psi, targets, angular):
-        return jnp.sum((P - targets[..., :2]) ** 2, axis=-1) + angular(beta + c.gamma - targets[..., 2])
+        return jnp.concatenate([P - targets[..., :2], angular(beta + c.gamma - targets[..., 2])[..., None]], -1)
 
     @staticmethod
     def angle_offsets(c, prob):
@@ -1567,7 +1759,7 @@ class Function(AbstractTask):
 
     @staticmethod
     def mismatch(c, P, beta, psi, targets, angular):
-        return angular(psi - (targets + c.gamma))
+        return angular(psi - (targets + c.gamma))[..., None]
 
     @staticmethod
     def angle_offsets(c, prob):
@@ -1597,10 +1789,16 @@ class Function(AbstractTask):
 
 
 def _resolved(task: AbstractTask, m: MultiStart) -> MultiStart:
-    """The search with the task's own default starts and steps where it leaves them
-    to the task."""
+    """The search with the task's own default starts, steps and screen where it leaves
+    them to the task: `quick` (or a linkage's fit), `task.starts` and `task.steps` and no
+    screen; else `task.search`."""
+    quick = m.quick or getattr(task, "mechanism", None) is not None
+    starts, steps, screen = (task.starts, task.steps, 0) if quick else task.search
     return dataclasses.replace(
-        m, starts=task.starts if m.starts is None else m.starts, steps=task.steps if m.steps is None else m.steps
+        m,
+        starts=starts if m.starts is None else m.starts,
+        steps=steps if m.steps is None else m.steps,
+        screen=screen if m.screen is None else m.screen,
     )
 
 
@@ -1658,6 +1856,7 @@ class FunctionSettings(TypedDict, total=False):
     gtol: float
     tol: float
     progress: bool
+    quick: bool
 
 
 class MotionSettings(FunctionSettings, total=False):
@@ -1736,27 +1935,31 @@ def path_generation(
       coordinates move so that joint `tracer` passes through the targets at the
       prescribed inputs (prescribed timing only), from `starts` perturbed copies of it
       (`spread`, relative); the four-bar constraints do not apply;
-    - `starts`: the number of starts, run as one vmapped batch (random Grashof
-      crank-rockers, half on each assembly branch, so both assembly modes are
-      searched; reproducible by `seed`);
-    - `screen`, `hops`: the global phase (default off). `screen`: evaluate this many
-      quasi-random candidates (a scrambled Sobol sequence over proportions, sizes,
-      coupler points, orientations and both branches; half Grashof crank-rockers, half
-      free) in one vmapped program and start the fit from the `starts` best (the
-      constraints' penalties included); `hops`: rounds of basin hopping after the fit:
-      the best eighth of the starts, each kept once and copied with its free
-      coordinates perturbed (σ = 0.5 in the normalised coordinates, × 0.7 per round),
-      polished again by the same compiled program; the best design that meets every
-      constraint over all rounds is returned. On the literature problems of
-      `benchmarks/bench_literature_synthesis.py`, `screen=4096, hops=8` is what reaches
-      the best published designs (the figures are on the benchmarks page);
+    - the search (by default): `screen` quasi-random candidates (default 4096; a
+      scrambled Sobol sequence over proportions, sizes, coupler points, orientations
+      and both branches; half Grashof crank-rockers, half free), with free or cyclic
+      timing each placed onto the targets by its curve's shape (its coupler curve
+      turned, scaled and moved by iterative closest points), ranked by their loss (the
+      constraints' penalties included) in one vmapped program; the `starts` best
+      (default 64) polished by `steps` (default 100) Levenberg–Marquardt steps on the
+      loss's residuals (free timing: each target's crank angle a variable too), the
+      best eighth by 200 more; reproducible by `seed`;
+    - `quick`: the local multi-start alone, as one vmapped batch: `starts` (default 32)
+      random Grashof crank-rockers, half on each assembly branch, `steps` (default 300)
+      L-BFGS iterations (`optimizer`, `gtol` as in `diffmech.fit.fit`), the best eighth
+      finished by 100 Levenberg–Marquardt steps. Faster (no screen), and it finds the
+      design less often: the benchmarks page has both on planted problems;
+    - `hops`: rounds of basin hopping after the local search (default none): the best
+      eighth of the starts, each kept once and copied with its free coordinates
+      perturbed (σ = 0.5 in the normalised coordinates, × 0.7 per round), polished
+      again by the same compiled program; the best design that meets every constraint
+      over all rounds is returned;
     - `atlas`: with `cyclic_order` and a `screen`: this many designs from the atlas of
       coupler curves (`diffmech atlas build`; built and cached on first use), those
       whose curves fit the closed polygon through the targets best (Fourier descriptor
       shortlist, then the exact similarity fit over every start and both directions),
       each scaled, turned and placed onto the targets, join the screen's candidates;
       the best of them take at most a quarter of the starts;
-    - `steps`, `optimizer`, `gtol`: as in `diffmech.fit.fit`;
     - `tol`: a start succeeds when its relative path error is ≤ `tol`;
     - `margin`: keep every target at least this far (relative to the targets' size) from
       a toggle position of the crank (and, with `grashof`, the search 1/20 of it, of the
@@ -1805,7 +2008,7 @@ def motion_generation(
     Burmester circle-point/centre-point pairs); more poses, in the least-squares sense
     of `objective` = Σ‖Cᵢ − pᵢ‖² + Σ(ℓ Δφᵢ)² (ℓ: the positions' RMS distance from their
     centroid). `frame`, `bounds`, `grashof`, `full_rotation`, `transmission`, `starts`,
-    `steps`, `screen`, `hops`, `seed`, `optimizer`, `gtol`, `tol`, `margin`, `progress`:
+    `steps`, `screen`, `quick`, `hops`, `seed`, `optimizer`, `gtol`, `tol`, `margin`, `progress`:
     as in `path_generation`.
 
     **Returns:** a `Synthesis` (`points`: the coupler point at the poses;
@@ -1836,7 +2039,7 @@ def function_generation(
     constant is added to each side (two more design variables: five pairs are exact).
     The ground link's length is `ground` unless `bounds["lengths"]` leaves it free.
     `bounds` (`"lengths"`, and `"phase"` for the input offset), `grashof`,
-    `full_rotation`, `transmission`, `starts`, `steps`, `screen`, `hops`, `seed`,
+    `full_rotation`, `transmission`, `starts`, `steps`, `screen`, `quick`, `hops`, `seed`,
     `optimizer`, `gtol`, `tol`, `margin`, `progress`: as in `path_generation`.
 
     **Returns:** a `Synthesis` (`design.lengths`; `points`: the pairs (crank angle,

@@ -588,9 +588,11 @@ class SynthesisViewer(_Page):
         self._mu = gui.add_vector2(
             "transmission angle within (°; 0 0: free)", (0.0, 0.0), min=(0.0, 0.0), max=(180.0, 180.0)
         )
-        self._starts = gui.add_number("starts", 16, min=1, max=4096, step=1)
-        self._steps = gui.add_number("steps", 250, min=1, max=5000, step=1)
-        self._screen = gui.add_number("screen", 0, min=0, max=100000, step=1)
+        # the search's defaults (`synthesis.MultiStart`); `quick`: L-BFGS from random starts, no screen
+        self._starts = gui.add_number("starts", 64, min=1, max=4096, step=1)
+        self._steps = gui.add_number("steps", 100, min=1, max=5000, step=1)
+        self._screen = gui.add_number("screen", 4096, min=0, max=100000, step=1)
+        self._quick = gui.add_checkbox("quick", False)
         self._progress = gui.add_progress_bar(0.0, animated=False)
         gui.add_button("search").on_click(lambda _e: threading.Thread(target=self.search, daemon=True).start())
         gui.add_button("clear the targets").on_click(lambda _e: self.clear())
@@ -650,8 +652,13 @@ class SynthesisViewer(_Page):
         else:
             task = S.Path(t, timing)
         constraints = self.constraints()
+        quick = bool(self._quick.value)
         search = S.MultiStart(
-            starts=int(self._starts.value), steps=int(self._steps.value), screen=int(self._screen.value), progress=True
+            starts=int(self._starts.value),
+            steps=int(self._steps.value),
+            screen=0 if quick else int(self._screen.value),
+            quick=quick,
+            progress=True,
         )
         self._progress.animated, self._progress.value = True, 0.0
         self._status.content = f"searching: {search.starts} starts through {len(t)} targets"

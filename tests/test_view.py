@@ -185,7 +185,7 @@ def test_synthesis_posed_by_clicks_finds_the_four_bar_whose_path_the_targets_are
 
             v._clicked(Click)
         np.testing.assert_allclose(np.asarray(v.targets), t, rtol=0, atol=1e-14)
-        r = v.search()  # cyclic order, 16 starts × 250 steps, as the page's defaults
+        r = v.search()  # cyclic order, the search's defaults (the page's)
         assert r.relative_error <= 1e-9  # the targets lie on a four-bar's path: it is found exactly
         # the next best designs, drawn faint: each distinct (lengths 0.1 % apart) from the best and the others
         L = np.asarray([np.asarray(d.lengths) for d in (r.design, *r.alternatives)])
@@ -198,7 +198,7 @@ def test_synthesis_posed_by_clicks_finds_the_four_bar_whose_path_the_targets_are
         assert fit and all(0 < done <= total for done, total in fit) and fit == sorted(fit)
         # the page's search is the library's (on the clicked targets: a round-off from `t`
         # may end in another of the curve's three cognates, each exact)
-        same = synthesis.path_generation(np.asarray(v.targets), cyclic_order=True, starts=16, steps=250)
+        same = synthesis.path_generation(np.asarray(v.targets), cyclic_order=True)
         assert r.objective == same.objective
         v.save(tmp_path / "design.json")
         # a motion's poses come with angles: from a CSV's third column; clicked points have none

@@ -1190,7 +1190,7 @@ def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
         # falls with its weight: the finish again, the weight raised, from where it ended
         for k in (1, 2):
             raised = dataclasses.replace(prob, penalty=prob.penalty * _RAISE**k)
-            _, done = _lm_round(done, raised, names, positive is not None, _FINISH, m.gtol, label)
+            _, done = _lm_round(done, raised, names, positive is not None, finish, m.gtol, label)  # the same program
             cands = _with_rows(cands, top, done)
             rounds.append((res, cands))
     return rounds

@@ -220,6 +220,39 @@ def test_free_timing_full_rotation_recovers_shuffled_targets():
     assert np.max(d) <= 2 * np.max(np.linalg.norm(np.diff(np.asarray(curve), axis=0), axis=1))
 
 
+def test_the_screen_places_a_candidate_onto_the_targets_by_its_curves_shape():
+    # the true design moved by a known similarity (scaled by 1.7, turned by 0.5 or 2 rad,
+    # shifted): iterative closest points from eight turns brings it back to within the
+    # resolution of the 64 curve samples it pairs the targets with (the turn within
+    # 0.2 rad: each target's partner is a sample, 0.1 rad of crank apart), close enough
+    # that Levenberg–Marquardt from there reaches the true design to round-off
+    t = _targets()
+    tn = jnp.asarray((t - t.mean(0)) / _scale(t))
+    prob = _problem(tn)
+    true = _candidate(TRUE, t)
+    moved = []
+    for a in (0.5, 2.0):
+        k, shift = 1.7, jnp.array([0.8, -0.5])
+        moved.append(
+            eqx.tree_at(
+                lambda m: (m.lengths, m.point, m.origin, m.angle),
+                true,
+                (true.lengths * k, true.point * k, k * S_.rotation(a) @ true.origin + shift, true.angle + a),
+            )
+        )
+    batch = jax.tree.map(lambda *x: jnp.stack(x), *moved)
+    placed = S_._aligned_batch(batch, prob)
+    for i in range(2):
+        p = jax.tree.map(lambda x: x[i], placed)
+        assert abs(float(p.lengths[0] / true.lengths[0]) - 1) <= 0.02
+        assert abs(np.angle(np.exp(1j * float(p.angle - true.angle)))) <= 0.2
+        assert float(S_._loss(p, prob)) <= 0.05 * float(S_._loss(moved[i], prob))  # ≈ 1/100 measured
+    names = ("lengths", "point", "origin", "angle")
+    done, losses, _ = S_._newton_batch(placed, prob, names, True, 200)
+    assert float(jnp.max(losses[:, -1])) <= 1e-24
+    np.testing.assert_allclose(np.asarray(done.lengths), np.tile(np.asarray(true.lengths), (2, 1)), rtol=1e-10)
+
+
 def test_free_timing_gradient_matches_central_differences():
     # the crank angle at each target is eliminated by an inner Newton solve under
     # stop_gradient: the envelope theorem makes the gradient at fixed θ* the total one

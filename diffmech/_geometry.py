@@ -1,5 +1,6 @@
 """Planar attitude vectors (Bai et al., Section 2): q = R(θ) e1 on the unit circle S¹."""
 
+import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
@@ -43,3 +44,49 @@ def dot(a: Float[Array, "*b k"], b: Float[Array, "*b k"]) -> Float[Array, "*b"]:
 def unit(v: Float[Array, "*b k"]) -> Float[Array, "*b k"]:
     """v / |v| over the last axis."""
     return v / jnp.sqrt(dot(v, v))[..., None]
+
+
+def similarity_match(z, ok, targets, weight, turns: int = 8, rounds: int = 6):
+    """The similarity `w ↦ a w + b` (complex `a`, `b`) that lays a sampled curve onto
+    points whose places along it are unknown: the curve's samples `z` `(K,)` (complex;
+    those where `ok`) are first put on the points' centroid at their RMS size, turned
+    by each of `turns` angles, then matched by `rounds` of iterative closest points
+    (each point paired with its nearest sample, the similarity that fits the pairs best
+    in the weighted least-squares sense, in closed form); the turn whose pairs end
+    closest wins.
+
+    **Arguments:** `z` `(K,)` complex, `ok` `(K,)` bool, `targets` `(n,)` complex,
+    `weight` `(n,)` (≥ 0; a padding row 0), `turns`, `rounds`.
+
+    **Returns:** `(a, b, E)`: the similarity and the weighted mean squared distance of
+    each point to its nearest placed sample (inf where no sample is `ok`)."""
+    dtype = weight.dtype
+    cplx = jax.lax.complex
+    w = weight / jnp.sum(weight)
+    count = jnp.maximum(jnp.sum(ok), 1).astype(dtype)
+    as_c = lambda x: cplx(x, jnp.zeros_like(x))  # noqa: E731
+    z_mean = jnp.sum(jnp.where(ok, z, jnp.zeros_like(z))) / as_c(count)
+    rms = jnp.sqrt(jnp.sum(jnp.where(ok, jnp.abs(z - z_mean) ** 2, 0.0)) / count)
+    rms = jnp.maximum(rms, 1e-12)
+
+    def distances(a, b):
+        d = jnp.abs(targets[:, None] - (a * z + b)[None, :]) ** 2
+        return jnp.where(ok[None, :], d, jnp.inf)
+
+    def match(ab, _):
+        a, b = ab
+        paired = z[jnp.argmin(distances(a, b), axis=1)]
+        zm, tm = jnp.sum(as_c(w) * paired), jnp.sum(as_c(w) * targets)
+        spread = jnp.maximum(jnp.sum(w * jnp.abs(paired - zm) ** 2), 1e-300)
+        a = jnp.sum(as_c(w) * jnp.conj(paired - zm) * (targets - tm)) / as_c(spread)
+        return (a, tm - a * zm), None
+
+    def turned(u):
+        a = u / as_c(rms)
+        (a, b), _ = jax.lax.scan(match, (a, -a * z_mean), None, length=rounds)
+        return a, b, jnp.sum(w * jnp.min(distances(a, b), axis=1))
+
+    phi = jnp.linspace(0.0, 2 * jnp.pi, turns, endpoint=False, dtype=dtype)
+    A, B, E = jax.vmap(turned)(cplx(jnp.cos(phi), jnp.sin(phi)))
+    k = jnp.argmin(jnp.where(jnp.isfinite(E), E, jnp.inf))
+    return A[k], B[k], E[k]

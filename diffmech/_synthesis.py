@@ -23,6 +23,7 @@ import dataclasses
 import json
 import os
 import warnings
+from collections.abc import Sequence
 from typing import Any, ClassVar, Literal, NamedTuple, TypedDict, Unpack
 
 import equinox as eqx
@@ -33,10 +34,10 @@ import numpy as np
 from jaxtyping import Array, Bool, Float
 
 from . import _cache, _fit
-from ._geometry import attitude, rotation
+from ._geometry import attitude, rotation, similarity_match
 from ._progress import TextProgress
 from ._validate import ArgumentTypeError, as_floats, check_array, check_count, check_scalar, user_stacklevel
-from ._xla import eager_program, filter_jit, pad_rows, row, size_class
+from ._xla import eager_program, filter_jit, host_rows, pad_rows, row, size_class, with_host_rows
 from .fourbar import _kinematics as fbk
 from .fourbar._model import FourBar
 from .linkage import _simulate as lks
@@ -587,39 +588,10 @@ def _aligned(c, prob, turns=8, rounds=6, samples=64):
     grid = jnp.linspace(0.0, _TWO_PI, samples, endpoint=False, dtype=dtype)
     q, gap = _configuration(c, grid)
     P = _features(c, prob, q)[0]
-    z, ok = cplx(P[:, 0], P[:, 1]), gap <= 0
     T = cplx(prob.targets[:, 0], prob.targets[:, 1])
-    w = prob.weight / jnp.sum(prob.weight)
-    count = jnp.maximum(jnp.sum(ok), 1).astype(dtype)
-    zero = jnp.zeros_like(z)
-    z_mean = jnp.sum(jnp.where(ok, z, zero)) / cplx(count, jnp.zeros_like(count))
-    rms = jnp.sqrt(jnp.sum(jnp.where(ok, jnp.abs(z - z_mean) ** 2, 0.0)) / count)
-    rms = jnp.maximum(rms, 1e-12)
-    as_c = lambda x: cplx(x, jnp.zeros_like(x))  # noqa: E731
-
-    def distances(a, b):
-        d = jnp.abs(T[:, None] - (a * z + b)[None, :]) ** 2
-        return jnp.where(ok[None, :], d, jnp.inf)
-
-    def match(ab, _):
-        a, b = ab
-        paired = z[jnp.argmin(distances(a, b), axis=1)]
-        zm, tm = jnp.sum(as_c(w) * paired), jnp.sum(as_c(w) * T)
-        spread = jnp.maximum(jnp.sum(w * jnp.abs(paired - zm) ** 2), 1e-300)
-        a = jnp.sum(as_c(w) * jnp.conj(paired - zm) * (T - tm)) / as_c(spread)
-        return (a, tm - a * zm), None
-
-    def turned(u):
-        a = u / as_c(rms)
-        (a, b), _ = jax.lax.scan(match, (a, -a * z_mean), None, length=rounds)
-        return a, b, jnp.sum(w * jnp.min(distances(a, b), axis=1))
-
-    phi = jnp.linspace(0.0, _TWO_PI, turns, endpoint=False, dtype=dtype)
-    A, B, E = jax.vmap(turned)(cplx(jnp.cos(phi), jnp.sin(phi)))
-    k = jnp.argmin(jnp.where(jnp.isfinite(E), E, jnp.inf))
-    a, b = A[k], B[k]
+    a, b, E = similarity_match(cplx(P[:, 0], P[:, 1]), gap <= 0, T, prob.weight, turns, rounds)
     origin = a * cplx(c.origin[0], c.origin[1]) + b
-    good = jnp.isfinite(E[k]) & (jnp.abs(a) > 0)
+    good = jnp.isfinite(E) & (jnp.abs(a) > 0)
     placed = eqx.tree_at(
         lambda m: (m.lengths, m.point, m.angle, m.origin),
         c,
@@ -1059,7 +1031,7 @@ def _screened(seeder: _Seeder, m: MultiStart):
         matched = order[order >= screen][: max(1, starts // 4)]
         order = np.concatenate([matched, own])
     best = order[:starts]
-    return _rows(pool, best)
+    return host_rows(pool, best)
 
 
 def _trainable(q: _Query, kind, fixed) -> list[str]:
@@ -1076,24 +1048,6 @@ def _trainable(q: _Query, kind, fixed) -> list[str]:
     return names
 
 
-def _rows(tree, rows):
-    """The rows `rows` of every array of `tree`, gathered on the host (no eager program)."""
-    return jax.tree.map(lambda a: jax.device_put(np.asarray(a)[rows]) if eqx.is_array(a) else a, tree)
-
-
-def _with_rows(tree, rows, sub):
-    """`tree` with its rows `rows` replaced by `sub`'s, on the host."""
-
-    def put(a, b):
-        if not eqx.is_array(a):
-            return a
-        out = np.array(a)
-        out[rows] = np.asarray(b)
-        return jax.device_put(out)
-
-    return jax.tree.map(put, tree, sub)
-
-
 def _lm_round(c, prob, names, log_lengths: bool, iterations: int, gtol, label):
     """Levenberg–Marquardt (`_newton_polish`) on every start of `c` for
     `iterations` steps, as a `FitResult` (its `time` NaN: the iterations run as one
@@ -1108,12 +1062,20 @@ def _lm_round(c, prob, names, log_lengths: bool, iterations: int, gtol, label):
         meter.close()
     spec = jax.tree.map(lambda _: False, done)
     spec = eqx.tree_at(lambda cand: tuple(getattr(cand, k) for k in names), spec, replace=(True,) * len(names))
-    params = eqx.filter(done, spec)
-    res = _fit.FitResult(
-        model=row(done, best),
+    res = _lm_fit(row(done, best), eqx.filter(done, spec), losses, grads, gtol)
+    return res, done
+
+
+def _lm_fit(model, params, losses, grads, gtol) -> _fit.FitResult:
+    """A `FitResult` of Levenberg–Marquardt's starts from their losses and gradient
+    norms per step `(starts, steps)` (its `time` NaN: the steps run as one program)."""
+    final = losses[:, -1]
+    best = int(np.argmin(np.where(np.isfinite(final), final, np.inf)))
+    return _fit.FitResult(
+        model=model,
         params=params,
         loss=jax.device_put(final),
-        steps=jax.device_put(np.full(final.shape, iterations, np.int32)),
+        steps=jax.device_put(np.full(final.shape, losses.shape[1], np.int32)),
         converged=jax.device_put(np.isfinite(final) & (grads[:, -1] <= gtol)),
         history=_fit.History(
             loss=jax.device_put(losses),
@@ -1123,7 +1085,6 @@ def _lm_round(c, prob, names, log_lengths: bool, iterations: int, gtol, label):
         ),
         best=best,
     )
-    return res, done
 
 
 def _elite(res, n_elite):
@@ -1165,7 +1126,7 @@ def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
     n_elite = max(1, starts // 8)
     for r in range(hops):
         rows = _elite(res, starts)[np.arange(starts) % n_elite]
-        base = _rows(cands, rows)
+        base = host_rows(cands, rows)
         sigma = _HOP * _DECAY**r
         keep = (np.arange(starts) < n_elite).astype(float)
         for name in names:
@@ -1179,11 +1140,11 @@ def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
     # optimum, where Gauss–Newton converges quadratically; after the search's own
     # Levenberg–Marquardt, more steps for the best
     top = _elite(res, n_elite)
-    sub = _rows(cands, top)
+    sub = host_rows(cands, top)
     label = "newton" if m.progress else None
     finish = _FINISH * (1 if m.quick else 2)
     _, done = _lm_round(sub, prob, names, positive is not None, finish, m.gtol, label)
-    cands = _with_rows(cands, top, done)
+    cands = with_host_rows(cands, top, done)
     rounds.append((res, cands))
     if prob.transmission is not None or prob.grashof or prob.full_rotation:
         # the quadratic penalty's optimum lies outside its constraint by an amount that
@@ -1191,7 +1152,7 @@ def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
         for k in (1, 2):
             raised = dataclasses.replace(prob, penalty=prob.penalty * _RAISE**k)
             _, done = _lm_round(done, raised, names, positive is not None, finish, m.gtol, label)  # the same program
-            cands = _with_rows(cands, top, done)
+            cands = with_host_rows(cands, top, done)
             rounds.append((res, cands))
     return rounds
 
@@ -1258,21 +1219,7 @@ def _newton_polish(c, prob, names, log_lengths, iterations):
         m, theta = candidate(v)
         return _residuals(m, prob, theta)
 
-    def f(v):
-        return jnp.sum(r(v) ** 2)
-
-    def step(carry, _):
-        v, mu, fv = carry
-        J, rv = jax.jacfwd(r)(v), r(v)
-        H, g = J.T @ J, J.T @ rv
-        scale = jnp.maximum(jnp.diag(H), 1e-12 * (1 + jnp.max(jnp.diag(H))))
-        new = v + jnp.linalg.solve(H + mu * jnp.diag(scale), -g)
-        fn = f(new)
-        ok = jnp.isfinite(fn) & (fn < fv)
-        fv = jnp.where(ok, fn, fv)
-        return (jnp.where(ok, new, v), jnp.where(ok, mu / 3, mu * 4), fv), (fv, 2 * jnp.linalg.norm(g))
-
-    (v, _, _), (losses, grads) = jax.lax.scan(step, (v0, jnp.asarray(1e-3, v0.dtype), f(v0)), None, length=iterations)
+    v, losses, grads = _fit.levenberg_marquardt(r, v0, iterations)
     return candidate(v)[0], losses, grads
 
 
@@ -1429,7 +1376,7 @@ def _path_generation(who: str, task: Path, c: Constraints, m: MultiStart) -> Syn
     )
     timing, cyclic_order = ("free", True) if task.timing == "cyclic" else (task.timing, False)
     frame, bounds = c.frame, c.bounds
-    m = _resolved(task, m)
+    given, m = m, _resolved(task, m)
     t, centre, scale = _as_targets(target_points, who)
     n = t.shape[0]
     if crank_angles is not None:
@@ -1441,11 +1388,20 @@ def _path_generation(who: str, task: Path, c: Constraints, m: MultiStart) -> Syn
     if phase is not None and timing != "prescribed":
         raise ValueError(f"{who}: `phase` fixes prescribed timing's crank angles; pass timing='prescribed'")
     if mechanism is not None:
+        if not (m.quick and timing == "prescribed"):
+            inputs = None if timing != "prescribed" else (inc if crank_angles is not None else None)
+            mode = "cyclic" if cyclic_order else timing
+            group = _linkage_group(mechanism)
+            if given.screen is None and m.screen and group:
+                m = dataclasses.replace(m, screen=m.screen // 4)  # (its tracer costs a sweep)
+            if given.steps is None and not m.quick and not group:
+                m = dataclasses.replace(m, steps=_LINKAGE_STEPS)
+            return _linkage_path(who, t, centre, scale, mechanism, tracer, mode, inputs, c, m)
         for name in ("starts", "steps"):
             check_count(who, name, getattr(m, name))
         if m.screen or m.hops or m.atlas:
             raise ValueError(
-                f"{who}: `screen`, `hops` and `atlas` search four-bars; a `mechanism` is fitted from perturbed "
+                f"{who}: `screen`, `hops` and `atlas` search; `quick=True` fits a `mechanism` from perturbed "
                 "copies of it (`starts`, `spread`)"
             )
         check_scalar(who, "spread", m.spread, nonnegative=True)
@@ -1638,15 +1594,17 @@ class Path(AbstractTask):
       i);
     - `crank_angles`, `phase`: prescribed timing's crank angles and fixed phase (as in
       `path_generation`);
-    - `mechanism`, `tracer`: a planar `Linkage` to synthesise instead of a four-bar, and
-      the joint that traces the path (prescribed timing).
+    - `mechanism`, `tracer`: a planar `Linkage` with one revolute input to synthesise
+      instead of a four-bar (its topology; a list of them: type synthesis, one result
+      each from `synthesize`), and the joint that traces the path (default: its one
+      tracer).
     """
 
     target_points: Any
     timing: Timing = "free"
     crank_angles: Any = None
     phase: Any = None
-    mechanism: Linkage | None = None
+    mechanism: Linkage | Sequence[Linkage] | None = None
     tracer: str | None = None
     starts: ClassVar[int] = 32
     steps: ClassVar[int] = 300
@@ -1792,8 +1750,7 @@ def _resolved(task: AbstractTask, m: MultiStart) -> MultiStart:
     """The search with the task's own default starts, steps and screen where it leaves
     them to the task: `quick` (or a linkage's fit), `task.starts` and `task.steps` and no
     screen; else `task.search`."""
-    quick = m.quick or getattr(task, "mechanism", None) is not None
-    starts, steps, screen = (task.starts, task.steps, 0) if quick else task.search
+    starts, steps, screen = (task.starts, task.steps, 0) if m.quick else task.search
     return dataclasses.replace(
         m,
         starts=starts if m.starts is None else m.starts,
@@ -1819,9 +1776,7 @@ def _parts(constraints, search, who) -> tuple[Constraints, MultiStart]:
     return constraints, search
 
 
-def synthesize(
-    task: AbstractTask, constraints: Constraints | None = None, search: MultiStart | None = None
-) -> Synthesis:
+def synthesize(task: AbstractTask, constraints: Constraints | None = None, search: MultiStart | None = None) -> Any:
     """Synthesise a four-bar (or a linkage) for `task`.
 
     **Arguments:** `task`: a `Path`, `Motion` or `Function`; `constraints`: a
@@ -1829,14 +1784,37 @@ def synthesize(
     (default: the task's starts and steps, no global phase).
 
     **Returns:** a `Synthesis`, as `path_generation`, `motion_generation` and
-    `function_generation` (their short forms) return it.
+    `function_generation` (their short forms) return it; for a `Path` whose
+    `mechanism` is a list of linkages, a list: the best design of each (None where
+    none meets every constraint).
 
     **Raises:** `ValueError` naming what is wrong; `InfeasibleError` (a
     `RuntimeError`) if no start meets every constraint, with the closest design found.
     """
     if not isinstance(task, AbstractTask):
         raise ValueError(f"synthesize: `task` must be a synthesis.Path, Motion or Function; got {type(task).__name__}")
-    return task.solve(Constraints() if constraints is None else constraints, MultiStart() if search is None else search)
+    c = Constraints() if constraints is None else constraints
+    m = MultiStart() if search is None else search
+    return _solved(task, c, m, "synthesize")
+
+
+def _solved(task: AbstractTask, c: Constraints, m: MultiStart, who: str) -> Any:
+    """`task.solve`, or type synthesis: a `Path` whose `mechanism` is a list of
+    linkages gives a list of the best design of each (None where none of its starts
+    meets every constraint, with a warning naming it)."""
+    kinds = getattr(task, "mechanism", None)
+    if not isinstance(kinds, list | tuple):
+        return task.solve(c, m, who=who)
+    if not kinds:
+        raise ValueError(f"{who}: `mechanism` is an empty list; give the linkages whose best designs to compare")
+    out = []
+    for lk in kinds:
+        try:
+            out.append(dataclasses.replace(task, mechanism=lk).solve(c, m, who=who))
+        except InfeasibleError as e:
+            warnings.warn(f"{who}: {e}", stacklevel=user_stacklevel())
+            out.append(None)
+    return out
 
 
 class FunctionSettings(TypedDict, total=False):
@@ -1894,10 +1872,10 @@ def path_generation(
     crank_angles=None,
     phase=None,
     cyclic_order: bool = False,
-    mechanism: Linkage | None = None,
+    mechanism: Linkage | Sequence[Linkage] | None = None,
     tracer: str | None = None,
     **settings: Unpack[PathSettings],
-) -> Synthesis:
+) -> Any:
     """Synthesise a mechanism whose coupler point passes through `target_points`.
 
     The short form of `synthesize(Path(...), Constraints(...), MultiStart(...))`: the
@@ -1931,10 +1909,25 @@ def path_generation(
     - `transmission`: `(μmin, μmax)` (rad): the transmission angle (between coupler and
       rocker, the angle at C) stays within these limits over the motion through the
       targets;
-    - `mechanism`, `tracer`: synthesise a `Linkage` (e.g. a six-bar) instead: its joint
-      coordinates move so that joint `tracer` passes through the targets at the
-      prescribed inputs (prescribed timing only), from `starts` perturbed copies of it
-      (`spread`, relative); the four-bar constraints do not apply;
+    - `mechanism`, `tracer`: synthesise a planar `Linkage` with one revolute input (a
+      six-bar: `diffmech.examples.six_bar`; any description) instead: the joint
+      `tracer` (default: the linkage's one tracer) through the targets with free,
+      cyclic or prescribed timing (`crank_angles`: its inputs at the targets, from its
+      initial configuration). The search takes `mechanism` as a topology: `screen`
+      random designs of it (every joint uniform in a square about the reference's
+      centroid, a quasi-random sequence; 1/4 as many for a linkage with a group larger
+      than a dyad, whose tracer costs a continuation sweep and a Newton solve), each laid
+      onto the targets by its curve's shape, the `starts` best polished by `steps`
+      (default 300; 100 with a larger group) Levenberg–Marquardt steps on every joint
+      coordinate and each target's input, each result checked by the closure core.
+      `full_rotation` (the input turns fully; cyclic timing implies it),
+      `transmission` (every RRR dyad's angle at its middle joint over the motion) and
+      `margin` (every dyad's angle at least this, as its sine, from a toggle) apply;
+      `frame`, `bounds`, `grashof`, `hops` and `atlas` do not. `quick=True`: from
+      `starts` perturbed copies of `mechanism` (`spread`, relative) instead of a screen
+      (prescribed timing: L-BFGS on the closure core's sweep). A list of linkages is
+      type synthesis: a list of the best design of each (None, with a warning, where
+      none meets every constraint);
     - the search (by default): `screen` quasi-random candidates (default 4096; a
       scrambled Sobol sequence over proportions, sizes, coupler points, orientations
       and both branches; half Grashof crank-rockers, half free), with free or cyclic
@@ -1968,9 +1961,10 @@ def path_generation(
     - `progress`: text progress bars on stderr, one per phase (`screen`, `fit`, each
       `hop`, `newton`; as in `diffmech.fit.fit`).
 
-    **Returns:** a `Synthesis`: the best design (a `PlacedFourBar` or a `Linkage`) that
-    meets every constraint as the closure core measures it, its absolute crank angles at
-    the targets, `objective` = Σ‖Cᵢ − targetᵢ‖², its path error, the loss history, and
+    **Returns:** a `Synthesis` (a list of them for a list of `mechanism`s): the best
+    design (a `PlacedFourBar` or a `Linkage`) that meets every constraint as the closure
+    core measures it, its absolute crank angles at the targets (a linkage: its inputs,
+    from its initial configuration), `objective` = Σ‖Cᵢ − targetᵢ‖², its path error, the loss history, and
     per-start errors and the success rate.
 
     **Raises:** `ValueError` naming the argument that is wrong; `InfeasibleError` (a
@@ -1985,7 +1979,7 @@ def path_generation(
         )
     task = Path(target_points, "cyclic" if cyclic_order else timing, crank_angles, phase, mechanism, tracer)
     constraints, search = _short_form(who, dict(settings), PathSettings)
-    return task.solve(constraints, search, who=who)
+    return _solved(task, constraints, search, who)
 
 
 def motion_generation(
@@ -2121,6 +2115,112 @@ def _linkage_generation(t, scale, lk, tracer, timing, inputs, m: MultiStart, who
         success_rate=float(jnp.mean(errors / scale <= m.tol)),
         fit=res,
         objective=float(jnp.sum((pts[b] - targets) ** 2)),
+    )
+
+
+# Levenberg–Marquardt's steps for a linkage that decomposes into dyads (a six-bar's
+# valleys are longer than a four-bar's: the cyclic test's Stephenson III reached 2.6e-5
+# in 100 + 200 steps, round-off in 300 + 600)
+_LINKAGE_STEPS = 300
+
+
+def _linkage_group(lk) -> bool:
+    """Whether a linkage's tracer needs a search (a group larger than a dyad)."""
+    from . import _linkage_synthesis as ls
+
+    return isinstance(lk, Linkage) and ls.closed_form(lk) is None
+
+
+def _linkage_checked(lk, tracer, who) -> int:
+    """The linkage `mechanism` and its `tracer` checked; the tracer's index (a linkage
+    with one tracer joint needs none named)."""
+    if not isinstance(lk, Linkage):
+        raise ValueError(f"{who}: `mechanism` must be a diffmech Linkage; got {type(lk).__name__}")
+    if lk.geometry != "planar":
+        raise ValueError(f"{who}: `mechanism` must be planar; {lk.name!r} is {lk.geometry}")
+    if tracer is None:
+        tracers = [n for n, t in zip(lk.names, lk.types) if t == "tracer"]
+        if len(tracers) != 1:
+            raise ValueError(f"{who}: name the joint that traces the path of {lk.name!r}: `tracer`")
+        tracer = tracers[0]
+    if tracer not in lk.names:
+        raise ValueError(f"{who}: `tracer` must name a joint of {lk.name!r} ({', '.join(lk.names)}); got {tracer!r}")
+    return lk.names.index(tracer)
+
+
+def _linkage_path(who, t, centre, scale, lk, tracer, timing, inputs, c: Constraints, m: MultiStart) -> Synthesis:
+    """`path_generation` of a linkage's topology by the global search
+    (`_linkage_synthesis.search`): free, cyclic or prescribed timing, from random
+    designs of the topology (`quick`: from `starts` perturbed copies of `lk`)."""
+    from . import _linkage_synthesis as ls
+
+    if isinstance(lk, Linkage) and ls.supported(lk) is not None:
+        raise ValueError(f"{who}: {ls.supported(lk)}")
+    k = _linkage_checked(lk, tracer, who)
+    for name in ("frame", "bounds"):
+        if getattr(c, name) is not None:
+            raise ValueError(f"{who}: `{name}` places a four-bar; a `mechanism` is placed by its joints")
+    if c.grashof:
+        raise ValueError(f"{who}: `grashof` is a four-bar's; a linkage's input turns fully with `full_rotation`")
+    if m.hops or m.atlas:
+        raise ValueError(f"{who}: `hops` and `atlas` search four-bars; a `mechanism` is searched by its `screen`")
+    if timing == "prescribed" and inputs is None:
+        raise ValueError(f"{who}: a linkage's prescribed timing needs `crank_angles` (its inputs at the targets)")
+    check_scalar(who, "margin", c.margin, nonnegative=True)
+    check_scalar(who, "tol", m.tol, positive=True)
+    assert m.starts is not None and m.steps is not None and m.screen is not None
+    for name, v in dict(starts=m.starts, steps=m.steps, seed=m.seed, screen=m.screen).items():
+        check_count(who, name, v, 1 if name in ("starts", "steps") else 0)
+    n = t.shape[0]
+    prob = ls.problem(
+        lk, k, (t - centre) / scale, timing, inputs, c.full_rotation, _transmission(c.transmission, who), c.margin
+    )
+    world = np.asarray(lk.coords, float)
+    lines = np.array([ty == "P" for ty in lk.types])
+    normalised = world.copy()
+    normalised[~lines, :2] = (world[~lines, :2] - centre) / scale
+    normalised[lines, 2] = (world[lines, 2] + world[lines, :2] @ centre) / scale
+    starts = None
+    if m.quick:  # perturbed copies of the given design
+        z = np.random.default_rng(m.seed).normal(0.0, m.spread, (m.starts,) + world.shape) * ls.free_mask(lk)
+        z[0] = 0.0
+        starts = (normalised[None] * (1 + z)).astype(np.dtype(lk.coords.dtype))
+    found = ls.search(prob, starts=m.starts, steps=m.steps, screen=m.screen, seed=m.seed, start_coords=starts)
+    coords = np.array(found.designs.coords)
+    coords[:, ~lines, :2] = coords[:, ~lines, :2] * scale + centre
+    coords[:, lines, 2] = coords[:, lines, 2] * scale - coords[:, lines, :2] @ centre
+    pts = found.points[:, :n] * scale + centre
+    dist = np.sqrt(np.sum((pts - t) ** 2, -1))
+    mu = found.mu
+    feasible = found.ok & np.all(np.isfinite(pts), axis=(1, 2))
+    if prob.transmission is not None:
+        lo, hi = prob.transmission
+        feasible &= (mu[:, 0] >= lo - 1e-9) & (mu[:, 1] <= hi + 1e-9)
+    errors = np.where(feasible, dist.mean(-1), np.inf)
+    res = _lm_fit(None, jax.device_put(coords), found.losses, found.grads, m.gtol)
+    if not np.any(np.isfinite(errors)):
+        raise InfeasibleError(
+            f"{who}: none of the {m.starts} starts of {lk.name!r} assembles through the targets on one branch "
+            "with every constraint met",
+            closest=None,
+            violations=("assembles through the targets (closure core)",)
+            + (("transmission",) if c.transmission is not None else ()),
+        )
+    b = int(np.argmin(errors))
+    design = eqx.tree_at(lambda d: d.coords, lk, jax.device_put(coords[b].astype(np.dtype(lk.coords.dtype))))
+    return Synthesis(
+        design=design,
+        inputs=jax.device_put(found.inputs[b, :n]),
+        points=jax.device_put(pts[b]),
+        error=float(errors[b]),
+        relative_error=float(errors[b]) / scale,
+        history=row(res.history, b),
+        errors=jax.device_put(errors),
+        valid=jax.device_put(feasible),
+        success_rate=float(np.mean(errors / scale <= m.tol)),
+        fit=eqx.tree_at(lambda r: r.model, res, design, is_leaf=lambda x: x is None),
+        objective=float(np.sum(dist[b] ** 2)),
+        constraints={"transmission": (float(mu[b, 0]), float(mu[b, 1])), "full_rotation": bool(c.full_rotation)},
     )
 
 

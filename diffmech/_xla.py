@@ -128,3 +128,21 @@ def size_class(n: int, sizes: tuple[int, ...]) -> int:
 def pad_rows(a: np.ndarray, size: int) -> np.ndarray:
     """`a` (on the host) with its last row repeated to `size` rows."""
     return np.concatenate([a, np.repeat(a[-1:], size - a.shape[0], axis=0)]) if size > a.shape[0] else a
+
+
+def host_rows(tree, rows):
+    """The rows `rows` of every array of `tree`, gathered on the host (no eager program)."""
+    return jax.tree.map(lambda a: jax.device_put(np.asarray(a)[rows]) if eqx.is_array(a) else a, tree)
+
+
+def with_host_rows(tree, rows, sub):
+    """`tree` with its rows `rows` replaced by `sub`'s, on the host."""
+
+    def put(a, b):
+        if not eqx.is_array(a):
+            return a
+        out = np.array(a)
+        out[rows] = np.asarray(b)
+        return jax.device_put(out)
+
+    return jax.tree.map(put, tree, sub)

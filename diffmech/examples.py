@@ -140,3 +140,122 @@ def three_rpr():
         lower=jax.device_put(np.float64(0.1)),
         upper=jax.device_put(np.float64(0.9)),
     )
+
+
+# The five one-degree-of-freedom six-bars of revolute joints (the inversions of Watt's
+# and Stephenson's chains): per type, the links (the ground "G" first; the tracer P on
+# the link named last in the tuple's third entry), the input link and pivot, and a
+# reference design (found by a random search for a fully turning input with every
+# dyad's transmission angle within 20°…160°, whose tracer's curve over a turn a four-bar
+# meets to no better than 1.8 %, 2.0 % and 4.6 % of its size (Watt I, Stephenson I and III,
+# 20 points, the four-bar search's default call); Watt II's tracer, on its second
+# four-bar's coupler, traces that four-bar's coupler curve whatever the design).
+_SIX_BARS = {
+    "watt1": (
+        "Watt I: Watt's chain on a binary ground; a four-bar whose crank and coupler are ternary, "
+        "and a dyad joining their third joints",
+        dict(G=("A0", "B0"), T1=("A0", "A", "E"), T2=("A", "B", "F"), L3=("B0", "B"), L4=("E", "D"), L5=("D", "F")),
+        ("T1", "A0", "L4"),
+        dict(
+            A0=(1.173, -0.911),
+            A=(-0.927, 1.182),
+            E=(-0.488, 0.097),
+            B=(0.53, -1.212),
+            B0=(0.815, 0.224),
+            F=(-0.432, -1.139),
+            D=(0.606, 0.871),
+            P=(0.311, -0.609),
+        ),
+    ),
+    "watt2": (
+        "Watt II: Watt's chain on a ternary ground; two four-bars in series, the first's rocker the second's crank",
+        dict(G=("A0", "B0", "C0"), L1=("A0", "A"), L2=("A", "B"), T=("B0", "B", "C"), L4=("C", "D"), L5=("D", "C0")),
+        ("L1", "A0", "L4"),
+        dict(
+            A0=(0.68, 0.34),
+            A=(-0.09, 0.45),
+            B=(1.26, 1.03),
+            B0=(2.56, -1.06),
+            C=(2.14, 1.39),
+            D=(3.21, 1.78),
+            C0=(2.89, 0.82),
+            P=(2.54, 3.0),
+        ),
+    ),
+    "stephenson1": (
+        "Stephenson I: Stephenson's chain on the binary link that joins the two ternaries' pivots; "
+        "a four-bar of ternary crank and rocker, and a dyad joining their third joints",
+        dict(G=("A0", "B0"), T1=("A0", "A", "E"), L2=("A", "B"), T2=("B0", "B", "F"), L4=("E", "D"), L5=("D", "F")),
+        ("T1", "A0", "L4"),
+        dict(
+            A0=(-0.278, 1.265),
+            A=(0.118, 0.948),
+            E=(-0.818, 1.283),
+            B=(-1.324, -0.183),
+            B0=(0.305, 0.077),
+            F=(-1.426, 1.142),
+            D=(-0.518, 0.031),
+            P=(-0.969, -1.101),
+        ),
+    ),
+    "stephenson2": (
+        "Stephenson II: Stephenson's chain on a binary link of its two-binary chain; from the ternary "
+        "crank, a triad (a class-III group: the second ternary held by three binaries) solved by a search",
+        dict(G=("A0", "D0"), T1=("A0", "A", "E"), L2=("A", "B"), L3=("E", "F"), T2=("B", "F", "D"), L5=("D", "D0")),
+        ("T1", "A0", "T2"),
+        dict(
+            A0=(-0.4, 0.06),
+            A=(0.71, -0.01),
+            E=(-0.1, 0.05),
+            B=(1.65, 1.16),
+            F=(1.57, 2.11),
+            D=(3.01, 1.23),
+            D0=(0.68, 0.37),
+            P=(2.11, 2.21),
+        ),
+    ),
+    "stephenson3": (
+        "Stephenson III: Stephenson's chain on a ternary ground; a four-bar whose ternary coupler is "
+        "joined to the ground by a dyad",
+        dict(G=("A0", "B0", "D0"), L1=("A0", "A"), L2=("A", "B", "C"), L3=("B0", "B"), L4=("C", "D"), L5=("D", "D0")),
+        ("L1", "A0", "L4"),
+        dict(
+            A0=(-1.061, 0.337),
+            A=(1.423, -0.863),
+            B=(-0.674, 1.339),
+            B0=(-1.378, -0.961),
+            C=(-1.3, -1.002),
+            D=(-0.958, 0.712),
+            D0=(0.438, 0.26),
+            P=(0.628, -1.288),
+        ),
+    ),
+}
+SIX_BARS = tuple(_SIX_BARS)
+
+
+def six_bar(kind: str) -> Linkage:
+    """A six-bar of revolute joints of one of the five one-degree-of-freedom types
+    (`SIX_BARS`: `"watt1"`, `"watt2"`, `"stephenson1"`, `"stephenson2"`,
+    `"stephenson3"`), with a tracer `P` on the link whose path only a six-bar traces,
+    the ground `G` and an input that turns fully. The design is a reference (the
+    search's starting topology, not a paper's); its description says how the type is
+    built. Watt I, Watt II, Stephenson I and III decompose into two dyads (solved in
+    closed form), Stephenson II into a triad.
+
+    **Arguments:** `kind`: one of `SIX_BARS`. **Returns:** a `Linkage`.
+    """
+    if kind not in _SIX_BARS:
+        raise ValueError(f"diffmech.examples.six_bar: unknown type {kind!r}; available: {SIX_BARS}")
+    about, links, (link, pivot, carrier), coords = _SIX_BARS[kind]
+    joints = {j: {"type": "tracer" if j == "P" else "R", "coords": list(xy)} for j, xy in coords.items()}
+    spec = {
+        "name": f"six_bar_{kind}",
+        "geometry": "planar",
+        "description": about + ".",
+        "joints": joints,
+        "links": {k: list(v) + (["P"] if k == carrier else []) for k, v in links.items()},
+        "ground": "G",
+        "input": {"type": "revolute", "link": link, "joint": pivot},
+    }
+    return Linkage.from_dict(spec)

@@ -342,7 +342,7 @@ def test_six_bar_synthesis_through_the_linkage_model():
     before = np.mean(
         np.linalg.norm(np.asarray(dm.linkage.sweep(lk0, inputs=u, condition=False)["J8"])[:, :2] - t, axis=1)
     )
-    r = S.path_generation(t, "prescribed", crank_angles=u, mechanism=lk0, tracer="J8", starts=2, steps=100)
+    r = S.path_generation(t, "prescribed", crank_angles=u, mechanism=lk0, tracer="J8", starts=2, steps=100, quick=True)
     assert isinstance(r.design, dm.Linkage)
     m = dm.linkage.sweep(r.design, inputs=u)
     assert bool(jnp.all(m.converged))
@@ -364,7 +364,7 @@ def test_linkage_synthesis_takes_a_description_with_mass_properties():
     rng = np.random.default_rng(0)
     lk0 = eqx.tree_at(lambda k: k.coords, lk, lk.coords * (1 + 0.01 * rng.normal(size=lk.coords.shape)))
     before = np.mean(np.linalg.norm(np.asarray(dm.linkage.sweep(lk0, inputs=u)["P"])[:, :2] - t, axis=1))
-    r = S.path_generation(t, "prescribed", crank_angles=u, mechanism=lk0, tracer="P", starts=2, steps=60)
+    r = S.path_generation(t, "prescribed", crank_angles=u, mechanism=lk0, tracer="P", starts=2, steps=60, quick=True)
     m = dm.linkage.sweep(r.design, inputs=u)
     assert bool(jnp.all(m.converged)) and r.design.masses is not None
     after = np.mean(np.linalg.norm(np.asarray(m["P"])[:, :2] - t, axis=1))

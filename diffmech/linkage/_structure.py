@@ -393,6 +393,40 @@ def predictor(lk: Linkage):
     return _closed_form(lk.topology, lk.names, lk.link_names)
 
 
+def closed_form(lk: Linkage):
+    """The closed form of a planar or spherical linkage that decomposes into dyads:
+    `solution(u, prep) -> (x, assembles)` at one input `u` (`prep`: `_model.prepare`'s;
+    each dyad on the side it has at the initial configuration, stretched straight
+    where it cannot assemble, `assembles` then False); None where the linkage does
+    not decompose into dyads."""
+    if lk.geometry == "spatial":
+        return None
+    plan = analyse(lk.topology, lk.names, lk.link_names)
+    if not plan.structure.closed_form or any(step[0] == "group" for step in plan.steps):
+        return None
+    return _closed_form(lk.topology, lk.names, lk.link_names).solution
+
+
+def group_search(lk: Linkage):
+    """For a planar linkage with a group larger than a dyad that the structure's search
+    solves: `solve(inputs, prep) -> (x, reached)`, the configurations along a path of
+    inputs (from the initial configuration's assembly modes on, each group's mode
+    followed by continuity); None otherwise."""
+    if lk.geometry != "planar":
+        return None
+    plan = analyse(lk.topology, lk.names, lk.link_names)
+    if not plan.structure.closed_form or not any(step[0] == "group" for step in plan.steps):
+        return None
+    return _searched(lk.topology, lk.names, lk.link_names).solve
+
+
+def revolute_dyads(lk: Linkage) -> tuple[tuple[int, int, int], ...]:
+    """Each RRR dyad of `lk`'s decomposition as its joints `(outer a, inner c, outer
+    b)`: its transmission angle is the angle at `c` between `c → a` and `c → b`."""
+    plan = analyse(lk.topology, lk.names, lk.link_names)
+    return tuple((st[3], st[5], st[6]) for st in plan.steps if st[0] == "RRR")
+
+
 @functools.lru_cache(maxsize=128)
 def _closed_form(topo, names, link_names):
     """One `ClosedForm` per topology (a static field of the sweep: the same object, so

@@ -175,3 +175,17 @@ def test_the_searchs_jacobian_matches_central_differences(kind):
 def test_bad_input_is_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
         S.path_generation(np.eye(3)[:, :2] + 0.1, **kwargs)
+
+
+@pytest.mark.slow
+def test_prescribed_timing_and_quick_starts_on_a_six_bar():
+    # prescribed timing (the inputs given, the planted design's own): the screen's best
+    # laid onto the targets by the similarity at the given inputs, then
+    # Levenberg–Marquardt on the coordinates alone; `quick=True` with free timing: starts
+    # perturbed from the given design
+    t, u, lk = _planted("stephenson1", 12, 2)
+    r = S.path_generation(t, "prescribed", crank_angles=u, mechanism=dm.examples.six_bar("stephenson1"))
+    _checked(r, t, 1e-5)  # (measured 1.7e-6: the polish creeps; the benchmarks page)
+    np.testing.assert_allclose(np.asarray(r.inputs), u, rtol=0, atol=0)
+    q = S.path_generation(t, mechanism=lk, quick=True, seed=3)  # from copies of the planted design itself
+    _checked(q, t, 1e-6)

@@ -75,11 +75,7 @@ def similarity_match(z, ok, targets, weight, turns: int = 8, rounds: int = 6):
 
     def match(ab, _):
         a, b = ab
-        paired = z[jnp.argmin(distances(a, b), axis=1)]
-        zm, tm = jnp.sum(as_c(w) * paired), jnp.sum(as_c(w) * targets)
-        spread = jnp.maximum(jnp.sum(w * jnp.abs(paired - zm) ** 2), 1e-300)
-        a = jnp.sum(as_c(w) * jnp.conj(paired - zm) * (targets - tm)) / as_c(spread)
-        return (a, tm - a * zm), None
+        return similarity_fit(z[jnp.argmin(distances(a, b), axis=1)], targets, weight), None
 
     def turned(u):
         a = u / as_c(rms)
@@ -90,3 +86,16 @@ def similarity_match(z, ok, targets, weight, turns: int = 8, rounds: int = 6):
     A, B, E = jax.vmap(turned)(cplx(jnp.cos(phi), jnp.sin(phi)))
     k = jnp.argmin(jnp.where(jnp.isfinite(E), E, jnp.inf))
     return A[k], B[k], E[k]
+
+
+def similarity_fit(z, targets, weight):
+    """The similarity `w ↦ a w + b` (complex) that takes the points `z` `(n,)` closest
+    to their partners `targets` `(n,)` in the `weight`ed least-squares sense, in closed
+    form: `(a, b)`."""
+    cplx = jax.lax.complex
+    as_c = lambda x: cplx(x, jnp.zeros_like(x))  # noqa: E731
+    w = weight / jnp.sum(weight)
+    zm, tm = jnp.sum(as_c(w) * z), jnp.sum(as_c(w) * targets)
+    spread = jnp.maximum(jnp.sum(w * jnp.abs(z - zm) ** 2), 1e-300)
+    a = jnp.sum(as_c(w) * jnp.conj(z - zm) * (targets - tm)) / as_c(spread)
+    return a, tm - a * zm

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _cache, _closure, _fit
-from ._geometry import similarity_match
+from ._geometry import similarity_fit, similarity_match
 from ._xla import host_rows, size_class, with_host_rows
 from .linkage import _simulate as lks
 from .linkage._model import Linkage, joint_coords, prepare, prepared_residual
@@ -266,7 +266,7 @@ def _placed(coords, prob: Problem):
     if prob.timing == "prescribed":
         Pp, okp, _ = curve(coords, prob, prob.inputs)
         zp = cplx(Pp[:, 0], Pp[:, 1])
-        a, b = _known_pairs(zp, T, prob.weight)
+        a, b = similarity_fit(zp, T, prob.weight)
         E = jnp.sum(prob.weight * jnp.abs(a * zp + b - T) ** 2)
         E = jnp.where(jnp.all(okp | ~real), E, jnp.inf)
         timing, sense = jnp.zeros_like(prob.weight), jnp.ones((), dtype)
@@ -279,16 +279,6 @@ def _placed(coords, prob: Problem):
     placed = _similar(coords, a, b, prob.lk)
     good = jnp.isfinite(E) & (jnp.abs(a) > 0)
     return Design(jnp.where(good, placed, coords), timing, sense), good
-
-
-def _known_pairs(z, T, weight):
-    """The similarity `a z + b` closest to `T` in the weighted least-squares sense."""
-    as_c = lambda x: jax.lax.complex(x, jnp.zeros_like(x))  # noqa: E731
-    w = weight / jnp.sum(weight)
-    zm, tm = jnp.sum(as_c(w) * z), jnp.sum(as_c(w) * T)
-    spread = jnp.maximum(jnp.sum(w * jnp.abs(z - zm) ** 2), 1e-300)
-    a = jnp.sum(as_c(w) * jnp.conj(z - zm) * (T - tm)) / as_c(spread)
-    return a, tm - a * zm
 
 
 def _start_timing(theta, real):

@@ -2058,18 +2058,12 @@ def _linkage_generation(t, scale, lk, tracer, timing, inputs, m: MultiStart, who
     targets at the prescribed inputs."""
     starts, steps = m.starts, m.steps
     assert starts is not None and steps is not None
-    if not isinstance(lk, Linkage):
-        raise ValueError(f"{who}: `mechanism` must be a diffmech Linkage; got {type(lk).__name__}")
-    if lk.geometry != "planar":
-        raise ValueError(f"{who}: `mechanism` must be planar; {lk.name!r} is {lk.geometry}")
+    k = _linkage_checked(lk, tracer, who)
     if timing != "prescribed" or inputs is None:
         raise ValueError(
             f"{who}: a linkage is synthesised with prescribed timing: pass timing='prescribed' "
             "and `crank_angles` (its inputs at the targets, the first 0)"
         )
-    if tracer not in lk.names:
-        raise ValueError(f"{who}: `tracer` must name a joint of {lk.name!r} ({', '.join(lk.names)}); got {tracer!r}")
-    k = lk.names.index(tracer)
     u = jnp.asarray(inputs, lk.coords.dtype)
     targets = jnp.asarray(t, lk.coords.dtype)
     spread_abs = m.spread * float(jnp.max(jnp.abs(lk.coords)))

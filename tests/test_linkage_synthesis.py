@@ -65,6 +65,14 @@ def test_a_similarity_of_the_coordinates_moves_the_curve_by_it(name):
     after, _ = _core(moved, u, tracer)
     z = a * (before[:, 0] + 1j * before[:, 1]) + b
     np.testing.assert_allclose(after, np.c_[z.real, z.imag], rtol=0, atol=1e-10)
+    # each line's offset (a gauge of the kinematics, which read it relative to the points):
+    # the moved line passes through the image of a point of the old one
+    C, M = np.asarray(lk.coords), np.asarray(coords)
+    for j in np.flatnonzero(np.array(lk.types) == "P"):
+        n, c = C[j, :2], C[j, 2]
+        p = -c * n / (n @ n)  # on n·p + c = 0
+        w = a * (p[0] + 1j * p[1]) + b
+        assert abs(M[j, :2] @ [w.real, w.imag] + M[j, 2]) <= 1e-12 * np.linalg.norm(M[j, :2])
 
 
 def _planted(kind, n, seed, *, deform=0.05):

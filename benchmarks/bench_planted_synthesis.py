@@ -25,8 +25,13 @@ success rate, the median relative error, the median time of a problem whose size
 median time of the first of each class (with its compilations). The configurations:
 `default` (the call as written, `path_generation(T, ...)`) and `quick` (`quick=True`).
 
+`--peer-problems K`: pylinkage's particle swarm on the first K problems of each mode,
+each in the median time diffmech's default call took after compilation in the same run
+(`benchmarks/peers/pylinkage_synthesis.py`; with free or cyclic timing its fitness is
+each target's distance to the curve sampled over a turn, the order not imposed).
+
     python benchmarks/bench_planted_synthesis.py [--problems 12] [--modes free,cyclic,prescribed]
-        [--configs default,quick] [--family crank-rocker] [--noise 0.001]
+        [--configs default,quick] [--family crank-rocker] [--noise 0.001] [--peer-problems 20]
 
 Writes benchmarks/results/planted_synthesis.json (the rows of other modes and
 configurations already there are kept). Run it alone.
@@ -173,6 +178,37 @@ def _size_class(n: int) -> int:
     return _size_class(n)
 
 
+def _peer(args, mode: str, budget: float) -> dict:
+    """pylinkage's particle swarm (`benchmarks/peers/pylinkage_synthesis.py`) on the
+    first `--peer-problems` problems, each given the median time of diffmech's default
+    call after compilation in this run (free and cyclic timing: each target's distance
+    to the sampled curve, the order not imposed)."""
+    from benchmarks.peers import pylinkage_synthesis as peer
+
+    if not peer.available():
+        raise SystemExit("--peer-problems needs pylinkage and numba (pip install -e '.[bench]')")
+    errors, evaluations = [], []
+    for i in range(args.peer_problems):
+        problem = planted(args.first_seed + i, mode, args.family, args.noise)
+        T = problem["targets"]
+        rms = np.sqrt(np.mean(np.sum((T - T.mean(0)) ** 2, 1)))
+        angles = problem["angles"] if mode == "prescribed" else None
+        out = peer.run(T, angles, budget_s=budget, seed=i)
+        x = out["best_params"]
+        d = np.inf if x is None else (peer.evaluate(x, T, angles) if angles is not None else peer.free_error(x, T))
+        errors.append(float(d / rms))
+        evaluations.append(out["evaluations"])
+        print(f"{mode} pylinkage problem {i}: relative error {errors[-1]:.2e} in {out['wall_s']:.1f} s", flush=True)
+    return dict(
+        solved=int(sum(e <= SOLVED for e in errors)),
+        problems=len(errors),
+        median_relative_error=statistics.median(errors),
+        budget_s=budget,
+        median_evaluations=statistics.median(evaluations),
+        errors=errors,
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--problems", type=int, default=12)
@@ -181,6 +217,7 @@ def main() -> None:
     ap.add_argument("--family", default="crank-rocker", choices=FAMILIES)
     ap.add_argument("--noise", type=float, default=0.0, help="noise on the targets, relative to their size")
     ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--peer-problems", type=int, default=0, help="pylinkage's swarm on the first K problems")
     args = ap.parse_args()
     rows = {}
     for mode in args.modes.split(","):
@@ -217,6 +254,8 @@ def main() -> None:
                 f"{key}: {solved}/{len(errors)} solved, median error {statistics.median(errors):.2e}, "
                 f"median {rows[key]['median_s']} s after compilation"
             )
+            if name == "default" and args.peer_problems and times:
+                rows[key.replace("/default", "/pylinkage")] = _peer(args, mode, statistics.median(times))
     path = os.path.join(ROOT, "benchmarks", "results", "planted_synthesis.json")
     if os.path.exists(path):  # the other modes and configurations measured before stay
         with open(path) as fh:

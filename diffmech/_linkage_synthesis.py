@@ -22,7 +22,7 @@ import numpy as np
 
 from . import _cache, _closure, _fit
 from ._geometry import similarity_fit, similarity_match
-from ._xla import host_rows, size_class, with_host_rows
+from ._xla import host_rows, in_chunks, size_class, with_host_rows
 from .linkage import _simulate as lks
 from .linkage._model import Linkage, joint_coords, prepare, prepared_residual
 from .linkage._structure import closed_form, group_search, revolute_dyads
@@ -455,11 +455,12 @@ def search(prob: Problem, *, starts: int, steps: int, screen: int, seed: int, st
     f = np.asarray(f)
     top = np.argsort(np.where(np.isfinite(f), f, np.inf), kind="stable")[:starts]
     d = host_rows(d, top)
-    d, losses, grads = _polish_batch(d, prob, steps)
+    chunk = max(1, starts // 8)
+    d, losses, grads = in_chunks(lambda x: _polish_batch(x, prob, steps), d, chunk)
     losses, grads = np.asarray(losses), np.asarray(grads)
-    best = np.argsort(np.where(np.isfinite(losses[:, -1]), losses[:, -1], np.inf), kind="stable")[: max(1, starts // 8)]
+    best = np.argsort(np.where(np.isfinite(losses[:, -1]), losses[:, -1], np.inf), kind="stable")[:chunk]
     # the finish: the best eighth twice more, then (constraints beyond assembly) twice at
-    # each raised penalty weight, all by one program
+    # each raised penalty weight, all by the polish's program (`chunk` starts at a time)
     sub = host_rows(d, best)
     base = np.asarray(prob.penalty)
     weights = [base] * 2

@@ -37,7 +37,7 @@ from . import _cache, _fit
 from ._geometry import attitude, rotation, similarity_match
 from ._progress import TextProgress
 from ._validate import ArgumentTypeError, as_floats, check_array, check_count, check_scalar, user_stacklevel
-from ._xla import eager_program, filter_jit, host_rows, pad_rows, row, size_class, with_host_rows
+from ._xla import eager_program, filter_jit, host_rows, in_chunks, pad_rows, row, size_class, with_host_rows
 from .fourbar import _kinematics as fbk
 from .fourbar._model import FourBar
 from .linkage import _simulate as lks
@@ -437,17 +437,58 @@ def _hinges(c, prob, theta, gap, samples=32):
     l = c.lengths
     if prob.window:
         terms.append((1.0, jnp.concatenate([jax.nn.relu(l - 50.0), jax.nn.relu(0.02 - l)])))
+    # Grashof and the crank's full turn admit their boundary (a change-point linkage,
+    # where some published optima lie); `_onto_boundary` settles the finish's designs on it
     if prob.grashof:
-        # inside by 1/20 of `margin` of the perimeter (1e-3 by default; 0 reaches the boundary)
-        terms.append((1.0, jax.nn.relu(_grashof_excess(l) + 0.05 * prob.margin * jnp.sum(l))[None]))
+        terms.append((1.0, jax.nn.relu(_grashof_excess(l))[None]))
     if prob.full_rotation:
         c_min, c_max = fbk.crank_limit_cosines(l)
-        terms.append((1.0, jax.nn.relu(jnp.stack([1.0 + prob.margin - c_min, c_max + 1.0 + prob.margin]))))
+        terms.append((1.0, jax.nn.relu(jnp.stack([1.0 - c_min, c_max + 1.0]))))
     if prob.transmission is not None:
         lo, hi = prob.transmission
         mu = _transmission_angle(q_s)
         terms.append((each, jnp.concatenate([jax.nn.relu(lo + 0.01 - mu), jax.nn.relu(mu - hi + 0.01)])))
     return terms
+
+
+# a design outside the Grashof or full-turn boundary by at most this (of its perimeter)
+# is moved onto it: a quadratic penalty's minimiser lies just outside an active
+# constraint (by about its multiplier over twice the weight), where the check rejects it
+_ONTO = 1e-3
+
+
+def _length_constraints(L: np.ndarray, grashof: bool, full: bool):
+    """The length constraints that are linear in the lengths `(k, 4)` (crank, coupler,
+    rocker, ground), each as `(value, gradient)`, met where the value is ≤ 0: Grashof's
+    `s + ℓ − p − q`; the crank's full turn `|l2 − l3| − |l4 − l1|` (cos θmin ≥ 1) and
+    `l1 + l4 − l2 − l3` (cos θmax ≤ −1)."""
+    out = []
+    if grashof:
+        g = np.zeros_like(L)
+        np.put_along_axis(g, np.argsort(L, axis=-1), np.array([[1.0, -1.0, -1.0, 1.0]]), axis=-1)
+        out.append((np.sum(g * L, -1), g))
+    if full:
+        l1, l2, l3, l4 = L.T
+        s23, s41 = np.sign(l2 - l3), np.sign(l4 - l1)
+        out.append((np.abs(l2 - l3) - np.abs(l4 - l1), np.stack([s41, s23, -s23, -s41], -1)))
+        out.append((l1 + l4 - l2 - l3, np.broadcast_to(np.array([1.0, -1.0, -1.0, 1.0]), L.shape)))
+    return out
+
+
+def _onto_boundary(lengths, grashof: bool, full: bool) -> np.ndarray:
+    """Lengths `(k, 4)` within `_ONTO` of their perimeter outside the Grashof or full-turn
+    boundary moved onto it (to 1e-12 of the perimeter inside), by alternating
+    projections onto each violated constraint's plane; the others unchanged."""
+    L = np.array(lengths, float)
+    per = L.sum(-1)
+    near = np.all([v <= _ONTO * per for v, _ in _length_constraints(L, grashof, full)], axis=0)
+    for _ in range(8):
+        for k in range(len(_length_constraints(L, grashof, full))):
+            v, g = _length_constraints(L, grashof, full)[k]
+            move = near & (v > 0)
+            step = (v + 1e-12 * per)[:, None] * g / np.sum(g * g, -1, keepdims=True)
+            L = L - np.where(move[:, None], step, 0.0)
+    return L
 
 
 def _penalties(c, prob, theta, gap):
@@ -861,6 +902,13 @@ def _search(q: _Query, c: Constraints, m: MultiStart, who: str) -> Synthesis:
     c0 = _screened(seeder, m) if m.screen else seeder.candidates(m.starts, quasi=False)
     names = _trainable(q, kind, fixed)
     rounds = _polish_rounds(c0, prob, names, "lengths" not in lo, m, rng)
+    if (prob.grashof or prob.full_rotation) and "lengths" in names:
+        dtype = np.dtype(jnp.asarray(0.0).dtype)
+        rounds = [
+            (res_r, eqx.tree_at(lambda x: x.lengths, cands_r, jax.device_put(on.astype(dtype))))
+            for res_r, cands_r in rounds
+            for on in [_onto_boundary(cands_r.lengths, prob.grashof, prob.full_rotation)]
+        ]
     # the best design that meets every constraint over all rounds (a later round's
     # polish may push its starts onto a constraint's boundary, where the check fails)
     best, error = None, None
@@ -1048,12 +1096,14 @@ def _trainable(q: _Query, kind, fixed) -> list[str]:
     return names
 
 
-def _lm_round(c, prob, names, log_lengths: bool, iterations: int, gtol, label):
+def _lm_round(c, prob, names, log_lengths: bool, iterations: int, gtol, label, chunk: int):
     """Levenberg–Marquardt (`_newton_polish`) on every start of `c` for
-    `iterations` steps, as a `FitResult` (its `time` NaN: the iterations run as one
-    program) and the candidates."""
+    `iterations` steps, `chunk` starts at a time (one program for the polish of every
+    start and the finish of the best), as a `FitResult` (its `time` NaN: the iterations
+    run as one program) and the candidates."""
     meter = TextProgress(label) if label else None
-    done, losses, grads = _newton_batch(c, prob, tuple(names), log_lengths, iterations)
+    run = lambda x: _newton_batch(x, prob, tuple(names), log_lengths, iterations)  # noqa: E731
+    done, losses, grads = in_chunks(run, c, chunk)
     losses, grads = np.asarray(losses), np.asarray(grads)
     final = losses[:, -1]
     best = int(np.argmin(np.where(np.isfinite(final), final, np.inf)))
@@ -1102,9 +1152,13 @@ def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
     trainable = lambda cand: tuple(getattr(cand, k) for k in names)  # noqa: E731
     positive = (lambda cand: cand.lengths) if free_lengths else None
 
+    n_elite = max(1, starts // 8)
+
     def polish(c, label):
         if not m.quick:
-            return _lm_round(c, prob, names, positive is not None, steps, m.gtol, label if m.progress else None)
+            return _lm_round(
+                c, prob, names, positive is not None, steps, m.gtol, label if m.progress else None, n_elite
+            )
         res = _fit.fit(
             _loss,
             c,
@@ -1123,7 +1177,6 @@ def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
     # basin hopping: the best eighth of the polished starts, each kept once as it is and
     # copied with its free coordinates perturbed (log-normally for unbounded lengths),
     # polished again by the same program; the perturbation shrinks by _DECAY a round
-    n_elite = max(1, starts // 8)
     for r in range(hops):
         rows = _elite(res, starts)[np.arange(starts) % n_elite]
         base = host_rows(cands, rows)
@@ -1138,20 +1191,25 @@ def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
         rounds.append((res, cands))
     # the best eighth finished by Levenberg–Marquardt: L-BFGS creeps near a zero-residual
     # optimum, where Gauss–Newton converges quadratically; after the search's own
-    # Levenberg–Marquardt, more steps for the best
+    # Levenberg–Marquardt, twice its steps more for the best, by its own program
     top = _elite(res, n_elite)
-    sub = host_rows(cands, top)
+    done = host_rows(cands, top)
     label = "newton" if m.progress else None
-    finish = _FINISH * (1 if m.quick else 2)
-    _, done = _lm_round(sub, prob, names, positive is not None, finish, m.gtol, label)
+    finish, times = (_FINISH, 1) if m.quick else (steps, 2)
+
+    def finished(d, p):
+        for _ in range(times):
+            _, d = _lm_round(d, p, names, positive is not None, finish, m.gtol, label, n_elite)
+        return d
+
+    done = finished(done, prob)
     cands = with_host_rows(cands, top, done)
     rounds.append((res, cands))
     if prob.transmission is not None or prob.grashof or prob.full_rotation:
         # the quadratic penalty's optimum lies outside its constraint by an amount that
         # falls with its weight: the finish again, the weight raised, from where it ended
         for k in (1, 2):
-            raised = dataclasses.replace(prob, penalty=prob.penalty * _RAISE**k)
-            _, done = _lm_round(done, raised, names, positive is not None, finish, m.gtol, label)  # the same program
+            done = finished(done, dataclasses.replace(prob, penalty=prob.penalty * _RAISE**k))
             cands = with_host_rows(cands, top, done)
             rounds.append((res, cands))
     return rounds
@@ -1185,7 +1243,7 @@ def _atlas_starts(targets, count, dtype, progress=False, size=None) -> _Candidat
 # best of those tried on the literature problems (docs/benchmarks.md, "Measurements behind the code")
 _HOP = 0.5
 _DECAY = 0.7
-# Levenberg–Marquardt's steps in the finish of `quick` (twice as many after the search's own)
+# Levenberg–Marquardt's steps in the finish of `quick` (the default: twice its own `steps`)
 _FINISH = 100
 
 
@@ -1954,10 +2012,11 @@ def path_generation(
       each scaled, turned and placed onto the targets, join the screen's candidates;
       the best of them take at most a quarter of the starts;
     - `tol`: a start succeeds when its relative path error is ≤ `tol`;
-    - `margin`: keep every target at least this far (relative to the targets' size) from
-      a toggle position of the crank (and, with `grashof`, the search 1/20 of it, of the
-      perimeter, inside the Grashof boundary); `margin=0` lets the search reach the
-      boundary, where some published optima lie (change-point linkages);
+    - `margin`: keep every target, and the motion between them, at least this far
+      (relative to the targets' size) from a toggle position of the crank. `grashof` and
+      `full_rotation` admit their boundary (a change-point linkage, where some published
+      optima lie): a design the finish leaves just outside it (within 1e-3 of its
+      perimeter) is moved onto it before the check;
     - `progress`: text progress bars on stderr, one per phase (`screen`, `fit`, each
       `hop`, `newton`; as in `diffmech.fit.fit`).
 

@@ -135,6 +135,17 @@ def host_rows(tree, rows):
     return jax.tree.map(lambda a: jax.device_put(np.asarray(a)[rows]) if eqx.is_array(a) else a, tree)
 
 
+def in_chunks(fn, tree, size: int):
+    """`fn` over the rows of `tree` taken `size` at a time (the last chunk padded by
+    repeating its last row), the results' rows joined on the host, the padding dropped:
+    one compiled program of `size` rows serves any number of rows (a search's polish of
+    every start and its finish of the best few)."""
+    n = jax.tree.leaves(tree)[0].shape[0]
+    parts = [fn(host_rows(tree, np.minimum(np.arange(s, s + size), n - 1))) for s in range(0, n, size)]
+    join = lambda *xs: jax.device_put(np.concatenate([np.asarray(x) for x in xs])[:n])  # noqa: E731
+    return jax.tree.map(lambda *xs: join(*xs) if eqx.is_array(xs[0]) else xs[0], *parts)
+
+
 def with_host_rows(tree, rows, sub):
     """`tree` with its rows `rows` replaced by `sub`'s, on the host."""
 

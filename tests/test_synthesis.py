@@ -869,3 +869,30 @@ def test_path_generation_with_atlas_candidates_keeps_the_cyclic_order(tmp_path, 
     assert r.relative_error <= 1e-9
     w = np.mod(r.inputs - r.inputs[0], 2 * np.pi)
     assert np.all(np.diff(w) > 0) or np.all(np.diff(np.mod(-(r.inputs - r.inputs[0]), 2 * np.pi)) > 0)
+
+
+def test_designs_just_outside_the_grashof_and_full_turn_boundaries_are_moved_onto_them():
+    """The finish leaves an active constraint's optimum just outside it; the projection
+    puts such designs on the boundary, judged by the closed forms (Grashof's excess, the
+    crank's limit cosines), and leaves feasible and far-off designs as they are."""
+    rng = np.random.default_rng(0)
+    # change-point crank-rockers (s + ℓ = p + q, crank shortest), nudged out by up to 1e-4
+    crank, coupler, rocker = rng.uniform(1.0, 1.5, 32), rng.uniform(3.0, 4.0, 32), rng.uniform(2.0, 3.0, 32)
+    ground = coupler + rocker - crank  # the longest: s + ℓ = p + q
+    L = np.stack([crank, coupler, rocker, ground], -1)
+    L[:, 3] *= 1 + rng.uniform(1e-6, 1e-4, 32)
+    feasible = np.array([[1.0, 3.0, 2.5, 2.8]])  # Grashof, crank shortest: turns fully
+    far = np.array([[1.0, 3.0, 2.0, 4.5]])  # s + ℓ − p − q = 0.5: too far out to move
+    L = np.concatenate([L, feasible, far])
+    out = S_._onto_boundary(L, grashof=True, full=True)
+    excess = S_._grashof_excess(out, np)
+    l1, l2, l3, l4 = out.T  # the crank's limits, law of cosines: it turns fully iff c_min ≥ 1 ≥ −c_max
+    c_min = (l1**2 + l4**2 - (l2 - l3) ** 2) / (2 * l1 * l4)
+    c_max = (l1**2 + l4**2 - (l2 + l3) ** 2) / (2 * l1 * l4)
+    per = out.sum(-1)
+    moved = slice(0, 32)
+    assert np.all(S_._grashof_excess(L[moved], np) > 0)  # outside before
+    assert np.all(excess[moved] <= 0) and np.all(excess[moved] > -1e-9 * per[moved])  # on the boundary
+    assert np.all(c_min[moved] >= 1 - 1e-12) and np.all(c_max[moved] <= -1 + 1e-12)
+    assert np.max(np.abs(out[moved] - L[moved])) <= 1e-4 * 4.0  # a move of the violation's size
+    np.testing.assert_array_equal(out[32:], L[32:])  # feasible, or too far out: unchanged

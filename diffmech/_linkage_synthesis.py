@@ -48,11 +48,14 @@ class Problem(eqx.Module):
     weight: jax.Array
     inputs: jax.Array
     penalty: jax.Array
+    lo: jax.Array  # (J, 2) each point joint's box (normalised; ±inf where unbounded)
+    hi: jax.Array
     tracer: int = eqx.field(static=True)
     timing: str = eqx.field(static=True)
     full_rotation: bool = eqx.field(static=True)
     transmission: tuple | None = eqx.field(static=True)
     margin: float = eqx.field(static=True)
+    bounded: bool = eqx.field(static=True)
 
 
 class Design(eqx.Module):
@@ -207,6 +210,10 @@ def residuals(d: Design, prob: Problem):
         jax.nn.relu(_SHORTEST - _dyad_lengths(d.coords, prob)),
         jax.nn.relu(jnp.abs(d.coords[:, :2]) - _FARTHEST).ravel(),
     ]
+    if prob.bounded:  # (a line's rows are unbounded: ±inf)
+        hinges.append(
+            jnp.concatenate([jax.nn.relu(prob.lo - d.coords[:, :2]), jax.nn.relu(d.coords[:, :2] - prob.hi)]).ravel()
+        )
     if prob.transmission is not None:
         lo, hi = prob.transmission
         c_lo, c_hi = float(np.cos(lo + 0.01)), float(np.cos(hi - 0.01))
@@ -422,9 +429,13 @@ class Found(NamedTuple):
     grads: np.ndarray
 
 
-def problem(lk, tracer, targets, timing, inputs, full_rotation, transmission, margin) -> Problem:
-    """The normalised problem (targets already normalised, padded to a size class)."""
+def problem(lk, tracer, targets, timing, inputs, full_rotation, transmission, margin, box=None) -> Problem:
+    """The normalised problem (targets already normalised, padded to a size class;
+    `box`: the joints' bounds `(lo, hi)`, each `(J, 2)`, normalised, ±inf where
+    unbounded, or None)."""
     n = targets.shape[0]
+    J = lk.coords.shape[0]
+    lo, hi = (np.full((J, 2), -np.inf), np.full((J, 2), np.inf)) if box is None else box
     size = size_class(n, _SIZES)
     dtype = np.dtype(lk.coords.dtype)
     pad = lambda a: np.concatenate([a, np.repeat(a[-1:], size - n, 0)]).astype(dtype)  # noqa: E731
@@ -434,11 +445,14 @@ def problem(lk, tracer, targets, timing, inputs, full_rotation, transmission, ma
         weight=jax.device_put((np.arange(size) < n).astype(dtype)),
         inputs=jax.device_put(pad(np.zeros(n) if inputs is None else np.asarray(inputs, float))),
         penalty=jax.device_put(np.asarray(_PENALTY, dtype)),
+        lo=jax.device_put(np.asarray(lo, dtype)),
+        hi=jax.device_put(np.asarray(hi, dtype)),
         tracer=tracer,
         timing=timing,
         full_rotation=bool(full_rotation),
         transmission=transmission,
         margin=float(margin),
+        bounded=box is not None,
     )
 
 
@@ -464,11 +478,15 @@ def search(prob: Problem, *, starts: int, steps: int, screen: int, seed: int, st
     sub = host_rows(d, best)
     base = np.asarray(prob.penalty)
     weights = [base] * 2
-    if prob.transmission is not None or prob.full_rotation:
+    if prob.transmission is not None or prob.full_rotation or prob.bounded:
         weights += [base * _RAISE] * 2 + [base * _RAISE**2] * 2
     for w in weights:
         sub, more, _ = _polish_batch(sub, eqx.tree_at(lambda p: p.penalty, prob, jax.device_put(w)), steps)
     d = with_host_rows(d, best, sub)
+    if prob.bounded:  # the penalty's optimum just outside a box: clamped onto it (a box's projection)
+        c = np.array(d.coords)
+        c[..., :2] = np.clip(c[..., :2], np.asarray(prob.lo), np.asarray(prob.hi))
+        d = eqx.tree_at(lambda x: x.coords, d, jax.device_put(c))
     final = np.array(losses)
     final[best, -1] = np.asarray(more)[:, -1]
     points, u, ok, lo, hi = (np.asarray(v) for v in _checked_batch(d, prob))

@@ -1463,6 +1463,13 @@ def _path_generation(who: str, task: Path, c: Constraints, m: MultiStart) -> Syn
                 "copies of it (`starts`, `spread`)"
             )
         check_scalar(who, "spread", m.spread, nonnegative=True)
+        given_c = [k for k in ("frame", "bounds", "transmission") if getattr(c, k) is not None]
+        given_c += [k for k in ("grashof", "full_rotation") if getattr(c, k)]
+        if given_c:
+            raise ValueError(
+                f"{who}: `quick=True` with prescribed timing fits a `mechanism` without constraints; drop `quick` "
+                f"to impose {given_c}"
+            )
         return _linkage_generation(t, scale, mechanism, tracer, timing, crank_angles, m, who)
     if crank_angles is None:
         inc = _TWO_PI * np.arange(n) / n
@@ -1980,10 +1987,13 @@ def path_generation(
       coordinate and each target's input, each result checked by the closure core.
       `full_rotation` (the input turns fully; cyclic timing implies it),
       `transmission` (every RRR dyad's angle at its middle joint over the motion) and
-      `margin` (every dyad's angle at least this, as its sine, from a toggle) apply;
-      `frame`, `bounds`, `grashof`, `hops` and `atlas` do not. `quick=True`: from
-      `starts` perturbed copies of `mechanism` (`spread`, relative) instead of a screen
-      (prescribed timing: L-BFGS on the closure core's sweep). A list of linkages is
+      `margin` (every dyad's angle at least this, as its sine, from a toggle) apply, and
+      `bounds` as boxes of the joints, `{joint: ((x_min, y_min), (x_max, y_max))}`
+      (`"joints"`: every point joint; ±inf leaves a side open; each design the finish
+      leaves just outside is clamped into it before the check); `frame`, `grashof`,
+      `hops` and `atlas` do not. `quick=True`: from `starts` perturbed copies of
+      `mechanism` (`spread`, relative) instead of a screen (prescribed timing: L-BFGS on
+      the closure core's sweep, without constraints). A list of linkages is
       type synthesis: a list of the best design of each (None, with a warning, where
       none meets every constraint);
     - the search (by default): `screen` quasi-random candidates (default 4096; a
@@ -2201,6 +2211,36 @@ def _linkage_checked(lk, tracer, who) -> int:
     return lk.names.index(tracer)
 
 
+def _joint_box(lk, bounds, who):
+    """A linkage's `bounds` (world units): `{joint: ((x_min, y_min), (x_max, y_max))}`,
+    `"joints"` for every point joint (a joint's own box then replaces it); ±inf leaves
+    a side open. Returns `(lo, hi)`, each `(J, 2)` (±inf where unbounded; a line's rows
+    too), or None without bounds."""
+    if bounds is None:
+        return None
+    if not isinstance(bounds, dict):
+        raise ValueError(f"{who}: a linkage's `bounds` must be a dict {{joint: ((x_min, y_min), (x_max, y_max))}}")
+    points = [n for n, ty in zip(lk.names, lk.types) if ty != "P"]
+    J = len(lk.names)
+    lo, hi = np.full((J, 2), -np.inf), np.full((J, 2), np.inf)
+    for key in sorted(bounds, key=lambda k: k != "joints"):  # "joints" first, a joint's own box after
+        if key != "joints" and key not in points:
+            raise ValueError(
+                f"{who}: `bounds` names {key!r}, not a point joint of {lk.name!r}; use one of {points} or 'joints'"
+            )
+        try:
+            box = np.asarray(bounds[key], float)
+        except (TypeError, ValueError):
+            box = None
+        if box is None or box.shape != (2, 2) or np.any(np.isnan(box)) or np.any(box[0] > box[1]):
+            raise ValueError(
+                f"{who}: `bounds[{key!r}]` must be ((x_min, y_min), (x_max, y_max)) with min ≤ max; got {bounds[key]!r}"
+            )
+        rows = [lk.names.index(n) for n in (points if key == "joints" else [key])]
+        lo[rows], hi[rows] = box[0], box[1]
+    return lo, hi
+
+
 def _linkage_path(who, t, centre, scale, lk, tracer, timing, inputs, c: Constraints, m: MultiStart) -> Synthesis:
     """`path_generation` of a linkage's topology by the global search
     (`_linkage_synthesis.search`): free, cyclic or prescribed timing, from random
@@ -2210,9 +2250,8 @@ def _linkage_path(who, t, centre, scale, lk, tracer, timing, inputs, c: Constrai
     if isinstance(lk, Linkage) and ls.supported(lk) is not None:
         raise ValueError(f"{who}: {ls.supported(lk)}")
     k = _linkage_checked(lk, tracer, who)
-    for name in ("frame", "bounds"):
-        if getattr(c, name) is not None:
-            raise ValueError(f"{who}: `{name}` places a four-bar; a `mechanism` is placed by its joints")
+    if c.frame is not None:
+        raise ValueError(f"{who}: `frame` places a four-bar; a `mechanism` is placed by its joints (`bounds`)")
     if c.grashof:
         raise ValueError(f"{who}: `grashof` is a four-bar's; a linkage's input turns fully with `full_rotation`")
     if m.hops or m.atlas:
@@ -2225,8 +2264,17 @@ def _linkage_path(who, t, centre, scale, lk, tracer, timing, inputs, c: Constrai
     for name, v in dict(starts=m.starts, steps=m.steps, seed=m.seed, screen=m.screen).items():
         check_count(who, name, v, 1 if name in ("starts", "steps") else 0)
     n = t.shape[0]
+    box = _joint_box(lk, c.bounds, who)
     prob = ls.problem(
-        lk, k, (t - centre) / scale, timing, inputs, c.full_rotation, _transmission(c.transmission, who), c.margin
+        lk,
+        k,
+        (t - centre) / scale,
+        timing,
+        inputs,
+        c.full_rotation,
+        _transmission(c.transmission, who),
+        c.margin,
+        None if box is None else ((box[0] - centre) / scale, (box[1] - centre) / scale),
     )
     world = np.asarray(lk.coords, float)
     lines = np.array([ty == "P" for ty in lk.types])
@@ -2249,6 +2297,9 @@ def _linkage_path(who, t, centre, scale, lk, tracer, timing, inputs, c: Constrai
     if prob.transmission is not None:
         lo, hi = prob.transmission
         feasible &= (mu[:, 0] >= lo - 1e-9) & (mu[:, 1] <= hi + 1e-9)
+    if box is not None:
+        slack = 1e-9 * scale
+        feasible &= np.all((coords[..., :2] >= box[0] - slack) & (coords[..., :2] <= box[1] + slack), axis=(1, 2))
     errors = np.where(feasible, dist.mean(-1), np.inf)
     res = _lm_fit(None, jax.device_put(coords), found.losses, found.grads, m.gtol)
     if not np.any(np.isfinite(errors)):
@@ -2257,7 +2308,8 @@ def _linkage_path(who, t, centre, scale, lk, tracer, timing, inputs, c: Constrai
             "with every constraint met",
             closest=None,
             violations=("assembles through the targets (closure core)",)
-            + (("transmission",) if c.transmission is not None else ()),
+            + (("transmission",) if c.transmission is not None else ())
+            + (("bounds",) if box is not None else ()),
         )
     b = int(np.argmin(errors))
     design = eqx.tree_at(lambda d: d.coords, lk, jax.device_put(coords[b].astype(np.dtype(lk.coords.dtype))))

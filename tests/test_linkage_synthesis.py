@@ -146,7 +146,10 @@ def test_the_searchs_jacobian_matches_central_differences(kind):
     lk = dm.examples.six_bar(kind)
     u = np.linspace(0.3, 5.5, 6)
     P = _core(lk, u)[0] + 0.05  # targets off the curve
-    prob = ls.problem(lk, lk.names.index("P"), P, "free", None, False, (1.5, 1.6), 0.02)
+    # a box that the initial design's first two joints leave by 0.1 (its hinge active)
+    lo, hi = np.full((lk.coords.shape[0], 2), -np.inf), np.full((lk.coords.shape[0], 2), np.inf)
+    lo[:2] = np.asarray(lk.coords)[:2, :2] + 0.1
+    prob = ls.problem(lk, lk.names.index("P"), P, "free", None, False, (1.5, 1.6), 0.02, (lo, hi))
     d = ls.Design(lk.coords, jnp.asarray(u), jnp.ones(()))  # (6 targets: a size class)
     free = np.flatnonzero(ls.free_mask(lk))
     flat = lk.coords.ravel()
@@ -158,8 +161,12 @@ def test_the_searchs_jacobian_matches_central_differences(kind):
     v = jnp.concatenate([flat[free], d.timing])
     J = np.asarray(jax.jit(jax.jacfwd(r))(v))
     r = jax.jit(r)
+    nj, nd = lk.coords.shape[0], len(ls.revolute_dyads(lk))
+    box = 2 * 6 + 6 * nd + (ls._GRID + 1) * nd + 2 * nd + 2 * nj  # (the box's hinges after the targets' and dyads')
+    assert np.count_nonzero(np.asarray(r(v))[box : box + 4 * nj]) == 4  # x and y of the two joints left
     if kind == "watt1":  # (Stephenson II has no dyad, so no dyad's hinge)
-        assert np.count_nonzero(np.asarray(r(v))[2 * 6 :]) > 0  # a hinge is active
+        rest = np.asarray(r(v))
+        assert np.count_nonzero(np.r_[rest[2 * 6 : box], rest[box + 4 * nj :]]) > 0  # a dyad's hinge is active
     h = 1e-6
     fd = np.stack(
         [(np.asarray(r(v.at[i].add(h))) - np.asarray(r(v.at[i].add(-h)))) / (2 * h) for i in range(v.size)], 1
@@ -173,7 +180,20 @@ def test_the_searchs_jacobian_matches_central_differences(kind):
         (dict(mechanism=dm.examples.rssr()), "planar"),
         (dict(mechanism=dm.examples.five_bar()), "one revolute input"),
         (dict(mechanism=dm.examples.six_bar("watt1"), tracer="Q"), "`tracer` must name a joint"),
-        (dict(mechanism=dm.examples.six_bar("watt1"), bounds={"lengths": (1, 2)}), "`bounds` places a four-bar"),
+        (dict(mechanism=dm.examples.six_bar("watt1"), bounds={"lengths": (1, 2)}), "not a point joint"),
+        (dict(mechanism=dm.examples.six_bar("watt1"), bounds={"A0": (0, 1)}), r"`bounds\['A0'\]` must be"),
+        (dict(mechanism=dm.examples.six_bar("watt1"), bounds={"joints": ((1, 1), (0, 2))}), "min ≤ max"),
+        (dict(mechanism=dm.examples.six_bar("watt1"), frame={"angle": 0.0}), "`frame` places a four-bar"),
+        (
+            dict(
+                mechanism=dm.examples.six_bar("watt1"),
+                timing="prescribed",
+                crank_angles=[0, 1, 2],
+                quick=True,
+                transmission=(0.5, 2.5),
+            ),
+            "without constraints",
+        ),
         (dict(mechanism=dm.examples.six_bar("watt1"), grashof=True), "`grashof` is a four-bar's"),
         (dict(mechanism=dm.examples.six_bar("watt1"), hops=2), "`hops`"),
         (dict(mechanism=dm.examples.six_bar("watt1"), timing="prescribed"), "needs `crank_angles`"),
@@ -197,3 +217,29 @@ def test_prescribed_timing_and_quick_starts_on_a_six_bar():
     np.testing.assert_allclose(np.asarray(r.inputs), u, rtol=0, atol=0)
     q = S.path_generation(t, mechanism=lk, quick=True, seed=3)  # from copies of the planted design itself
     _checked(q, t, 1e-6)
+
+
+@pytest.mark.slow
+def test_bounds_keep_the_joints_in_their_boxes():
+    # the ground pivots boxed about the planted design's (feasible: found as without a
+    # box, inside it); then a box that excludes the planted pivots: every joint inside
+    # it, the targets met less well
+    t, u, lk = _planted("stephenson3", 12, 3)
+    ref = dm.examples.six_bar("stephenson3")
+    ground = [n for n in ("A0", "B0", "D0", "C0") if n in ref.names]
+    sim = lambda x: 0.8 * np.exp(0.6j) * complex(*x) + (2.0 - 1.0j)  # noqa: E731  (`_planted`'s similarity)
+    at = {
+        n: np.array([sim(x).real, sim(x).imag]) for n in ground for x in [np.asarray(lk.coords)[lk.names.index(n), :2]]
+    }
+    box = {n: (x - 0.2, x + 0.2) for n, x in at.items()}
+    r = S.path_generation(t, "prescribed", crank_angles=u, mechanism=ref, bounds=box)
+    _checked(r, t, 1e-5)
+    for n, (lo, hi) in box.items():
+        x = np.asarray(r.design.coords)[r.design.names.index(n), :2]
+        assert np.all(x >= lo - 1e-12) and np.all(x <= hi + 1e-12)
+    first = ground[0]
+    away = {first: (at[first] + 0.5, at[first] + 1.0)}
+    q = S.path_generation(t, "prescribed", crank_angles=u, mechanism=ref, bounds=away)
+    x = np.asarray(q.design.coords)[q.design.names.index(first), :2]
+    assert np.all(x >= away[first][0] - 1e-12) and np.all(x <= away[first][1] + 1e-12)
+    assert q.relative_error > r.relative_error

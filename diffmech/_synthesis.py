@@ -724,10 +724,9 @@ def _plain_starts(n_starts, n_targets, rng, dtype):
 
 
 def _random_starts(n_starts, n_targets, rng, dtype, *, log_scale=(0.0, 0.0), quasi=False):
-    """Random four-bars, half of them Grashof: crank-rockers (crank shortest: they
-    assemble at every crank angle) and, in the screen, as many drag links (ground
-    shortest); half of free proportions (double rockers, change points: the targets may
-    lie on a part of a curve only), with random
+    """Random four-bars, half of them Grashof crank-rockers (crank shortest: they
+    assemble at every crank angle), half of free proportions (double rockers, drag
+    links, change points: the targets may lie on a part of a curve only), with random
     coupler points, orientations and sizes (log-uniform in `log_scale`), half on each
     branch (and, for cyclic timing, half of each turning each way). `quasi`: the draws
     from a scrambled Sobol sequence (the screen's candidates cover the box evenly)."""
@@ -752,10 +751,7 @@ def _random_starts(n_starts, n_targets, rng, dtype, *, log_scale=(0.0, 0.0), qua
     n_cr = (n_starts + 1) // 2 if keep_free.size else n_starts
     rows = np.r_[keep_cr[:n_cr], keep_free[: n_starts - n_cr]] if n_starts > 1 else keep_cr[:1]
     rows = np.sort(rows)[:n_starts]
-    # the Grashof draws alternate: a crank-rocker (the crank shortest), then the same
-    # proportions as a drag link (the ground shortest: both cranks turn fully)
-    grashof = np.where((k % 4 == 2)[:, None], np.c_[rest[:, 2], rest[:, 0], rest[:, 1], l1], np.c_[l1, rest])
-    lengths = np.where(half[rows, None], grashof[rows], free[rows])
+    lengths = np.where(half[rows, None], np.c_[l1, rest][rows], free[rows])
     size = np.exp(log_scale[0] + (log_scale[1] - log_scale[0]) * u[rows, 4])
     point = np.sqrt(-2 * np.log(np.clip(u[rows, 5:6], 1e-12, 1))) * 0.7
     point = point * np.c_[np.cos(2 * np.pi * u[rows, 6]), np.sin(2 * np.pi * u[rows, 6])]
@@ -2002,8 +1998,8 @@ def path_generation(
       none meets every constraint);
     - the search (by default): `screen` quasi-random candidates (default 4096; a
       scrambled Sobol sequence over proportions, sizes, coupler points, orientations
-      and both branches; half Grashof, crank-rockers and drag links, half free), with
-      free or cyclic timing each placed onto the targets by its curve's shape (its coupler curve
+      and both branches; half Grashof crank-rockers, half free), with free or cyclic
+      timing each placed onto the targets by its curve's shape (its coupler curve
       turned, scaled and moved by iterative closest points), ranked by their loss (the
       constraints' penalties included) in one vmapped program; the `starts` best
       (default 64) polished by `steps` (default 100) Levenberg–Marquardt steps on the

@@ -94,27 +94,39 @@ def _template():
     return pl.Linkage([A, D, crank, C, P], name="fourbar")  # trajectory index: A D B C P
 
 
-def _path(lk, params, runs):
-    """Tracer positions at the targets' crank angles, (n, 2); None if unbuildable.
-    `lk`: a `_template()` linkage (mutated), `runs`: `_gap_runs(crank_angles)`."""
+def _placed(lk, params):
+    """`lk` re-dimensioned and posed at the crank angle phi on branch b (as pylinkage's
+    own kinematic_default_test does: constraints, then positions: the grounds, B at
+    phi, C at the branch hint, P recomputed from B and C); the branch's sign, or None
+    if it cannot assemble there."""
     ax, ay, dx, dy, l1, l2, l3, dist, alpha, phi, b = (float(v) for v in params)
     side = 1.0 if b >= 0 else -1.0
     c0 = _c_closed_form(np.array([ax, ay]), np.array([dx, dy]), l1, l2, l3, phi, side)
     if c0 is None or min(l1, l2, l3) <= 0.0:
         return None
-    # As pylinkage's own kinematic_default_test does: constraints, then positions
-    # (grounds; B at phi; C at the branch hint; P is recomputed from B and C).
     lk.set_constraints([l1, l2, l3, dist, alpha])
     bx, by = ax + l1 * math.cos(phi), ay + l1 * math.sin(phi)
     lk.set_coords([(ax, ay), (dx, dy), (bx, by), (float(c0[0]), float(c0[1])), (bx, by)])
+    return side
+
+
+def _on_branch(tr, side):
+    """Per pose: assembled (no NaN) and on the branch (the sign of (D-B) x (C-B))."""
+    bd, bc = tr[:, 1] - tr[:, 2], tr[:, 3] - tr[:, 2]
+    return ~np.isnan(tr).any(axis=(1, 2)) & (side * (bd[:, 0] * bc[:, 1] - bd[:, 1] * bc[:, 0]) > 0.0)
+
+
+def _path(lk, params, runs):
+    """Tracer positions at the targets' crank angles, (n, 2); None if unbuildable.
+    `lk`: a `_template()` linkage (mutated), `runs`: `_gap_runs(crank_angles)`."""
+    side = _placed(lk, params)
+    if side is None:
+        return None
     chunks = [lk.step_fast(1, dt=0.0)]  # the pose at phi (first target)
     for gap, count in runs:
         chunks.append(lk.step_fast(SUBSTEPS * count, dt=gap / SUBSTEPS))
     tr = np.concatenate(chunks)
-    if np.isnan(tr).any():
-        return None
-    bd, bc = tr[:, 1] - tr[:, 2], tr[:, 3] - tr[:, 2]  # branch: sign of (D-B) x (C-B)
-    if np.any(side * (bd[:, 0] * bc[:, 1] - bd[:, 1] * bc[:, 0]) <= 0.0):
+    if not np.all(_on_branch(tr, side)):
         return None
     return tr[::SUBSTEPS, 4]  # record 0 and every SUBSTEPS-th after it: the targets
 
@@ -123,17 +135,11 @@ def _curve(lk, params, samples: int):
     """Free timing: the tracer's curve from the crank angle phi over one turn
     anticlockwise, `samples` steps (`samples + 1` poses), cut at the first pose that
     does not assemble or leaves the branch; None if fewer than two poses remain."""
-    ax, ay, dx, dy, l1, l2, l3, dist, alpha, phi, b = (float(v) for v in params)
-    side = 1.0 if b >= 0 else -1.0
-    c0 = _c_closed_form(np.array([ax, ay]), np.array([dx, dy]), l1, l2, l3, phi, side)
-    if c0 is None or min(l1, l2, l3) <= 0.0:
+    side = _placed(lk, params)
+    if side is None:
         return None
-    lk.set_constraints([l1, l2, l3, dist, alpha])
-    bx, by = ax + l1 * math.cos(phi), ay + l1 * math.sin(phi)
-    lk.set_coords([(ax, ay), (dx, dy), (bx, by), (float(c0[0]), float(c0[1])), (bx, by)])
     tr = np.concatenate([lk.step_fast(1, dt=0.0), lk.step_fast(samples, dt=2 * math.pi / samples)])
-    bd, bc = tr[:, 1] - tr[:, 2], tr[:, 3] - tr[:, 2]
-    bad = np.isnan(tr).any(axis=(1, 2)) | (side * (bd[:, 0] * bc[:, 1] - bd[:, 1] * bc[:, 0]) <= 0.0)
+    bad = ~_on_branch(tr, side)
     k = int(np.argmax(bad)) if bad.any() else len(tr)
     return tr[:k, 4] if k >= 2 else None
 

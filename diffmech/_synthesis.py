@@ -483,7 +483,7 @@ def _onto_boundary(lengths, grashof: bool, full: bool) -> np.ndarray:
     per = L.sum(-1)
     near = np.all([v <= _ONTO * per for v, _ in _length_constraints(L, grashof, full)], axis=0)
     for _ in range(8):
-        for k in range(len(_length_constraints(L, grashof, full))):
+        for k in range(int(grashof) + 2 * int(full)):  # each in turn, from where the last left L
             v, g = _length_constraints(L, grashof, full)[k]
             move = near & (v > 0)
             step = (v + 1e-12 * per)[:, None] * g / np.sum(g * g, -1, keepdims=True)

@@ -936,7 +936,7 @@ def _check_search(q: _Query, c: Constraints, m: MultiStart, kind, who):
     for name, flag in (("grashof", c.grashof), ("full_rotation", c.full_rotation)):
         if not isinstance(flag, (bool, np.bool_)):
             raise ValueError(f"{who}: `{name}` must be True or False; got {flag!r}")
-    counts = dict(starts=starts, steps=m.steps, seed=m.seed, screen=screen, hops=m.hops, atlas=m.atlas)
+    counts = dict(starts=starts, steps=m.steps, seed=m.seed, screen=screen, hops=m.hops or 0, atlas=m.atlas)
     for name, v in counts.items():
         check_count(who, name, v, 1 if name in ("starts", "steps") else 0)
     check_scalar(who, "margin", c.margin, nonnegative=True)
@@ -1143,11 +1143,13 @@ def _elite(res, n_elite):
 
 
 def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
-    """The local search of every start (Levenberg–Marquardt; `quick`: L-BFGS), then
-    `m.hops` rounds of basin hopping and Levenberg–Marquardt's finish of the best
-    eighth: each round's `(FitResult, candidates)`."""
-    starts, steps, hops = m.starts, m.steps, m.hops
+    """The local search of every start (Levenberg–Marquardt; `quick`: L-BFGS) and the
+    finish of its best eighth, then up to `m.hops` rounds of basin hopping, each
+    finished the same way, while no finished start meets the targets to `m.tol`: each
+    round's `(FitResult, candidates)`."""
+    starts, steps = m.starts, m.steps
     assert starts is not None and steps is not None
+    hops = (0 if m.quick else _HOPS) if m.hops is None else m.hops
     dtype = jnp.asarray(0.0).dtype
     trainable = lambda cand: tuple(getattr(cand, k) for k in names)  # noqa: E731
     positive = (lambda cand: cand.lengths) if free_lengths else None
@@ -1172,13 +1174,41 @@ def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
         )
         return res, eqx.combine(res.params, c)  # fitted fields from the fit, frozen ones from the starts
 
-    res, cands = polish(c0, "fit")
-    rounds = [(res, cands)]
-    # basin hopping: the best eighth of the polished starts, each kept once as it is and
-    # copied with its free coordinates perturbed (log-normally for unbounded lengths),
-    # polished again by the same program; the perturbation shrinks by _DECAY a round
+    # the best eighth finished by Levenberg–Marquardt: L-BFGS creeps near a zero-residual
+    # optimum, where Gauss–Newton converges quadratically; after the search's own
+    # Levenberg–Marquardt, twice its steps more for the best, by its own program
+    label = "newton" if m.progress else None
+    finish, times = (_FINISH, 1) if m.quick else (steps, 2)
+
+    def finished(d, p):
+        for _ in range(times):
+            r_, d = _lm_round(d, p, names, positive is not None, finish, m.gtol, label, n_elite)
+        return d, np.asarray(r_.loss)
+
+    def polished(c, label):
+        """A round: every start polished, the best eighth finished; the round's result,
+        its candidates, the finished rows and every start's loss after the round."""
+        res, cands = polish(c, label)
+        top = _elite(res, n_elite)
+        done, top_loss = finished(host_rows(cands, top), prob)
+        losses = np.array(res.loss)
+        losses[top] = top_loss
+        finite = np.where(np.isfinite(losses), losses, np.inf)
+        return res, cands, with_host_rows(cands, top, done), top, done, finite
+
+    # (each round's starts as polished, too: the finish may push a start onto a
+    # constraint's boundary, where the check fails)
+    res, raw, cands, top, done, losses = polished(c0, "fit")
+    rounds = [(res, raw), (res, cands)]
+    # basin hopping while no start meets the targets to `tol` (the loss is the mean
+    # squared relative error, the penalties added): the best eighth of the starts, each
+    # kept once as it is and copied with its free coordinates perturbed (log-normally for
+    # unbounded lengths), polished and finished again by the same programs; the
+    # perturbation shrinks by _DECAY a round
     for r in range(hops):
-        rows = _elite(res, starts)[np.arange(starts) % n_elite]
+        if losses.min() <= m.tol**2:
+            break
+        rows = np.argsort(losses, kind="stable")[:n_elite][np.arange(starts) % n_elite]
         base = host_rows(cands, rows)
         sigma = _HOP * _DECAY**r
         keep = (np.arange(starts) < n_elite).astype(float)
@@ -1187,29 +1217,13 @@ def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
             z = rng.normal(size=v.shape) * np.reshape(1.0 - keep, (-1,) + (1,) * (v.ndim - 1))
             v = v * np.exp(sigma * z) if (name == "lengths" and positive is not None) else v + sigma * z
             base = eqx.tree_at(lambda cand, n=name: getattr(cand, n), base, jnp.asarray(v, dtype))
-        res, cands = polish(base, f"hop {r + 1}/{hops}")
-        rounds.append((res, cands))
-    # the best eighth finished by Levenberg–Marquardt: L-BFGS creeps near a zero-residual
-    # optimum, where Gauss–Newton converges quadratically; after the search's own
-    # Levenberg–Marquardt, twice its steps more for the best, by its own program
-    top = _elite(res, n_elite)
-    done = host_rows(cands, top)
-    label = "newton" if m.progress else None
-    finish, times = (_FINISH, 1) if m.quick else (steps, 2)
-
-    def finished(d, p):
-        for _ in range(times):
-            _, d = _lm_round(d, p, names, positive is not None, finish, m.gtol, label, n_elite)
-        return d
-
-    done = finished(done, prob)
-    cands = with_host_rows(cands, top, done)
-    rounds.append((res, cands))
+        res, raw, cands, top, done, losses = polished(base, f"hop {r + 1}/{hops}")
+        rounds += [(res, raw), (res, cands)]
     if prob.transmission is not None or prob.grashof or prob.full_rotation:
         # the quadratic penalty's optimum lies outside its constraint by an amount that
         # falls with its weight: the finish again, the weight raised, from where it ended
         for k in (1, 2):
-            done = finished(done, dataclasses.replace(prob, penalty=prob.penalty * _RAISE**k))
+            done, _ = finished(done, dataclasses.replace(prob, penalty=prob.penalty * _RAISE**k))
             cands = with_host_rows(cands, top, done)
             rounds.append((res, cands))
     return rounds
@@ -1242,6 +1256,7 @@ def _atlas_starts(targets, count, dtype, progress=False, size=None) -> _Candidat
 # basin hopping's perturbation (normalised coordinates) and its shrink per round: the
 # best of those tried on the literature problems (docs/benchmarks.md, "Measurements behind the code")
 _HOP = 0.5
+_HOPS = 4  # the default search's most rounds of basin hopping (none once a start meets `tol`)
 _DECAY = 0.7
 # Levenberg–Marquardt's steps in the finish of `quick` (the default: twice its own `steps`)
 _FINISH = 100
@@ -1558,12 +1573,13 @@ class MultiStart(eqx.Module):
       timing: each placed onto the targets by its curve's shape), ranked by their loss;
       the `starts` best (64) polished by `steps` (100) Levenberg–Marquardt steps on the
       loss's residuals (free timing: the crank angles at the targets are variables too),
-      the best eighth by 200 more;
+      the best eighth by 200 more; then, while no start meets the targets to `tol`,
+      up to `hops` (4) rounds of basin hopping from the best eighth;
     - `quick`: the local multi-start alone: `starts` random designs (the task's
       `starts`, 32 or 64), `steps` L-BFGS iterations (the task's `steps`), no screen,
-      then the best eighth finished by 100 Levenberg–Marquardt steps;
-    - `hops`, `atlas`: more of the global phase (rounds of basin hopping from the best
-      eighth, starts from the atlas of coupler curves), off by default;
+      then the best eighth finished by 100 Levenberg–Marquardt steps, no hops;
+    - `atlas`: more of the global phase (starts from the atlas of coupler curves), off
+      by default;
     - `seed`: the random starts' seed; `optimizer`, `gtol`: as in `diffmech.fit.fit`
       (`optimizer` for `quick` only);
     - `tol`: a start succeeds when its relative error is at most this;
@@ -1575,7 +1591,7 @@ class MultiStart(eqx.Module):
     starts: int | None = None
     steps: int | None = None
     screen: int | None = None
-    hops: int = 0
+    hops: int | None = None
     atlas: int = 0
     seed: int = 0
     optimizer: Any = "lbfgs"
@@ -2010,11 +2026,12 @@ def path_generation(
       L-BFGS iterations (`optimizer`, `gtol` as in `diffmech.fit.fit`), the best eighth
       finished by 100 Levenberg–Marquardt steps. Faster (no screen), and it finds the
       design less often: the benchmarks page has both on planted problems;
-    - `hops`: rounds of basin hopping after the local search (default none): the best
-      eighth of the starts, each kept once and copied with its free coordinates
-      perturbed (σ = 0.5 in the normalised coordinates, × 0.7 per round), polished
-      again by the same compiled program; the best design that meets every constraint
-      over all rounds is returned;
+    - `hops`: the most rounds of basin hopping after the local search (default 4;
+      `quick`: 0), run while no start meets the targets to `tol` (an inexact problem
+      runs them all): the best eighth of the starts, each kept once and copied with
+      its free coordinates perturbed (σ = 0.5 in the normalised coordinates, × 0.7 per
+      round), polished and finished again by the same compiled programs; the best
+      design that meets every constraint over all rounds is returned;
     - `atlas`: with `cyclic_order` and a `screen`: this many designs from the atlas of
       coupler curves (`diffmech atlas build`; built and cached on first use), those
       whose curves fit the closed polygon through the targets best (Fourier descriptor

@@ -901,29 +901,30 @@ def _search(q: _Query, c: Constraints, m: MultiStart, who: str) -> Synthesis:
     seeder = _Seeder(q, kind, prob, fixed, lo, hi, size, rng)
     c0 = _screened(seeder, m) if m.screen else seeder.candidates(m.starts, quasi=False)
     names = _trainable(q, kind, fixed)
-    rounds = _polish_rounds(c0, prob, names, "lengths" not in lo, m, rng)
-    if (prob.grashof or prob.full_rotation) and "lengths" in names:
-        dtype = np.dtype(jnp.asarray(0.0).dtype)
-        rounds = [
-            (res_r, eqx.tree_at(lambda x: x.lengths, cands_r, jax.device_put(on.astype(dtype))))
-            for res_r, cands_r in rounds
-            for on in [_onto_boundary(cands_r.lengths, prob.grashof, prob.full_rotation)]
-        ]
-    # the best design that meets every constraint over all rounds (a later round's
-    # polish may push its starts onto a constraint's boundary, where the check fails)
-    best, error = None, None
-    for res_r, cands_r in rounds:
+    found: list = []  # each round's best design (a `Synthesis`), or why none met every constraint
+
+    def judge(res_r, cands_r) -> float:
+        """A round checked by the closure core and every constraint (a design just
+        outside Grashof's or the full turn's boundary moved onto it first): its best
+        design's relative error (inf: none feasible)."""
+        if (prob.grashof or prob.full_rotation) and "lengths" in names:
+            on = _onto_boundary(cands_r.lengths, prob.grashof, prob.full_rotation)
+            cands_r = eqx.tree_at(lambda x: x.lengths, cands_r, jax.device_put(on.astype(np.dtype(prob.targets.dtype))))
         try:
             syn = _select(q.task, cands_r, prob, q.t, q.centre, q.scale, fixed, world, res_r, m.tol, who)
         except InfeasibleError as e:
-            error = e
-            continue
-        if best is None or syn.objective < best.objective:
-            best = syn
-    if best is None:
-        assert error is not None
-        raise error
-    return best
+            found.append(e)
+            return np.inf
+        found.append(syn)
+        return syn.relative_error
+
+    _polish_rounds(c0, prob, names, "lengths" not in lo, m, rng, judge)
+    # the best design that meets every constraint over all rounds (a later round's
+    # polish may push its starts onto a constraint's boundary, where the check fails)
+    designs = [f for f in found if isinstance(f, Synthesis)]
+    if not designs:
+        raise found[-1]
+    return min(designs, key=lambda syn: syn.objective)
 
 
 def _check_search(q: _Query, c: Constraints, m: MultiStart, kind, who):
@@ -1142,11 +1143,12 @@ def _elite(res, n_elite):
     return np.argsort(np.where(np.isfinite(final), final, np.inf), kind="stable")[:n_elite]
 
 
-def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
+def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng, judge) -> None:
     """The local search of every start (Levenberg–Marquardt; `quick`: L-BFGS) and the
     finish of its best eighth, then up to `m.hops` rounds of basin hopping, each
-    finished the same way, while no finished start meets the targets to `m.tol`: each
-    round's `(FitResult, candidates)`."""
+    finished the same way, while no design `judge` checks meets the targets to `m.tol`.
+    `judge(result, candidates)` checks each round's starts (as polished, and with the
+    best eighth finished) and returns its best design's relative error."""
     starts, steps = m.starts, m.steps
     assert starts is not None and steps is not None
     hops = (0 if m.quick else _HOPS) if m.hops is None else m.hops
@@ -1199,14 +1201,13 @@ def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
     # (each round's starts as polished, too: the finish may push a start onto a
     # constraint's boundary, where the check fails)
     res, raw, cands, top, done, losses = polished(c0, "fit")
-    rounds = [(res, raw), (res, cands)]
-    # basin hopping while no start meets the targets to `tol` (the loss is the mean
-    # squared relative error, the penalties added): the best eighth of the starts, each
-    # kept once as it is and copied with its free coordinates perturbed (log-normally for
-    # unbounded lengths), polished and finished again by the same programs; the
-    # perturbation shrinks by _DECAY a round
+    error = min(judge(res, raw), judge(res, cands))
+    # basin hopping while no design meets the targets to `tol`: the best eighth of the
+    # starts, each kept once as it is and copied with its free coordinates perturbed
+    # (log-normally for unbounded lengths), polished and finished again by the same
+    # programs; the perturbation shrinks by _DECAY a round
     for r in range(hops):
-        if losses.min() <= m.tol**2:
+        if error <= m.tol:
             break
         rows = np.argsort(losses, kind="stable")[:n_elite][np.arange(starts) % n_elite]
         base = host_rows(cands, rows)
@@ -1218,15 +1219,14 @@ def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng):
             v = v * np.exp(sigma * z) if (name == "lengths" and positive is not None) else v + sigma * z
             base = eqx.tree_at(lambda cand, n=name: getattr(cand, n), base, jnp.asarray(v, dtype))
         res, raw, cands, top, done, losses = polished(base, f"hop {r + 1}/{hops}")
-        rounds += [(res, raw), (res, cands)]
+        error = min(error, judge(res, raw), judge(res, cands))
     if prob.transmission is not None or prob.grashof or prob.full_rotation:
         # the quadratic penalty's optimum lies outside its constraint by an amount that
         # falls with its weight: the finish again, the weight raised, from where it ended
         for k in (1, 2):
             done, _ = finished(done, dataclasses.replace(prob, penalty=prob.penalty * _RAISE**k))
             cands = with_host_rows(cands, top, done)
-            rounds.append((res, cands))
-    return rounds
+            judge(res, cands)
 
 
 def _atlas_starts(targets, count, dtype, progress=False, size=None) -> _Candidate:

@@ -410,6 +410,7 @@ def _friction(X, dX, lk: Linkage, udot):
     input `dX` `(k, J, 3)`, at input rates `udot` `(k,)`: the generalised force `(k,)`,
     `−Σ T tanh(φ̇ / ω_s) φ′` (`φ̇ = φ′ · u̇`)."""
     Q = jnp.zeros_like(udot)
+    assert lk.load_params is not None
     for kind, (_, la, _, lb), p in zip(lk.load_kinds, lk.load_index, lk.load_params):
         if kind == "friction":
             dphi = jax.vmap(lambda d: _joint_turn(X, d, lk, la, lb)[1])(dX)

@@ -240,6 +240,10 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert c["drive_compiled_again"] == [0, 0] and c["own_law_compiled_again"] == 0
         assert c["drive_energy_error"] <= 1e-8 and c["drive_order"] is True
         assert c["own_law_vs_bundled"] <= 1e-12  # a user's module of the same law: the same motion
+        # loads across joints: the balance holds with the friction's share; more friction, more lost
+        assert c["joint_loads_energy_error"] <= 1e-7
+        lost = c["joint_loads_dissipated"]
+        assert lost[0] == 0.0 and 0 < lost[1] < lost[2], lost
     if path.name.startswith("08_"):
         assert c["same_mask_sweep"] is True and c["same_mask_shard"] is True
         assert c["q_vs_ref"] <= 1e-13 and c["shard_dq"] <= 1e-13

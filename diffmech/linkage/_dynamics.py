@@ -367,6 +367,57 @@ def _angular_rate(X, dX, frame):
     return vee(dR @ R.T)
 
 
+def _link_direction(X, lk: Linkage, link: int):
+    """A planar link's direction at `X` (its frame's; the ground's fixed one)."""
+    frame = lk.plan.frames[link]
+    if frame is None:
+        return jnp.asarray([1.0, 0.0], X.dtype)
+    return _frame_vectors(X, (frame,))[1][0]
+
+
+def _joint_turn(X, dX, lk: Linkage, la: int, lb: int):
+    """The turn `φ` of link `lb` relative to link `la` from the description's
+    configuration, in (−π, π], and its rate `φ′` along `dX` (planar)."""
+
+    def relative(Y):
+        ea, eb = _link_direction(Y, lk, la), _link_direction(Y, lk, lb)
+        return jnp.stack([dot(ea, eb), cross(ea, eb)])
+
+    def rate(link):
+        return jnp.zeros((), X.dtype) if link == lk.ground else _angular_rate(X, dX, lk.plan.frames[link])
+
+    z, z0 = relative(X), relative(lk.coords.astype(X.dtype))
+    return jnp.arctan2(cross(z0, z), dot(z0, z)), rate(lb) - rate(la)
+
+
+def _joint_load(kind, p, phi, dphi):
+    """A load across a joint (`_schema._joint_load`) on its turn `φ` moving at `φ′` per
+    unit input: its energy, its slope and its damping coefficient `c φ′²` (friction:
+    none of them, `_friction`)."""
+    zero = jnp.zeros((), phi.dtype)
+    if kind == "torsion_spring":
+        return 0.5 * p[0] * (phi - p[1]) ** 2, p[0] * (phi - p[1]) * dphi, zero
+    if kind == "stop":
+        over, under = jax.nn.relu(phi - p[2]), jax.nn.relu(p[1] - phi)
+        return 0.5 * p[0] * (over**2 + under**2), p[0] * (over - under) * dphi, zero
+    if kind == "torsion_damper":
+        return zero, zero, p[0] * dphi**2
+    return zero, zero, zero
+
+
+def _friction(X, dX, lk: Linkage, udot):
+    """Coulomb's friction across joints at coordinates `X`, their rates per unit of each
+    input `dX` `(k, J, 3)`, at input rates `udot` `(k,)`: the generalised force `(k,)`,
+    `−Σ T tanh(φ̇ / ω_s) φ′` (`φ̇ = φ′ · u̇`)."""
+    Q = jnp.zeros_like(udot)
+    assert lk.load_params is not None
+    for kind, (_, la, _, lb), p in zip(lk.load_kinds, lk.load_index, lk.load_params):
+        if kind == "friction":
+            dphi = jax.vmap(lambda d: _joint_turn(X, d, lk, la, lb)[1])(dX)
+            Q = Q - p[0] * jnp.tanh(dot(dphi, udot) / p[1]) * dphi
+    return Q
+
+
 def _loads(X, dX, lk: Linkage):
     """The applied loads at coordinates `X` moving at `dX` per unit input: spring
     energy and its slope, the generalised force of the constant forces and couples,
@@ -378,7 +429,10 @@ def _loads(X, dX, lk: Linkage):
     assert lk.load_params is not None
     n = lk.dim
     for kind, (ja, la, jb, lb), p in zip(lk.load_kinds, lk.load_index, lk.load_params):
-        if kind in ("spring", "damper"):
+        if kind in _schema.JOINT_LOADS:
+            v, dv, c = _joint_load(kind, p, *_joint_turn(X, dX, lk, la, lb))
+            Vs, dVs, Cd = Vs + v, dVs + dv, Cd + c
+        elif kind in ("spring", "damper"):
             r, dr = X[jb, :n] - X[ja, :n], dX[jb, :n] - dX[ja, :n]
             d = jnp.sqrt(dot(r, r))
             dd = dot(r, dr) / d
@@ -584,8 +638,26 @@ def _acceleration_k(t, x, u, udot, prep, body, drive):
     h = jnp.einsum("i,ijl,l->j", udot, dM, udot) - 0.5 * jnp.einsum("j,ijl,l->i", udot, dM, udot)
     tau = jnp.zeros_like(u) if drive.torque is None else jnp.broadcast_to(drive.torque(t, u, udot), u.shape)
     C = jnp.diag(jnp.broadcast_to(drive.damping, u.shape)) + Cd
-    a = _linalg.solve(M, tau + Qa - C @ udot - h - dV)
-    return a, T, dot(tau + Qa, udot), udot @ C @ udot
+    Qf = _friction_at(x, u, T, udot, prep)
+    a = _linalg.solve(M, tau + Qa + Qf - C @ udot - h - dV)
+    return a, T, dot(tau + Qa, udot), udot @ C @ udot - dot(Qf, udot)
+
+
+def _friction_at(x, u, T, udot, prep):
+    """Coulomb's friction's generalised force `(k,)` (`_friction`) at the state `x`,
+    input `u` `(k,)` with the closure's tangents `T` `(n, k)` (one input: a number,
+    its tangent `(n,)`), moving at `udot` (zeros, traced nothing, where the linkage
+    has no friction)."""
+    if "friction" not in prep.lk.load_kinds:
+        return jnp.zeros_like(udot)
+    pose = lambda x_, u_: joint_coords(x_, u_, prep)  # noqa: E731
+    if jnp.ndim(u) == 0:  # one input: `T` its tangent `(n,)`
+        X, dX = jax.jvp(pose, (x, u), (T, jnp.ones_like(u)))
+        return _friction(X, dX[None], prep.lk, udot[None])[0]
+    eye = jnp.eye(u.shape[0], dtype=u.dtype)
+    X = pose(x, u)
+    dX = jax.vmap(lambda t, e: jax.jvp(pose, (x, u), (t, e))[1], in_axes=(1, 0))(T, eye)
+    return _friction(X, dX, prep.lk, udot)
 
 
 def _acceleration(t, x, u, udot, prep, body, drive):
@@ -594,8 +666,9 @@ def _acceleration(t, x, u, udot, prep, body, drive):
     (M, _, dV, tan, Qa, Cd), dM = _terms_and_slope(x, u, prep, body)
     tau = jnp.zeros_like(u) if drive.torque is None else drive.torque(t, u, udot)
     c = drive.damping + Cd
-    a = (tau + Qa - c * udot - 0.5 * dM * udot**2 - dV) / M
-    return a, tan, (tau + Qa) * udot, c * udot**2
+    Qf = _friction_at(x, u, tan, udot, prep)
+    a = (tau + Qa + Qf - c * udot - 0.5 * dM * udot**2 - dV) / M
+    return a, tan, (tau + Qa) * udot, c * udot**2 - Qf * udot
 
 
 # fixed Newton steps in the right-hand side: the state carries the closure's solution
@@ -1148,7 +1221,10 @@ def _applied(X, V, lk: Linkage):
     assert lk.load_params is not None
     n = lk.dim
     for kind, (ja, la, jb, lb), p in zip(lk.load_kinds, lk.load_index, lk.load_params):
-        if kind in ("spring", "damper"):
+        if kind in _schema.JOINT_LOADS:  # a couple on its second link, the opposite on its first
+            tau = _joint_couple(kind, p, *_joint_turn(X, V, lk, la, lb))
+            out += [(lb, _couple(tau, 3)), (la, _couple(-tau, 3))]
+        elif kind in ("spring", "damper"):
             pa, pb = X[ja, :n], X[jb, :n]
             d = jnp.sqrt(dot(pb - pa, pb - pa))
             e = (pb - pa) / d
@@ -1159,6 +1235,18 @@ def _applied(X, V, lk: Linkage):
         else:
             out.append((la, _couple(p[0] if n == 2 else p, 3 if n == 2 else 6)))
     return out
+
+
+def _joint_couple(kind, p, phi, rate):
+    """The couple a load across a joint (`_schema._joint_load`) puts on its second link
+    at the turn `φ` moving at `φ̇` (the opposite on its first)."""
+    if kind == "torsion_spring":
+        return -p[0] * (phi - p[1])
+    if kind == "stop":
+        return -p[0] * (jax.nn.relu(phi - p[2]) - jax.nn.relu(p[1] - phi))
+    if kind == "torsion_damper":
+        return -p[0] * rate
+    return -p[0] * jnp.tanh(rate / p[1])
 
 
 def _joint_sides(lk: Linkage, j: int):

@@ -77,6 +77,8 @@ def _tree(lk, edges):
     the parent nearest the ground: breadth first, the tree kept shallow, then the
     file's order); and the edges left out (cut)."""
     driven = {joints[0] for kind, _, joints in lk.topology.inputs if kind != "actuator"}
+    # a joint with a load across it joins the tree next (MuJoCo's joint elements act on its joints)
+    loaded = {ja for kind, (ja, *_) in zip(lk.load_kinds, lk.load_index) if kind in _schema.JOINT_LOADS}
     parent: dict[int, tuple[int, int] | None] = {lk.ground: None}
     depth = {lk.ground: 0}
     used = set()
@@ -86,7 +88,7 @@ def _tree(lk, edges):
             if e in used or (a in parent) == (b in parent):
                 continue
             child, par = (b, a) if a in parent else (a, b)
-            key = (j not in driven, KINDS[t].mjcf_order, depth[par], e)
+            key = (j not in driven, j not in loaded, KINDS[t].mjcf_order, depth[par], e)
             if best is None or key < best[0]:
                 best = (key, e, child, par)
         if best is None:
@@ -208,9 +210,39 @@ class _Writer:
         return [
             f'{pad}<joint name="{n}{".turn" if i else ""}" type="{kind}" pos="0 0 0"'
             + ("" if kind == "ball" else f' axis="{_vec(self.axis_of(j))}"')
+            + (self.joint_loads(e, child) if kind == "hinge" else "")
             + "/>"
             for i, kind in enumerate(K.mjcf)
         ]
+
+    def joint_loads(self, e, child) -> str:
+        """The loads across a tree joint as its hinge's attributes: a torsion spring's
+        `stiffness` and `springref`, a torsion damper's `damping`, Coulomb friction's
+        `frictionloss` (MuJoCo's is dry friction, not smoothed) and a stop's `range`
+        (MuJoCo's soft limit, its own stiffness); the hinge turns the child relative to
+        its parent, the load its second link relative to its first."""
+        j, a, b = self.edges[e][:3]
+        parent = a if b == child else b
+        k = ref = c = fric = 0.0
+        stops = []
+        for kind, (ja, la, _, lb), p in zip(self.lk.load_kinds, self.lk.load_index, np.asarray(self.lk.load_params)):
+            if kind not in _schema.JOINT_LOADS or ja != j or {la, lb} != {parent, child}:
+                continue
+            sign = 1.0 if (la, lb) == (parent, child) else -1.0
+            if kind == "torsion_spring":
+                k, ref = k + p[0], ref + p[0] * sign * p[1]
+            elif kind == "torsion_damper":
+                c += p[0]
+            elif kind == "friction":
+                fric += p[0]
+            else:
+                stops.append(sorted((sign * p[1], sign * p[2])))
+        if len(stops) > 1:
+            raise LinkageError(f"to_mjcf: joint {self.names[j]} has {len(stops)} stops; MuJoCo's hinge has one range")
+        out = f' stiffness="{_vec(k)}" springref="{_vec(ref / k)}"' if k > 0 else ""
+        out += f' damping="{_vec(c)}"' if c > 0 else ""
+        out += f' frictionloss="{_vec(fric)}"' if fric > 0 else ""
+        return out + (f' limited="true" range="{_vec(*stops[0])}"' if stops else "")
 
     def inertial(self, k, origin, pad):
         lk = self.lk
@@ -235,6 +267,12 @@ class _Writer:
         lk, names, link_names, X = self.lk, self.names, self.link_names, self.X
         for e in self.cut:
             j, a, b, t = self.edges[e]
+            for kind, (ja, la, _, lb) in zip(lk.load_kinds, lk.load_index):
+                if kind in _schema.JOINT_LOADS and ja == j and {la, lb} == {a, b}:
+                    raise LinkageError(
+                        f"to_mjcf: the {kind} across joint {names[j]} ({link_names[a]}–{link_names[b]}): the joint "
+                        "closes a loop, and MuJoCo's joint elements act on the joints of its tree"
+                    )
             if not KINDS[t].mjcf_connect:
                 raise LinkageError(
                     f"to_mjcf: joint {names[j]} ({t}) closes a loop, and MuJoCo's equality constraints state only "

@@ -617,7 +617,9 @@ class Linkage(eqx.Module):
         P = np.asarray(self.load_params)
         for kind, (ja, la, jb, lb), p in zip(self.load_kinds, self.load_index, P):
             n, ln = self.names, self.link_names
-            if kind == "spring":
+            if kind in _schema.JOINT_LOADS:
+                out.append({"type": kind, "joint": n[ja], "links": [ln[la], ln[lb]], **_joint_load_fields(kind, p)})
+            elif kind == "spring":
                 out.append(
                     {
                         "type": kind,
@@ -949,6 +951,17 @@ def residual(x: Float[Array, " n"], u, lk: Linkage) -> Float[Array, " n"]:
     **Returns:** the residual `(n,)`, zero on a closed configuration.
     """
     return prepared_residual(x, u, prepare(lk))
+
+
+def _joint_load_fields(kind: str, p) -> dict:
+    """A load across a joint's own fields in its description (`_schema._joint_load`)."""
+    if kind == "torsion_spring":
+        return {"stiffness": float(p[0]), "angle": float(p[1])}
+    if kind == "torsion_damper":
+        return {"damping": float(p[0])}
+    if kind == "friction":
+        return {"torque": float(p[0]), "speed": float(p[1])}
+    return {"range": [float(p[1]), float(p[2])], "stiffness": float(p[0])}
 
 
 def kinematic(lk: "Linkage") -> "Linkage":

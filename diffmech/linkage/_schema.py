@@ -26,7 +26,10 @@ KEYS = (
     "gravity",
     "loads",
 )
-LOADS = ("spring", "damper", "force", "torque")
+LOADS = ("spring", "damper", "force", "torque", "torsion_spring", "torsion_damper", "friction", "stop")
+# loads across a planar revolute joint: on the turn of its second link relative to its
+# first, measured from the description's configuration in (−π, π]
+JOINT_LOADS = ("torsion_spring", "torsion_damper", "friction", "stop")
 LINK_KEYS = ("joints", "mass", "com", "inertia")
 INPUTS = ("revolute", "prismatic", "actuator")
 # A spatial revolute joint is a point and an axis (natural coordinates: a point and a unit
@@ -115,7 +118,7 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         coms=jax.device_put(np.asarray(np.stack([c for _, c, _ in inertial]), dtype=float)),
         inertias=jax.device_put(np.stack([np.asarray(i, dtype=float) for _, _, i in inertial])),
         gravity=jax.device_put(np.asarray(_gravity(spec.get("gravity"), geometry), dtype=float)),
-        **_loads(spec.get("loads", []), geometry, names, types, index, link_names, link_tuples, rows),
+        **_loads(spec.get("loads", []), geometry, names, types, index, link_names, link_tuples, rows, g),
     )
 
 
@@ -255,7 +258,7 @@ def _simulation(spec: dict) -> tuple[int, float | None]:
     return steps, None if step is None else float(step)
 
 
-def _loads(loads, geometry, names, types, index, link_names, link_tuples, rows) -> dict:
+def _loads(loads, geometry, names, types, index, link_names, link_tuples, rows, ground: int) -> dict:
     """The applied loads: `{"type": "spring", "joints": [A, B], "links": [LA, LB],
     "stiffness": k, "length": L0 (default: the initial distance)}`, `{"type":
     "damper", "joints": [A, B], "links": [LA, LB], "damping": c}` (both act along the
@@ -263,7 +266,8 @@ def _loads(loads, geometry, names, types, index, link_names, link_tuples, rows) 
     `{"type": "force", "joint": J, "link": L, "force": [Fx, Fy]}` (a constant force
     at a point of link L; `[Fx, Fy, Fz]` on the sphere and in space), `{"type":
     "torque", "link": L, "torque": τ}` (a couple on link L; a vector `[Mx, My, Mz]`
-    on the sphere and in space, not on an S–S rod)."""
+    on the sphere and in space, not on an S–S rod); across a planar revolute joint
+    (`_joint_load`) a `torsion_spring`, a `torsion_damper`, `friction` and a `stop`."""
     if not isinstance(loads, list):
         raise LinkageError(f"loads: a list of {{type, ...}}; got {loads!r}")
     kinds, idx, params = [], [], []
@@ -287,7 +291,12 @@ def _loads(loads, geometry, names, types, index, link_names, link_tuples, rows) 
         kind = load.get("type") if isinstance(load, dict) else None
         if kind not in LOADS:
             raise LinkageError(f"{path}.type: one of {LOADS}; got {kind!r}")
-        if kind in ("spring", "damper"):
+        if kind in JOINT_LOADS:
+            i, p = _joint_load(path, load, kind, geometry, names, types, index, link_names, (link_tuples, ground))
+            kinds.append(kind)
+            idx.append(i)
+            params.append(p)
+        elif kind in ("spring", "damper"):
             js, ls = load.get("joints"), load.get("links")
             if not (isinstance(js, list) and isinstance(ls, list) and len(js) == 2 and len(ls) == 2):
                 raise LinkageError(f"{path}: a {kind} needs 'joints': [A, B] and 'links': [LA, LB]")
@@ -440,6 +449,64 @@ def _axis(name, raw) -> np.ndarray:
     if not n > 1e-12:
         raise LinkageError(f"joints.{name}.axis: the axis {a.tolist()} has zero length")
     return a / n
+
+
+def _joint_load(path, load, kind, geometry, names, types, index, link_names, tuples_and_ground):
+    """A load across a planar revolute joint `J` on the turn `φ` of its second link
+    relative to its first (`"links": [LA, LB]`, optional where `J` joins two: then the
+    ground first if it is one of them, else in the description's order), measured
+    from the description's configuration in (−π, π]: `{"type": "torsion_spring",
+    "joint": J, "stiffness": k, "angle": φ0 (default 0)}` (a couple `−k (φ − φ0)` on LB,
+    the opposite on LA), `{"type": "torsion_damper", "joint": J, "damping": c}`
+    (`−c φ̇`: viscous friction), `{"type": "friction", "joint": J, "torque": T,
+    "speed": ω_s (default 0.01 rad/s)}` (Coulomb's `−T tanh(φ̇ / ω_s)`, smoothed over
+    `ω_s`) and `{"type": "stop", "joint": J, "range": [φ_min, φ_max], "stiffness": k}`
+    (end stops: a stiff one-sided spring `k` outside the range). Returns its index
+    `(J, LA, J, LB)` and its three parameters."""
+    link_tuples, ground = tuples_and_ground
+    j = load.get("joint")
+    if j not in index or types[index[j]] != "R":
+        raise LinkageError(f"{path}.joint: a {kind} acts across a revolute joint; got {j!r}")
+    if geometry != "planar":
+        raise LinkageError(f"{path}: a {kind} acts across a planar revolute joint; this linkage is {geometry}")
+    holders = [k for k, m in enumerate(link_tuples) if index[j] in m]
+    ls = load.get("links")
+    if ls is None:
+        if len(holders) != 2:
+            raise LinkageError(f"{path}: joint {j} joins {len(holders)} links; name the two in 'links': [LA, LB]")
+        la, lb = sorted(holders, key=lambda k: k != ground)
+    else:
+        if not (isinstance(ls, list) and len(ls) == 2 and all(n in link_names for n in ls) and ls[0] != ls[1]):
+            raise LinkageError(f"{path}.links: two different links of joint {j}; got {ls!r}")
+        la, lb = (link_names.index(n) for n in ls)
+        if la not in holders or lb not in holders:
+            raise LinkageError(f"{path}.links: joint {j} is not on both of {ls}")
+    if kind == "torsion_spring":
+        angle = _number(f"{path}.angle", load.get("angle", 0.0), positive_or_zero=False)
+        if not -math.pi < angle <= math.pi:
+            raise LinkageError(f"{path}.angle: in (−π, π]; got {angle!r}")
+        p = (_number(f"{path}.stiffness", load.get("stiffness")), angle, 0.0)
+    elif kind == "torsion_damper":
+        p = (_number(f"{path}.damping", load.get("damping")), 0.0, 0.0)
+    elif kind == "friction":
+        speed = _number(f"{path}.speed", load.get("speed", 0.01))
+        if not speed > 0:
+            raise LinkageError(f"{path}.speed: the speed Coulomb friction is smoothed over must be > 0; got {speed!r}")
+        p = (_number(f"{path}.torque", load.get("torque")), speed, 0.0)
+    else:
+        r = load.get("range")
+        lo, hi = (
+            (_number(f"{path}.range", v, positive_or_zero=False) for v in r)
+            if isinstance(r, list) and len(r) == 2
+            else (math.nan, math.nan)
+        )
+        if not -math.pi <= lo < hi <= math.pi:
+            raise LinkageError(f"{path}.range: [φ_min, φ_max] with −π ≤ φ_min < φ_max ≤ π; got {r!r}")
+        stiffness = _number(f"{path}.stiffness", load.get("stiffness"))
+        if not stiffness > 0:
+            raise LinkageError(f"{path}.stiffness: a stop's stiffness must be > 0; got {stiffness!r}")
+        p = (stiffness, lo, hi)
+    return (index[j], la, index[j], lb), p
 
 
 def _number(path, v, *, positive_or_zero=True) -> float:

@@ -1,0 +1,266 @@
+"""Loads across a joint: torsion springs, torsion dampers, Coulomb friction and end
+stops. Each is checked against a model that does not share its code: a parallelogram
+four-bar (its coupler translates, so its generalised inertia is a constant and every
+joint turns by ±u) reduces to a one-degree oscillator, solved in closed form or by
+SciPy; the static motor torque against the virtual work of an energy computed from
+the configurations alone; gradients against central differences."""
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+
+import diffmech as dm
+from diffmech import linkage as L
+
+A, B = 0.5, 1.0  # the parallelogram's crank (= rocker) and coupler (= ground)
+MASS, INERTIA = (0.3, 0.7, 0.4), (0.01, 0.05, 0.02)
+# the generalised inertia: the crank and the rocker turn about their pivots, the coupler translates
+M = INERTIA[0] + MASS[0] * (A / 2) ** 2 + INERTIA[2] + MASS[2] * (A / 2) ** 2 + MASS[1] * A**2
+TS = jnp.linspace(0.0, 3.0, 31)
+TIGHT = dict(rtol=1e-12, atol=1e-14)
+
+
+def parallelogram(spring=2.0, damping=0.0, friction=0.0, speed=0.01, stop=(-np.pi, np.pi), stop_k=1.0):
+    """The parallelogram with a torsion spring across the crank's pivot A, a damper
+    across the rocker's pivot D, friction across the coupler–rocker pin C (from the
+    rocker's side: its turn is −u) and a stop across A: every kind in one linkage, so
+    one compiled program serves each case (their numbers are data)."""
+    spec = {
+        "name": "parallelogram",
+        "joints": {
+            "A": {"type": "R", "coords": [0.0, 0.0]},
+            "B": {"type": "R", "coords": [0.0, A]},
+            "C": {"type": "R", "coords": [B, A]},
+            "D": {"type": "R", "coords": [B, 0.0]},
+        },
+        "links": {
+            "crank": {"joints": ["A", "B"], "mass": MASS[0], "inertia": INERTIA[0], "com": [0.0, A / 2]},
+            "coupler": {"joints": ["B", "C"], "mass": MASS[1], "inertia": INERTIA[1], "com": [B / 2, A]},
+            "rocker": {"joints": ["C", "D"], "mass": MASS[2], "inertia": INERTIA[2], "com": [B, A / 2]},
+            "ground": ["A", "D"],
+        },
+        "ground": "ground",
+        "input": {"type": "revolute", "link": "crank", "joint": "A"},
+        "gravity": [0.0, 0.0],
+        "loads": [
+            {"type": "torsion_spring", "joint": "A", "stiffness": spring},
+            {"type": "torsion_damper", "joint": "D", "damping": damping},
+            {"type": "friction", "joint": "C", "links": ["rocker", "coupler"], "torque": friction, "speed": speed},
+            {"type": "stop", "joint": "A", "range": list(stop), "stiffness": stop_k},
+        ],
+    }
+    return L.Linkage.from_dict(spec)
+
+
+def _oscillator(force, u0, v0):
+    """The one-degree model `M ü = force(u, u̇)` by SciPy's DOP853 at the saves."""
+    sol = solve_ivp(
+        lambda t, y: [y[1], force(y[0], y[1]) / M],
+        (0.0, float(TS[-1])),
+        [u0, v0],
+        method="DOP853",
+        t_eval=np.asarray(TS),
+        rtol=1e-13,
+        atol=1e-15,
+    )
+    return sol.y[0]
+
+
+def test_joint_loads_on_a_parallelogram_match_the_one_degree_oscillator():
+    k, c = 2.0, 0.05
+    t = np.asarray(TS)
+    w = np.sqrt(k / M)
+    runs = {}
+    # a torsion spring: u = u₀ cos ωt, ω = √(k/M)
+    runs["spring"] = (parallelogram(spring=k), 0.3, 0.0, 0.3 * np.cos(w * t))
+    # with a damper: the damped oscillator's closed form
+    z = c / (2 * np.sqrt(k * M))
+    wd = w * np.sqrt(1 - z**2)
+    damped = 0.3 * np.exp(-z * w * t) * (np.cos(wd * t) + z * w / wd * np.sin(wd * t))
+    runs["damper"] = (parallelogram(spring=k, damping=c), 0.3, 0.0, damped)
+    # Coulomb's friction smoothed over 0.05 rad/s, and a stop at ±0.2 rad (no spring)
+    fr = lambda u, v: -k * u - 0.02 * np.tanh(v / 0.05)  # noqa: E731
+    runs["friction"] = (parallelogram(spring=k, friction=0.02, speed=0.05), 0.3, 0.0, _oscillator(fr, 0.3, 0.0))
+    st = lambda u, v: -400.0 * (max(u - 0.2, 0.0) - max(-0.25 - u, 0.0))  # noqa: E731
+    stop = parallelogram(spring=0.0, stop=(-0.25, 0.2), stop_k=400.0)
+    runs["stop"] = (stop, 0.0, 1.0, _oscillator(st, 0.0, 1.0))
+    for name, (lk, u0, v0, expected) in runs.items():
+        sim = L.simulate_dynamics(lk, u0=u0, udot0=v0, t1=float(TS[-1]), saveat=TS, **TIGHT)
+        assert bool(jnp.all(sim.converged)), name
+        np.testing.assert_allclose(np.asarray(sim.u), expected, rtol=0, atol=1e-9, err_msg=name)
+        # the energy balance: E(t) − E(0) = −(the damper's and the friction's dissipation)
+        assert float(sim.energy_error) <= 1e-8, (name, float(sim.energy_error))
+    assert float(np.max(np.asarray(runs["stop"][3]))) > 0.2 and float(np.min(runs["stop"][3])) < -0.25  # it hit both
+    lost = L.simulate_dynamics(runs["friction"][0], u0=0.3, udot0=0.0, t1=3.0, saveat=TS, **TIGHT).dissipated
+    # the friction's work, from the independent model's path: ∫ T tanh(u̇/ω) u̇ dt
+    sol = solve_ivp(
+        lambda t, y: [y[1], fr(y[0], y[1]) / M, 0.02 * np.tanh(y[1] / 0.05) * y[1]],
+        (0.0, 3.0),
+        [0.3, 0.0, 0.0],
+        method="DOP853",
+        rtol=1e-13,
+        atol=1e-15,
+    )
+    assert float(lost[-1]) == pytest.approx(sol.y[2, -1], rel=0, abs=1e-9)
+
+
+def test_joint_load_gradients_match_central_differences():
+    # d u(t₁)/d(stiffness, damping, friction) through the integration, against central
+    # differences of the whole simulation
+    lk = parallelogram(spring=2.0, damping=0.05, friction=0.02, speed=0.05)
+
+    @jax.jit
+    def final(params):
+        m = eqx.tree_at(lambda k: k.load_params, lk, params)
+        return L.simulate_dynamics(m, u0=0.3, udot0=0.0, t1=1.0, saveat=jnp.asarray([1.0]), **TIGHT).u[-1]
+
+    p0 = lk.load_params
+    g = np.asarray(jax.grad(final)(p0))
+    h = 1e-5
+    for row in range(3):  # the spring's, the damper's and the friction's first parameter
+        e = jnp.zeros_like(p0).at[row, 0].set(h)
+        fd = (float(final(p0 + e)) - float(final(p0 - e))) / (2 * h)
+        assert g[row, 0] == pytest.approx(fd, rel=1e-6, abs=1e-9), row
+    assert abs(g[0, 0]) > 1e-3 and abs(g[1, 0]) > 1e-3 and abs(g[2, 0]) > 1e-3
+
+
+def _turn(X, a, b, c, d):
+    """The turn of the line c→d relative to the line a→b (numpy, from coordinates)."""
+    ea, eb = X[b, :2] - X[a, :2], X[d, :2] - X[c, :2]
+    return np.arctan2(ea[0] * eb[1] - ea[1] * eb[0], ea @ eb)
+
+
+def test_static_joint_loads_equal_virtual_work_and_their_couples_balance():
+    # the bundled four-bar, massless, held by its motor against a torsion spring across C
+    # (rocker relative to coupler), a stop across D engaged, and friction across B moving:
+    # the motor torque from the joint-force solve is the slope of the energy computed from
+    # the configurations alone (central differences), plus the friction's virtual work
+    spec = dm.examples.fourbar().to_dict()
+    spec["loads"] = [
+        {"type": "torsion_spring", "joint": "C", "links": ["coupler", "rocker"], "stiffness": 3.0, "angle": 0.1},
+        {"type": "stop", "joint": "D", "links": ["ground", "rocker"], "range": [-0.3, 0.05], "stiffness": 50.0},
+    ]
+    lk = L.Linkage.from_dict(spec)
+    massless = eqx.tree_at(lambda k: (k.masses, k.inertias), lk, (0 * lk.masses, 0 * lk.inertias))
+    u = np.linspace(0.2, 2.5, 7)
+    tau = np.asarray(L.joint_forces(massless, u, 0.0, 0.0).torque)
+    i = {n: lk.names.index(n) for n in "ABCD"}
+    X0 = np.asarray(lk.initial())
+
+    def energy(v):
+        X = np.asarray(L.sweep(lk, inputs=np.concatenate([[0.0], v]), condition=False).coords[1:])
+        out = []
+        for Xk in X:
+            phi = _turn(Xk, i["B"], i["C"], i["C"], i["D"]) - _turn(X0, i["B"], i["C"], i["C"], i["D"])
+            psi = _turn(Xk, i["A"], i["D"], i["D"], i["C"]) - _turn(X0, i["A"], i["D"], i["D"], i["C"])
+            out.append(1.5 * (phi - 0.1) ** 2 + 25.0 * (max(psi - 0.05, 0) ** 2 + max(-0.3 - psi, 0) ** 2))
+        return np.asarray(out)
+
+    h = 1e-6
+    dE = (energy(u + h) - energy(u - h)) / (2 * h)
+    np.testing.assert_allclose(tau, dE, rtol=0, atol=1e-6)
+    assert np.ptp(dE) > 0.1  # the loads act, the stop among them
+    # the description keeps them
+    back = L.Linkage.from_dict(lk.to_dict())
+    assert back.load_kinds == lk.load_kinds and bool(jnp.all(back.load_params == lk.load_params))
+    # moving at u̇ against Coulomb's friction across B alone: the motor supplies
+    # T tanh(φ′ u̇ / ω) φ′, φ′ the coupler's turn relative to the crank per unit input
+    spec["loads"] = [{"type": "friction", "joint": "B", "torque": 0.4, "speed": 0.3}]
+    rubbing = L.Linkage.from_dict(spec)
+    rubbing = eqx.tree_at(lambda k: (k.masses, k.inertias), rubbing, (0 * lk.masses, 0 * lk.inertias))
+    ud = 0.2
+    tau = np.asarray(L.joint_forces(rubbing, u, ud, 0.0).torque)
+
+    def turn(v):
+        X = np.asarray(L.sweep(lk, inputs=np.concatenate([[0.0], v]), condition=False).coords[1:])
+        return np.asarray([_turn(Xk, i["A"], i["B"], i["B"], i["C"]) for Xk in X])
+
+    dphi = (turn(u + h) - turn(u - h)) / (2 * h)
+    np.testing.assert_allclose(tau, 0.4 * np.tanh(dphi * ud / 0.3) * dphi, rtol=0, atol=1e-7)
+    assert np.min(np.abs(tau)) > 1e-3
+
+
+def test_joint_loads_keep_the_energy_balance_with_two_inputs():
+    # the five-bar (two inputs, Lagrange's two equations) released with a torsion spring,
+    # friction and a stop across its distal pin C, a damper across the second crank's pivot:
+    # E(t) − E(0) = −(dissipated), the friction's share included
+    spec = dm.examples.five_bar().to_dict()
+    spec["loads"] = [
+        {"type": "torsion_spring", "joint": "C", "stiffness": 4.0},
+        {"type": "friction", "joint": "C", "torque": 0.05, "speed": 0.1},
+        {"type": "stop", "joint": "C", "range": [-0.1, 0.1], "stiffness": 200.0},
+        {"type": "torsion_damper", "joint": "E", "damping": 0.02},
+    ]
+    lk = L.Linkage.from_dict(spec)
+    kw = dict(u0=jnp.zeros(2), udot0=jnp.asarray([0.5, -0.3]), t1=0.3, saveat=jnp.linspace(0.0, 0.3, 31), **TIGHT)
+    sim = L.simulate_dynamics(lk, **kw)
+    assert bool(jnp.all(sim.converged))
+    assert float(sim.energy_error) <= 1e-8, float(sim.energy_error)
+    assert float(sim.dissipated[-1]) > 1e-3  # the friction and the damper dissipate
+
+
+@pytest.mark.parametrize(
+    "load, match",
+    [
+        ({"type": "torsion_spring", "joint": "Q", "stiffness": 1.0}, r"loads\[0\].joint: a torsion_spring acts across"),
+        ({"type": "torsion_spring", "joint": "P", "stiffness": 1.0}, r"loads\[0\].joint: a torsion_spring acts across"),
+        ({"type": "torsion_spring", "joint": "A", "stiffness": -1.0}, r"loads\[0\].stiffness: must be ≥ 0"),
+        ({"type": "torsion_spring", "joint": "A", "stiffness": 1.0, "angle": 4.0}, r"loads\[0\].angle: in \(−π, π\]"),
+        ({"type": "torsion_damper", "joint": "A", "links": ["crank", "rocker"], "damping": 1.0}, r"not on both"),
+        ({"type": "torsion_damper", "joint": "A", "links": ["crank", "crank"], "damping": 1.0}, r"two different"),
+        ({"type": "friction", "joint": "A", "torque": 1.0, "speed": 0.0}, r"loads\[0\].speed: .* > 0"),
+        ({"type": "stop", "joint": "A", "range": [0.2, 0.1], "stiffness": 1.0}, r"loads\[0\].range"),
+        ({"type": "stop", "joint": "A", "range": [-0.2, 0.1]}, r"loads\[0\].stiffness: a finite number"),
+        ({"type": "stop", "joint": "A", "range": [-0.2, 0.1], "stiffness": 0.0}, r"stiffness must be > 0"),
+    ],
+)
+def test_bad_joint_loads_are_named(load, match):
+    spec = dm.examples.fourbar().to_dict()
+    spec["loads"] = [load]
+    with pytest.raises(L.LinkageError, match=match):
+        L.Linkage.from_dict(spec)
+
+
+def test_a_joint_load_on_the_sphere_is_named():
+    spec = dm.examples.load("spherical_rrpr").to_dict()
+    j = next(n for n, v in spec["joints"].items() if v["type"] == "R")
+    spec["loads"] = [{"type": "torsion_spring", "joint": j, "stiffness": 1.0}]
+    with pytest.raises(L.LinkageError, match="acts across a planar revolute joint; this linkage is spherical"):
+        L.Linkage.from_dict(spec)
+
+
+def test_joint_loads_export_to_mujoco_and_it_follows_the_same_motion(tmp_path):
+    mujoco = pytest.importorskip("mujoco")
+    # the tree takes the loaded joints (A, D, C), the unloaded pin B closes the loop
+    lk = parallelogram(spring=2.0, damping=0.05, friction=0.02, speed=0.05, stop=(-0.25, 0.2), stop_k=400.0)
+    model = mujoco.MjModel.from_xml_path(str(L.to_mjcf(lk, tmp_path / "p.xml", softness="stiff")))
+    jid = {n: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in "ACD"}
+    assert min(jid.values()) >= 0 and mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "B") < 0
+    dof = {n: model.jnt_dofadr[j] for n, j in jid.items()}
+    assert model.jnt_stiffness[jid["A"]] == 2.0 and model.dof_damping[dof["D"]] == 0.05
+    assert model.dof_frictionloss[dof["C"]] == 0.02 and bool(model.jnt_limited[jid["A"]])
+    np.testing.assert_array_equal(model.jnt_range[jid["A"]], [-0.25, 0.2])
+    # the spring and the damper as MuJoCo applies them (its friction and limit off): the
+    # same motion as diffmech's, to the stiff model's sag
+    model.dof_frictionloss[dof["C"]] = 0.0
+    model.jnt_limited[jid["A"]] = 0
+    d = mujoco.MjData(model)
+    d.qpos[model.jnt_qposadr[jid["A"]]] = 0.3
+    d.qpos[model.jnt_qposadr[jid["D"]]] = 0.3
+    d.qpos[model.jnt_qposadr[jid["C"]]] = -0.3  # the coupler keeps its heading
+    sim = L.simulate_dynamics(parallelogram(spring=2.0, damping=0.05), u0=0.3, udot0=0.0, t1=3.0, saveat=TS, **TIGHT)
+    got = []
+    for t in np.asarray(TS):
+        while d.time < t - 1e-12:
+            mujoco.mj_step(model, d)
+        got.append(d.qpos[model.jnt_qposadr[jid["A"]]])
+    err = np.max(np.abs(np.asarray(got) - np.asarray(sim.u)))
+    assert err <= 1e-4 and float(np.ptp(np.asarray(sim.u))) > 0.3, err
+    # a loop must cut one of its joints: a load across every joint cannot be exported
+    spec = lk.to_dict()
+    spec["loads"].append({"type": "torsion_damper", "joint": "B", "damping": 1.0})
+    with pytest.raises(L.LinkageError, match="closes a loop, and MuJoCo.s joint elements act on"):
+        L.to_mjcf(L.Linkage.from_dict(spec), tmp_path / "cut.xml")

@@ -844,7 +844,10 @@ def simulate_dynamics(
     integ = integ.resolved(owner, dt, xp)
     ts = xp.linspace(0.0, t1, 201, dtype=dt) if saveat is None else xp.asarray(saveat, dtype=dt)
     n_saves = ts.shape[0]
-    if xp is np:  # eagerly, the save times padded to a size class (the last repeated): one program per class
+    # eagerly (a traced linkage or drive with concrete times is not: its result is traced),
+    # the save times padded to a size class (the last repeated): one program per class
+    eager = xp is np and not is_traced(lk, drive)
+    if eager:
         ts = pad_rows(np.asarray(ts), size_class(n_saves, _SAVES))
     shape = () if k == 1 else (k,)
     # free motion, a constant and an affine torque as one law, the damping an array:
@@ -860,7 +863,7 @@ def simulate_dynamics(
         integ,
         released=is_traced(u0) or bool(np.any(np.asarray(u0) != 0.0)),
     )
-    if ts.shape[0] > n_saves:  # the saves asked for (the padding repeats the last: the same integration),
+    if eager and ts.shape[0] > n_saves:  # the saves asked for (the padding repeats the last: the same integration),
         # cut on the host (a slice on the device is a program per length)
         leaves, treedef = jax.tree.flatten(out)
         cut = [jax.device_put(np.asarray(a)[:n_saves]) if a.ndim and a.shape[0] == ts.shape[0] else a for a in leaves]

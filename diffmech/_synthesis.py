@@ -1321,7 +1321,8 @@ def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
     if prob.grashof:
         for i in np.flatnonzero(g_excess > 0):
             violations[i].append(f"Grashof (s + ℓ − p − q = {g_excess[i]:.3g} > 0)")
-    c_min, c_max = fbk.crank_limit_cosines(np.asarray(lengths))
+    with np.errstate(divide="ignore", invalid="ignore"):  # (a start polished to a zero crank or ground)
+        c_min, c_max = fbk.crank_limit_cosines(np.asarray(lengths))
     full = (c_min >= 1) & (c_max <= -1)  # `crank_limits(...).full_rotation`, also for non-finite lengths
     if prob.full_rotation:
         for i in np.flatnonzero(~full):

@@ -3,6 +3,7 @@
 import importlib.metadata
 
 from . import (
+    cam as cam,
     closure as closure,
     examples as examples,
     fit as fit,

@@ -11,6 +11,7 @@ MODULES = (
     "linkage",
     "parallel",
     "screw",
+    "cam",
     "synthesis",
     "identify",
     "fit",

@@ -1,0 +1,18 @@
+"""Disc cams with translating followers (public namespace): a follower motion law, the
+cam's profile from it, the follower's motion from a profile by the contact equation,
+the pressure angle, the radius of curvature and undercut, the contact force. See
+`diffmech._cam` for the conventions."""
+
+from ._cam import (
+    CamCheck as CamCheck,
+    ContactForce as ContactForce,
+    Follower as Follower,
+    Law as Law,
+    check as check,
+    contact_force as contact_force,
+    curvature_radius as curvature_radius,
+    follow as follow,
+    pitch_radius as pitch_radius,
+    pressure_angle as pressure_angle,
+    profile as profile,
+)

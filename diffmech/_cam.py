@@ -241,7 +241,7 @@ def check(law: Law, f: Follower, samples: int = 720, max_pressure: float = jnp.p
 
 
 @_jitted
-def follow(curve, f: Follower, theta, *, grid: int = 720, newton: int = 8) -> Array:
+def follow(curve, f: Follower, theta, *, grid: int = 720, newton: int = 5) -> Array:
     """The follower's lift at cam angle(s) `theta` by the contact equation, on a cam
     profile given as a closed curve of its own frame, `curve(t)` `(2,)` for
     `t ∈ [0, 2π)` (e.g. `lambda t: profile(law, f, t)`, or any periodic curve): a flat

@@ -410,7 +410,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="one target set, one seed")
     ap.add_argument("--classic-only", action="store_true", help="only the literature's two problems")
     ap.add_argument("--tasks-only", action="store_true", help="only motion and function generation")
-    ap.add_argument("--classic-steps", type=int, default=500, help="L-BFGS steps in the classic problems")
+    ap.add_argument("--classic-steps", type=int, default=500, help="the search's steps a round in the classic problems")
     args = ap.parse_args()
     out = {
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",

@@ -158,11 +158,13 @@ def pressure_angle(law: Law, f: Follower, theta) -> Array:
     for a roller or a knife edge; 0 for a flat face (its normal is its axis). `law`:
     the motion law; `f`: the follower."""
 
-    def one(th):
-        s, ds, _ = _derivatives(law, th)
-        return jnp.zeros_like(s) if f.flat else jnp.arctan2(ds - f.offset, f.rest() + s)
+    return jnp.vectorize(lambda th: _pressure(law, f, th))(jnp.asarray(theta, law.lifts.dtype))
 
-    return jnp.vectorize(one)(jnp.asarray(theta, law.lifts.dtype))
+
+def _pressure(law, f, th):
+    """The pressure angle at one cam angle (`pressure_angle`)."""
+    s, ds, _ = _derivatives(law, th)
+    return jnp.zeros_like(s) if f.flat else jnp.arctan2(ds - f.offset, f.rest() + s)
 
 
 def _radius(c, th, ref=None):
@@ -300,9 +302,9 @@ def contact_force(law: Law, f: Follower, theta, *, speed, mass, stiffness, prelo
     the motion law; `f`: the follower; `gravity` (m/s²)."""
 
     def one(th):
-        s, ds, dds = _derivatives(law, th)
+        s, _, dds = _derivatives(law, th)
         axial = mass * (speed**2 * dds + gravity) + stiffness * s + preload
-        phi = jnp.zeros_like(s) if f.flat else jnp.arctan2(ds - f.offset, f.rest() + s)
+        phi = _pressure(law, f, th)
         normal = axial / jnp.cos(phi)
         # the force on the follower along the common normal, pushing it up and towards
         # the side the profile leans; its reaction on the cam at the contact point

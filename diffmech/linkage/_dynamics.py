@@ -1242,14 +1242,12 @@ def _applied(X, V, lk: Linkage):
 
 def _joint_couple(kind, p, phi, rate):
     """The couple a load across a joint (`_schema._joint_load`) puts on its second link
-    at the turn `φ` moving at `φ̇` (the opposite on its first)."""
-    if kind == "torsion_spring":
-        return -p[0] * (phi - p[1])
-    if kind == "stop":
-        return -p[0] * (jax.nn.relu(phi - p[2]) - jax.nn.relu(p[1] - phi))
-    if kind == "torsion_damper":
-        return -p[0] * rate
-    return -p[0] * jnp.tanh(rate / p[1])
+    at the turn `φ` moving at `φ̇` (the opposite on its first): `−V′(φ) − c φ̇` from
+    `_joint_load` at unit rate, Coulomb's friction its own."""
+    if kind == "friction":
+        return -p[0] * jnp.tanh(rate / p[1])
+    _, slope, damping = _joint_load(kind, p, phi, jnp.ones_like(phi))
+    return -slope - damping * rate
 
 
 def _joint_sides(lk: Linkage, j: int):

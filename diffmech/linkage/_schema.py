@@ -292,7 +292,7 @@ def _loads(loads, geometry, names, types, index, link_names, link_tuples, rows, 
         if kind not in LOADS:
             raise LinkageError(f"{path}.type: one of {LOADS}; got {kind!r}")
         if kind in JOINT_LOADS:
-            i, p = _joint_load(path, load, kind, geometry, names, types, index, link_names, (link_tuples, ground))
+            i, p = _joint_load(path, load, kind, geometry, names, types, index, link_names, link_tuples, ground)
             kinds.append(kind)
             idx.append(i)
             params.append(p)
@@ -451,7 +451,7 @@ def _axis(name, raw) -> np.ndarray:
     return a / n
 
 
-def _joint_load(path, load, kind, geometry, names, types, index, link_names, tuples_and_ground):
+def _joint_load(path, load, kind, geometry, names, types, index, link_names, link_tuples, ground):
     """A load across a planar revolute joint `J` on the turn `φ` of its second link
     relative to its first (`"links": [LA, LB]`, optional where `J` joins two: then the
     ground first if it is one of them, else in the description's order), measured
@@ -463,7 +463,6 @@ def _joint_load(path, load, kind, geometry, names, types, index, link_names, tup
     `ω_s`) and `{"type": "stop", "joint": J, "range": [φ_min, φ_max], "stiffness": k}`
     (end stops: a stiff one-sided spring `k` outside the range). Returns its index
     `(J, LA, J, LB)` and its three parameters."""
-    link_tuples, ground = tuples_and_ground
     j = load.get("joint")
     if j not in index or types[index[j]] != "R":
         raise LinkageError(f"{path}.joint: a {kind} acts across a revolute joint; got {j!r}")

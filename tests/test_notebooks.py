@@ -244,6 +244,9 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         assert c["joint_loads_energy_error"] <= 1e-7
         lost = c["joint_loads_dissipated"]
         assert lost[0] == 0.0 and 0 < lost[1] < lost[2], lost
+        # a cam: the law back from its profile, the torque from the power, contact lost only at speed
+        assert c["cam_lift_error"] <= 1e-12 and c["cam_torque_vs_power"] <= 1e-12
+        assert c["cam_lost"] == (False, True)
     if path.name.startswith("08_"):
         assert c["same_mask_sweep"] is True and c["same_mask_shard"] is True
         assert c["q_vs_ref"] <= 1e-13 and c["shard_dq"] <= 1e-13

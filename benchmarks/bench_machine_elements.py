@@ -1,0 +1,161 @@
+"""Machine elements: loads across joints and cams, each against a baseline measured in
+the same run.
+
+- Loads across joints: the parallelogram four-bar of `tests/test_joint_loads.py` with a
+  torsion spring and a torsion damper, released from 0.3 rad for 3 s: diffmech's
+  `simulate_dynamics` (as the README calls it: eager, default integrator) against
+  MuJoCo's run of the model `to_mjcf` writes (the hinge's stiffness and damping; RK4 at
+  its stiff default timestep). Reported: wall time (median of repeats, compilation
+  apart), the error against the closed-form damped oscillation, and the loop gap.
+- Cams: the follower's lift by the contact equation at 360 cam angles on a roller
+  cam's profile (`cam.follow`), against SciPy's `brentq` per angle on the same contact
+  equation (NumPy, the profile from the same law). Reported: wall time (median),
+  compilation apart, and each one's error against the law.
+
+    python benchmarks/bench_machine_elements.py [--repeats 5]
+
+Writes benchmarks/results/machine_elements.json. Run it alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+import jax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+import numpy as np  # noqa: E402
+
+from benchmarks._timing import write_results  # noqa: E402
+from diffmech import cam, linkage as L  # noqa: E402
+
+
+def _timed(fn, repeats):
+    t = time.perf_counter()
+    out = fn()
+    first = time.perf_counter() - t
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return out, first, statistics.median(times)
+
+
+def joint_loads(repeats):
+    import mujoco
+    from test_joint_loads import M, parallelogram
+
+    k, c, t1 = 2.0, 0.05, 3.0
+    lk = parallelogram(spring=k, damping=c)
+    ts = np.linspace(0.0, t1, 31)
+    w = np.sqrt(k / M)
+    z = c / (2 * np.sqrt(k * M))
+    wd = w * np.sqrt(1 - z**2)
+    exact = 0.3 * np.exp(-z * w * ts) * (np.cos(wd * ts) + z * w / wd * np.sin(wd * ts))
+    saves = jnp.asarray(ts)
+    sim, first, ours = _timed(lambda: L.simulate_dynamics(lk, u0=0.3, udot0=0.0, t1=t1, saveat=saves), repeats)
+    path = L.to_mjcf(lk, os.path.join(tempfile.mkdtemp(), "p.xml"), softness="stiff")
+    model = mujoco.MjModel.from_xml_path(str(path))
+    jid = {n: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in "ACD"}
+    model.dof_frictionloss[:] = 0.0  # (the linkage's friction is 0: none exported; its stop inactive)
+    model.jnt_limited[:] = 0
+
+    def run():
+        d = mujoco.MjData(model)
+        for n, q in (("A", 0.3), ("D", 0.3), ("C", -0.3)):
+            d.qpos[model.jnt_qposadr[jid[n]]] = q
+        got, gap = [], 0.0
+        for t in ts:
+            while d.time < t - 1e-12:
+                mujoco.mj_step(model, d)
+            got.append(d.qpos[model.jnt_qposadr[jid["A"]]])
+            rows = d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY
+            gap = max(gap, float(np.max(np.abs(d.efc_pos[rows]))) if np.any(rows) else 0.0)
+        return np.asarray(got), gap
+
+    (theirs, gap), _, mj = _timed(run, repeats)
+    return dict(
+        diffmech_s=ours,
+        diffmech_first_s=first,
+        diffmech_error=float(np.max(np.abs(np.asarray(sim.u) - exact))),
+        diffmech_energy_error=float(sim.energy_error),
+        diffmech_residual=float(np.max(np.asarray(sim.residual))),
+        mujoco_s=mj,
+        mujoco_error=float(np.max(np.abs(theirs - exact))),
+        mujoco_loop_gap=gap,
+        mujoco_timestep=float(model.opt.timestep),
+    )
+
+
+def cams(repeats):
+    from scipy.optimize import brentq
+
+    law = cam.Law(angles=jnp.array([0.0, np.pi / 2, 2.0, 2.0 + 2 * np.pi / 3]), lifts=jnp.array([0.0, 0.02, 0.02, 0.0]))
+    rb, rr, e = 0.05, 0.01, 0.008
+    f = cam.Follower(base=jnp.asarray(rb), roller=jnp.asarray(rr), offset=jnp.asarray(e))
+    theta = jnp.linspace(0.0, 2 * np.pi, 361)[:-1]
+    s_law = np.asarray(law(theta))
+
+    def curve(t):
+        return cam.profile(law, f, t)
+
+    lift, first, ours = _timed(lambda: np.asarray(cam.follow(curve, f, theta)), repeats)
+    # the baseline: the roller's pitch curve (the profile offset by the roller) tabulated
+    # on a fine grid in NumPy, and per cam angle brentq on its crossing of the axis x = e
+    grid = np.linspace(0.0, 2 * np.pi, 4097)
+    C = np.asarray(cam.profile(law, f, jnp.asarray(grid)))
+    dC = np.gradient(C, grid, axis=0)
+    n = np.c_[dC[:, 1], -dC[:, 0]] / np.linalg.norm(dC, axis=1)[:, None]  # outward: the profile runs clockwise
+    P = C + rr * n
+    s0 = np.sqrt((rb + rr) ** 2 - e**2)
+
+    def baseline():
+        out = []
+        for th in np.asarray(theta):
+            c, s = np.cos(th), np.sin(th)
+            x = c * P[:, 0] - s * P[:, 1] - e
+            y = s * P[:, 0] + c * P[:, 1]
+            i = int(np.argmax(np.where((x[:-1] * x[1:] <= 0) & (y[:-1] > 0), y[:-1], -np.inf)))
+
+            def fx(t, i=i):
+                p = np.array([np.interp(t, grid, P[:, 0]), np.interp(t, grid, P[:, 1])])
+                return c * p[0] - s * p[1] - e
+
+            t = brentq(fx, grid[i], grid[i + 1], xtol=1e-15)
+            out.append(s * np.interp(t, grid, P[:, 0]) + c * np.interp(t, grid, P[:, 1]) - s0)
+        return np.asarray(out)
+
+    theirs, _, base = _timed(baseline, repeats)
+    return dict(
+        diffmech_s=ours,
+        diffmech_first_s=first,
+        diffmech_error=float(np.max(np.abs(lift - s_law))),
+        baseline_s=base,
+        baseline_error=float(np.max(np.abs(theirs - s_law))),
+        angles=int(theta.shape[0]),
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repeats", type=int, default=5)
+    args = ap.parse_args()
+    rows = {"joint_loads": joint_loads(args.repeats), "cam_follow": cams(args.repeats)}
+    for k, v in rows.items():
+        print(k, {a: (f"{b:.3g}" if isinstance(b, float) else b) for a, b in v.items()}, flush=True)
+    write_results(os.path.join(ROOT, "benchmarks", "results", "machine_elements.json"), rows)
+
+
+if __name__ == "__main__":
+    main()

@@ -113,11 +113,12 @@ def cams(repeats):
     lift, first, ours = _timed(lambda: np.asarray(cam.follow(curve, f, theta)), repeats)
     # the baseline: the roller's pitch curve (the profile offset by the roller) tabulated
     # on a fine grid in NumPy, and per cam angle brentq on its crossing of the axis x = e
-    grid = np.linspace(0.0, 2 * np.pi, 4097)
+    grid = np.linspace(0.0, 2 * np.pi, 4096, endpoint=False)
     C = np.asarray(cam.profile(law, f, jnp.asarray(grid)))
-    dC = np.gradient(C, grid, axis=0)
-    n = np.c_[dC[:, 1], -dC[:, 0]] / np.linalg.norm(dC, axis=1)[:, None]  # outward: the profile runs clockwise
-    P = C + rr * n
+    dC = np.roll(C, -1, axis=0) - np.roll(C, 1, axis=0)  # periodic central differences
+    n = np.c_[-dC[:, 1], dC[:, 0]] / np.linalg.norm(dC, axis=1)[:, None]  # outward: the profile runs clockwise
+    P = np.vstack([C + rr * n, (C + rr * n)[:1]])  # closed: the first point again at 2π
+    grid = np.r_[grid, 2 * np.pi]
     s0 = np.sqrt((rb + rr) ** 2 - e**2)
 
     def baseline():

@@ -7,6 +7,11 @@ the same run.
   MuJoCo's run of the model `to_mjcf` writes (the hinge's stiffness and damping; RK4 at
   its stiff default timestep). Reported: wall time (median of repeats, compilation
   apart), the error against the closed-form damped oscillation, and the loop gap.
+- Gears: the planetary train of `tests/test_gears.py` (ring fixed, the sun the input)
+  under a constant torque on the sun for 2 s from rest: `simulate_dynamics` (eager,
+  default integrator) against MuJoCo's run of the export (each pair a fixed tendon
+  held at its length; RK4 at its stiff default timestep). Reported: wall time, the
+  error against the closed form `u = τ t² / (2 M)`.
 - Cams: the follower's lift by the contact equation at 360 cam angles on a roller
   cam's profile (`cam.follow`), against SciPy's `brentq` per angle on the same contact
   equation (NumPy, the profile from the same law). Reported: wall time (median),
@@ -98,6 +103,43 @@ def joint_loads(repeats):
     )
 
 
+def gears(repeats):
+    import mujoco
+    from test_gears import M, planetary
+
+    tau, t1 = 0.05, 2.0
+    lk = planetary()
+    ts = np.linspace(0.0, t1, 21)
+    exact = tau * ts**2 / (2 * M)
+    saves, drive = jnp.asarray(ts), L.Drive(torque=L.ConstantTorque(tau))
+    sim, first, ours = _timed(
+        lambda: L.simulate_dynamics(lk, u0=0.0, udot0=0.0, t1=t1, saveat=saves, drive=drive), repeats
+    )
+    model = mujoco.MjModel.from_xml_path(str(L.to_mjcf(lk, os.path.join(tempfile.mkdtemp(), "g.xml"))))
+    sun = model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "O")]
+
+    def run():
+        d = mujoco.MjData(model)
+        d.ctrl[0] = tau
+        got = []
+        for t in ts:
+            while d.time < t - 1e-12:
+                mujoco.mj_step(model, d)
+            got.append(d.qpos[sun])
+        return np.asarray(got)
+
+    theirs, _, mj = _timed(run, repeats)
+    return dict(
+        diffmech_s=ours,
+        diffmech_first_s=first,
+        diffmech_error=float(np.max(np.abs(np.asarray(sim.u) - exact))),
+        mujoco_s=mj,
+        mujoco_error=float(np.max(np.abs(theirs - exact))),
+        mujoco_timestep=float(model.opt.timestep),
+        turns=float(exact[-1] / (2 * np.pi)),
+    )
+
+
 def cams(repeats):
     from scipy.optimize import brentq
 
@@ -152,7 +194,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args()
-    rows = {"joint_loads": joint_loads(args.repeats), "cam_follow": cams(args.repeats)}
+    rows = {"joint_loads": joint_loads(args.repeats), "gears": gears(args.repeats), "cam_follow": cams(args.repeats)}
     for k, v in rows.items():
         print(k, {a: (f"{b:.3g}" if isinstance(b, float) else b) for a, b in v.items()}, flush=True)
     write_results(os.path.join(ROOT, "benchmarks", "results", "machine_elements.json"), rows)

@@ -147,6 +147,8 @@ def _max_abs(v):
     # reduction would split the fused Newton step into several kernels (2x slower);
     # above the unrolled size the step is a loop of kernels anyway, and the chain's
     # 2n operations per call were a tenth of the Stephenson-II program XLA compiles
+    if v.shape[0] == 0:  # nothing to solve (a linkage its inputs place whole)
+        return jnp.zeros((), v.dtype)
     if v.shape[0] > _linalg.UNROLL_MAX:
         return jnp.max(jnp.abs(v))
     m = jnp.abs(v[0])
@@ -193,7 +195,7 @@ def _newton(f, jac, x0, *, atol, xtol, max_steps, min_steps, robust=False, m_tan
             # least-squares step; and a configuration already exact to round-off is
             # not moved (at a nearly singular Jacobian a finite Newton step can be huge)
             JtJ = J.T @ J
-            mu = 1e-12 * jnp.max(jnp.abs(JtJ)) + jnp.finfo(x.dtype).tiny
+            mu = 1e-12 * jnp.max(jnp.abs(JtJ), initial=0.0) + jnp.finfo(x.dtype).tiny
             dx_ls = _linalg.solve(JtJ + mu * jnp.eye(x.shape[0], dtype=x.dtype), -(J.T @ r))
             dx = jnp.where(jnp.isfinite(_max_abs(dx)), dx, dx_ls)
             dx = jnp.where(_max_abs(r) <= 2 * jnp.finfo(x.dtype).eps, 0.0, dx)
@@ -577,7 +579,7 @@ def _check_numbers(owner, **trees) -> None:
 def _check_square(owner, fn, x0, u, params, name="x0") -> None:
     """Shapes are known while tracing: an `x0` that is not a non-empty vector, or a
     residual that is not square, is named once per compilation."""
-    if x0.ndim != 1 or x0.shape[0] < 1:
+    if x0.ndim != 1:
         raise ValueError(f"{owner}: `{name}` must be a non-empty 1-D array (n,); got shape {x0.shape}")
     r_shape = jax.eval_shape(fn, x0, u, params).shape
     if r_shape != x0.shape:

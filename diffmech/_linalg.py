@@ -45,6 +45,8 @@ def solve(A: Float[Array, "n n"], b: Float[Array, "n ..."]) -> Float[Array, "n .
     **Returns:** `x` with the shape of `b`.
     """
     n = A.shape[-1]
+    if n == 0:  # the empty system (a linkage its inputs place whole)
+        return b
     if n > UNROLL_MAX:
         return _solve_large(A, b)
     vector = b.ndim == 1
@@ -99,6 +101,8 @@ def solve_det(A: Float[Array, "n n"], B: Float[Array, "n k"]) -> tuple[Float[Arr
     same values); no derivatives (a diagnostic: a sweep's Newton step, branch
     invariant and conditioning from one factorisation of its last Jacobian)."""
     A, B = jax.lax.stop_gradient((A, B.astype(A.dtype)))
+    if A.shape[-1] == 0:  # nothing to solve (a linkage its inputs place whole)
+        return B, jnp.ones((), A.dtype)
     if A.shape[-1] <= UNROLL_MAX:
         return _solve_unrolled(A, B)
     return _lu_solve_det(A, B)
@@ -167,6 +171,8 @@ def condition_from_inverse(A: Float[Array, "n n"], inv: Float[Array, "n n"], col
     """`condition_1(A)` given `A⁻¹` (inf where it is not finite); with a boolean mask
     `columns`, of the block of those columns of a block-diagonal `A` (its other block
     bordering it)."""
+    if A.shape[-1] == 0:  # the empty system (a linkage its inputs place whole) is perfectly conditioned
+        return jnp.ones((), A.dtype)
     a, b = jnp.sum(jnp.abs(A), axis=0), jnp.sum(jnp.abs(inv), axis=0)
     if columns is not None:
         a, b = jnp.where(columns, a, 0), jnp.where(columns, b, 0)

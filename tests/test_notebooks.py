@@ -247,6 +247,8 @@ def test_notebook_runs(path, monkeypatch, tmp_path):
         # a cam: the law back from its profile, the torque from the power, contact lost only at speed
         assert c["cam_lift_error"] <= 1e-12 and c["cam_torque_vs_power"] <= 1e-12
         assert c["cam_lost"] == (False, True)
+        # gears: a planetary train's arm against Willis' formula, its torque against its inertia
+        assert c["gear_willis_error"] <= 1e-12 and c["gear_torque_error"] <= 1e-12
     if path.name.startswith("08_"):
         assert c["same_mask_sweep"] is True and c["same_mask_shard"] is True
         assert c["q_vs_ref"] <= 1e-13 and c["shard_dq"] <= 1e-13

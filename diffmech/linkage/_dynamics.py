@@ -62,7 +62,7 @@ from .._validate import (
     is_traced,
 )
 from .._xla import eager_program, filter_jit, host_array, pad_rows, size_class
-from . import _schema
+from . import _gears, _schema
 from ._equations import normals, orthonormal
 from ._joints import KINDS, REACTION_UNKNOWNS
 from ._model import Linkage, joint_coords, prepare, prepared_residual
@@ -992,11 +992,13 @@ class _Reactions(eqx.Module):
     crosses: tuple = eqx.field(static=True, default=())  # (U joint, its two axis points)
     # spatial P and C joints: (joint, side A, side B, B's point, A's axis point, 4 or 5 unknowns)
     prisms: tuple = eqx.field(static=True, default=())
+    meshes: tuple = eqx.field(static=True, default=())  # per gear pair its two links: its tooth force, last
 
     @property
     def n_unknowns(self) -> int:
-        """The reaction unknowns and the inputs' efforts (the system's columns)."""
-        return len(_columns(self).units) + len(self.motor)
+        """The reaction unknowns, the inputs' efforts and the gear pairs' tooth forces
+        (the system's columns)."""
+        return len(_columns(self).units) + len(self.motor) + len(self.meshes)
 
     @property
     def redundancy(self) -> int:
@@ -1056,6 +1058,7 @@ def _reaction_plan(lk: Linkage, body: _Inertial) -> _Reactions:
         axes=tuple(axes),
         crosses=tuple(crosses),
         prisms=tuple(prisms),
+        meshes=tuple((la, lb) for _, la, _, lb, *_ in lk.gears.pairs) if lk.gears else (),
     )
 
 
@@ -1293,14 +1296,15 @@ def _motor(X, lk: Linkage, plan: _Reactions, kind, joints):
     return [_wrench(X[a, : lk.dim], -e), _wrench(X[b, : lk.dim], e)]
 
 
-def _kinetostatics(X, V, accel, spin, c, body: _Inertial, plan: _Reactions, lk: Linkage, units, motors):
+def _kinetostatics(X, V, accel, spin, c, body: _Inertial, plan: _Reactions, lk: Linkage, units, motors, teeth=None):
     """The Newton–Euler balances of every moving link as one linear system
     `A z = b` in the reaction unknowns `z` (and the motor's effort, last): per link
     `Σ F = m (a − g)` and `Σ M = spin + c × m (a − g)` about the origin, `spin` the
     rate of the link's angular momentum about its centre of mass (`I α` in the
     plane). `units`: the unknowns' unit wrenches (`_column_wrenches`), `motors` the
-    inputs' (`_motors`). `A` is one scatter of them (each unknown's wrench on the
-    link it acts on, its opposite on the other; the ground has no rows)."""
+    inputs' (`_motors`), `teeth` the gear pairs' unit tooth forces' on their second
+    gears `(G, W)`. `A` is one scatter of them (each unknown's wrench on the link it
+    acts on, its opposite on the other; the ground has no rows)."""
     w = plan.width
     row = {k: w * i for i, k in enumerate(plan.bodies)}
     n_rows = w * len(plan.bodies)
@@ -1319,6 +1323,13 @@ def _kinetostatics(X, V, accel, spin, c, body: _Inertial, plan: _Reactions, lk: 
                 values.append(wr[None])
                 rows.append(row[k])
                 columns.append(len(cols.units) + i)
+    for i, (la, lb) in enumerate(plan.meshes):  # a tooth force on the second gear, its opposite on the first
+        assert teeth is not None
+        for k, sign in ((lb, 1.0), (la, -1.0)):
+            if k in row:
+                values.append(sign * teeth[i][None])
+                rows.append(row[k])
+                columns.append(len(cols.units) + len(plan.motor) + i)
     r = np.asarray(rows)[:, None] + np.arange(w)
     q = np.broadcast_to(np.asarray(columns)[:, None], r.shape)
     A = jnp.zeros((n_rows, plan.n_unknowns), X.dtype).at[r, q].add(jnp.concatenate(values))
@@ -1335,6 +1346,26 @@ def _kinetostatics(X, V, accel, spin, c, body: _Inertial, plan: _Reactions, lk: 
     return A, rhs.reshape(-1) - b
 
 
+def _system(X, V, accel, spin, c, body: _Inertial, plan: _Reactions, lk: Linkage, units, motors):
+    """The Newton–Euler system `A, b` (`_kinetostatics`) and the gear pairs' pitch
+    points and tooth-force directions `(P, d)` `(G, 2)` each. A tooth force acts along
+    the line of action, which leans by the pressure angle `α` from the pitch
+    circles' tangent `t` towards the separating direction `e` for the flank in
+    contact, the one the tangential force's sign picks: a first solve along `t`
+    gives that sign, the second along `d = t + sign(F_t) tan α e`."""
+    if not plan.meshes:
+        A, b = _kinetostatics(X, V, accel, spin, c, body, plan, lk, units, motors)
+        empty = jnp.zeros((0, 2), X.dtype)
+        return A, b, (empty, empty)
+    P, t, e = _gears.pitch(X, lk)
+    assert lk.gear_params is not None
+    A, b = _kinetostatics(X, V, accel, spin, c, body, plan, lk, units, motors, _wrench(P, t))
+    Ft = _linalg.solve(A, b)[A.shape[1] - len(plan.meshes) :]
+    d = t + (jnp.sign(Ft) * jnp.tan(lk.gear_params[:, 2]))[:, None] * e
+    A, b = _kinetostatics(X, V, accel, spin, c, body, plan, lk, units, motors, _wrench(P, d))
+    return A, b, (P, d)
+
+
 def _reactions_from(z, plan: _Reactions, units, motors):
     """Every `(joint, link)` wrench about the origin from the unknowns, and the
     inputs' efforts `(k,)`: each unknown's wrench on the link it acts on and its
@@ -1342,7 +1373,7 @@ def _reactions_from(z, plan: _Reactions, units, motors):
     one acts there, less the others' share; a pin carries no mass), as one scatter."""
     cols = _columns(plan)
     n = len(cols.units)
-    tau = z[n:]
+    tau = z[n : n + len(plan.motor)]
     pair = {p: i for i, p in enumerate(plan.pairs)}
     first = {j: holders[0] for j, holders, _ in plan.pins}
     load = z[:n, None] * units
@@ -1379,8 +1410,13 @@ class JointForces(AbstractResult):
       plane the world's axes at a pin, `x` along a slider's line) and its origin
       (the joint's point; a planar line's point nearest the world origin);
     - `shaking_force` `(N, 2|3)`, `shaking_moment` `(N,)` in the plane, `(N, 3)` in
-      space: the total wrench on the ground (its joints' reactions and the motor's
-      reaction), moment about the origin;
+      space: the total wrench on the ground (its joints' reactions, the motor's
+      reaction and the teeth of a gear it is), moment about the origin;
+    - `teeth` `(N, G, 2)`: per gear pair (the description's `gears`), the force its
+      first gear's teeth put on the second's at the pitch point (the rack's, for a
+      rack and pinion), along the line of action: the tangential part transmits the
+      torque, the separating part `|F_t| tan α` pushes the two apart (`(N, 0, 2)`
+      without gears);
     - `condition` `(N,)`: the 1-norm condition number of the Newton–Euler system
       (in space without each S–S rod's moment along its own axis, `0 = 0` for its
       idle spin; on the sphere the square root of `A Aᵀ`'s); `converged`,
@@ -1401,6 +1437,7 @@ class JointForces(AbstractResult):
     origins: Float[Array, "N P D"]
     shaking_force: Float[Array, "N D"]
     shaking_moment: Float[Array, " N *M"]
+    teeth: Float[Array, "N G 2"]
     condition: Float[Array, " N"]
     residual: Float[Array, " N"]
     converged: Bool[Array, " N"]
@@ -1608,7 +1645,7 @@ def _joint_forces_program(lk, u, udot, uddot, body, plan):
             _, spin = jax.jvp(lambda F, dF: _angular_momentum(F, dF, body), (f, df), (df, ddf))
         motors = _motors(X, lk, plan)
         units = _column_wrenches(X, plan)
-        A, b = _kinetostatics(X, V, ddc, spin, c, body, plan, lk, units, motors)
+        A, b, (P, d) = _system(X, V, ddc, spin, c, body, plan, lk, units, motors)
         if not planar and body.n_rods:
             P = _drop_idle_spins(f[1], body)
             A, b = P @ A, P @ b
@@ -1623,6 +1660,10 @@ def _joint_forces_program(lk, u, udot, uddot, body, plan):
         # (a couple or force for a revolute or prismatic input; an actuator's push
         # at a tracer of the ground, which no pin carries)
         total = jnp.sum(jnp.where(ground[:, None], reactions, 0.0), axis=0)
+        teeth = z[A.shape[1] - len(plan.meshes) :, None] * d  # each pair's tooth force on its second gear
+        for i, (la, lb) in enumerate(plan.meshes):  # the teeth of a gear the ground is (a fixed ring)
+            if lk.ground in (la, lb):
+                total = total + (1.0 if lb == lk.ground else -1.0) * _wrench(P[i], teeth[i])
         pins = {j for j, _, _ in plan.pins}
         for (kind, _, _), t, ends, wrenches in zip(lk.topology.inputs, tau, plan.motor, motors):
             if kind in ("revolute", "prismatic"):
@@ -1634,9 +1675,9 @@ def _joint_forces_program(lk, u, udot, uddot, body, plan):
         n = lk.dim
         tau = tau[0] if lk.n_inputs == 1 else tau
         R, o = _joint_frames(X, plan)
-        return tau, reactions, total[:n], (total[2] if planar else total[3:]), cond, R, o
+        return tau, reactions, total[:n], (total[2] if planar else total[3:]), cond, R, o, teeth
 
-    tau, reactions, F, Mz, cond, R, o = jax.vmap(one)(motion.coords, u, udot, uddot)
+    tau, reactions, F, Mz, cond, R, o, teeth = jax.vmap(one)(motion.coords, u, udot, uddot)
     singular = ~(cond < _COND_LIMIT)
     ok = motion.converged & ~singular
     codes = jnp.where(motion.converged & singular, code(RESULTS.singular_configuration), code(motion.status))
@@ -1650,6 +1691,7 @@ def _joint_forces_program(lk, u, udot, uddot, body, plan):
         origins=o,
         shaking_force=F,
         shaking_moment=Mz,
+        teeth=teeth,
         condition=cond,
         residual=motion.residual,
         converged=ok,

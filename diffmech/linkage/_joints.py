@@ -253,8 +253,19 @@ class SidePoint(JointKind):
     joint = False
 
 
+class GearMark(JointKind):
+    """Not in a description: a point on a planar gear or rack that has a single joint
+    (`<link>.mark`, one pitch radius from its pivot along x), which `_gears` adds so
+    that the link has a frame (its turn, its inertia in the dynamics)."""
+
+    letter, title = "mark", "gear mark"
+    geometries = ()
+    joint = False
+
+
 KINDS: dict[str, type[JointKind]] = {
-    k.letter: k for k in (Revolute, Spherical, Universal, Prismatic, Cylindrical, Tracer, AxisPoint, SidePoint)
+    k.letter: k
+    for k in (Revolute, Spherical, Universal, Prismatic, Cylindrical, Tracer, AxisPoint, SidePoint, GearMark)
 }
 
 

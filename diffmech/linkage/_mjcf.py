@@ -117,6 +117,7 @@ def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -
     opts = "" if softness == "default" else f' solref="{_vec(2 * timestep, 1.0)}" solimp="0.9999 0.9999 0.001 0.5 2"'
     w.loops(opts)
     w.inputs()
+    w.gears(opts)
     gravity = np.zeros(3)
     gravity[: lk.dim] = np.asarray(lk.gravity, dtype=float)[: lk.dim]
     world = [f'    <site name="{s}" pos="{_vec(p)}"/>' for s, p in w.sites[lk.ground]] + w.body(
@@ -312,6 +313,43 @@ class _Writer:
             if KINDS[t].carried:
                 (k,) = [k for k, m in enumerate(lk.links) if j in m]
                 self.sites[k].append((names[j], X[j]))
+
+    def gears(self, opts):
+        """Each gear pair as a fixed tendon pinned at its reference length (MuJoCo's
+        gear coupling): its equation `r1 (ψ1 − ψc) + r2 (ψ2 − ψc) = 0` in the links'
+        turns, each the sum of the hinges on its path from the world (every planar
+        hinge turns about z); a rack's slide is its P joint's own coordinate."""
+        lk = self.lk
+        if not lk.gears:
+            return
+        for i, ((kind, la, ja, lb, jb, c, sign), p) in enumerate(zip(lk.gears.pairs, np.asarray(lk.gear_params))):
+            coef: dict[str, float] = collections.defaultdict(float)
+            terms = (
+                [(la, p[0]), (lb, p[1]), (c, -p[0] - p[1])]
+                if kind == "gear"
+                else [(la, -sign * p[0]), (c, sign * p[0])]
+            )
+            for link, k in terms:
+                for e in self.path(link):
+                    if KINDS[self.edges[e][3]].mjcf == ("hinge",):
+                        coef[self.edge_name[e]] += k
+            if kind == "rack":
+                (e,) = [v[1] for v in self.parent.values() if v is not None and self.edges[v[1]][0] == jb] or [None]
+                if e is None or {self.edges[e][1], self.edges[e][2]} != {lb, c}:
+                    raise LinkageError(f"to_mjcf: rack {self.link_names[lb]} slides on no joint of the tree")
+                coef[self.edge_name[e]] += 1.0 if self.parent[lb] == (c, e) else -1.0
+            name = f"gear{i}"
+            body = "".join(f'<joint joint="{n}" coef="{float(k)!r}"/>' for n, k in coef.items() if k != 0.0)
+            self.tendons.append(f'    <fixed name="{name}">{body}</fixed>')
+            self.eqs.append(f'    <tendon name="{name}" tendon1="{name}"{opts}/>')
+
+    def path(self, link):
+        """The tree edges from the world to `link`."""
+        out = []
+        while (up := self.parent[link]) is not None:
+            link, e = up
+            out.append(e)
+        return out
 
     def body(self, k, origin, depth):
         """The bodies below link `k` (at `origin`), nested."""

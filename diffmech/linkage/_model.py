@@ -78,7 +78,7 @@ from .. import _closure, _screw
 from .._geometry import dot, rotation, unit
 from .._validate import Recent, output_path
 from .._xla import eager_program, filter_jit, jit
-from . import _schema
+from . import _gears, _schema
 from ._equations import EQUATIONS, TRACERS
 from ._joints import KINDS
 from ._schema import LinkageError
@@ -96,6 +96,7 @@ class _Topology:
     input_link: int  # -1 for an actuator
     input_joints: tuple[int, ...]  # (pivot or slider joint,) or the actuator's (a, b)
     more_inputs: tuple = ()  # the second, third, ... input: (kind, link, joints) each
+    gears: _gears.Train = _gears.Train()  # the gear pairs and racks and the links they place
 
     @property
     def inputs(self) -> tuple:
@@ -106,13 +107,19 @@ class _Topology:
     def input_links(self) -> tuple[int, ...]:
         return tuple(link for _, link, _ in self.inputs if link >= 0)
 
+    @property
+    def placed_links(self) -> tuple[int, ...]:
+        """The links placed without the closure: the input links, then the gears the
+        gear pairs place (`_gears`)."""
+        return self.input_links + _gears.driven_links(self.gears)
+
     def width(self, j):
         return KINDS[self.types[j]].width(self.geometry)
 
     @property
     def known(self) -> tuple[bool, ...]:
         fixed = set(self.links[self.ground])
-        for link in self.input_links:
+        for link in self.placed_links:
             fixed |= set(self.links[link])
         return tuple(j in fixed or KINDS[t].carried for j, t in enumerate(self.types))
 
@@ -322,11 +329,11 @@ def compile_equations(topo: _Topology, names: tuple, link_names: tuple) -> _Plan
     for li in range(len(topo.links)):
         frame = _frame_of(topo, li)
         frames.append(frame)
-        if li == topo.ground or li in topo.input_links:
+        if li == topo.ground or li in topo.placed_links:
             continue
         pts, lns = topo.members(li)
         lname = link_names[li]
-        moved = {j for link in topo.input_links for j in topo.links[link]} - set(topo.links[topo.ground])
+        moved = {j for link in topo.placed_links for j in topo.links[link]} - set(topo.links[topo.ground])
         members = set(topo.links[li])
         if members and all(known[j] for j in members) and members & moved:
             # every joint is placed by the ground or the input: no unknown can keep this
@@ -438,7 +445,9 @@ class Linkage(eqx.Module):
     Built by `Linkage.from_dict` or `diffmech.linkage.load`, not by hand; its other
     fields are derived there: `description` (the parsed description), `masses`, `coms`,
     `inertias` (per link: kg, a joint or point, kg·m² about the centre of mass),
-    `gravity` (m/s²) and the loads' `load_kinds`, `load_index` and `load_params`.
+    `gravity` (m/s²), the loads' `load_kinds`, `load_index` and `load_params`, and the
+    gears' `gears` (static: the pairs and the links they place, `_gears.Train`) and
+    `gear_params` (per pair its pitch radii and pressure angle: a leaf).
     """
 
     coords: Float[Array, "J 3"]
@@ -463,6 +472,8 @@ class Linkage(eqx.Module):
     load_kinds: tuple[str, ...] = eqx.field(static=True, default=())
     load_index: tuple[tuple[int, int, int, int], ...] = eqx.field(static=True, default=())
     load_params: Float[Array, "K 3"] | None = None
+    gears: _gears.Train = eqx.field(static=True, default=_gears.Train())
+    gear_params: Float[Array, "G 3"] | None = None
 
     # ------------------------------------------------------------------ building
 
@@ -481,6 +492,8 @@ class Linkage(eqx.Module):
                 | {"type": "revolute" | "prismatic", "joint": NAME}  (the joint's own turn or slide)
                 | {"type": "actuator", "joints": [NAME, NAME]},
          (or "inputs": [one of those, ...] for several inputs)
+         "gears": [{"links": [L1, L2], "joints": [J1, J2], "radii": [r1, r2]}, ...]  (planar, optional;
+                  {"type": "rack", ..., "radii": [r]} for a rack and pinion: see `_gears`)
          "simulation": {"steps": 180, "step": 0.0349}}   (optional)
         ```
 
@@ -576,7 +589,7 @@ class Linkage(eqx.Module):
         joints = {}
         index = {n: i for i, n in enumerate(self.names)}
         for n, t, row in zip(self.names, self.types, C):
-            if t in (_schema.AXIS, _schema.SIDE):
+            if t in (_schema.AXIS, _schema.SIDE, _gears.MARK):
                 continue
             K = KINDS[t]
             joints[n] = {"type": t, "coords": [float(v) for v in row[: K.width(self.geometry)]]}
@@ -610,7 +623,22 @@ class Linkage(eqx.Module):
             "simulation": sim,
             **({} if self.gravity is None else {"gravity": [float(v) for v in np.asarray(self.gravity)[: self.dim]]}),
             **({"loads": self._loads_list()} if self.load_kinds else {}),
+            **({"gears": self._gears_list()} if self.gears else {}),
         }
+
+    def _gears_list(self) -> list:
+        out = []
+        for (kind, la, ja, lb, jb, *_), p in zip(self.gears.pairs, np.asarray(self.gear_params)):
+            out.append(
+                {
+                    "type": kind,
+                    "links": [self.link_names[la], self.link_names[lb]],
+                    "joints": [self.names[ja], self.names[jb]],
+                    "radii": [float(p[0]), float(p[1])] if kind == "gear" else [float(p[0])],
+                    "pressure_angle": float(p[2]),
+                }
+            )
+        return out
 
     def _loads_list(self) -> list:
         out = []
@@ -644,7 +672,7 @@ class Linkage(eqx.Module):
             joints = [
                 self.names[j][: -len(ln) - 1] if self.types[j] == _schema.SIDE else self.names[j]
                 for j in members
-                if self.types[j] != _schema.AXIS
+                if self.types[j] not in (_schema.AXIS, _gears.MARK)
             ]
             m = 0.0 if self.masses is None else float(self.masses[li])
             inertia = np.zeros(()) if self.inertias is None else np.asarray(self.inertias)[li]
@@ -675,6 +703,7 @@ class Linkage(eqx.Module):
             self.input_link,
             self.input_joints,
             self.more_inputs,
+            self.gears,
         )
 
     def zero_input(self) -> Array:
@@ -790,7 +819,30 @@ def _moved(prep: _Prepared, u):
             moving, rows = _moved_one(prep, kind, link, joints, ui)
             if moving is not None:
                 out.append((moving, rows))
+    if lk.gears:
+        C = prep.C0
+        for (link, steps), moving in zip(
+            _gears.motions(lk.topology, lk.gear_params, _input_values(lk, u)), _gear_rows(lk.topology)
+        ):
+            if moving.size:
+                M = C[moving]
+                line = np.array([not KINDS[lk.types[j]].is_point(lk.geometry) for j in moving])
+                for kind, s, amount in steps:
+                    M = moved_planar(C, s, M, line, amount, kind)
+                out.append((moving, M))
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _gear_rows(topo: _Topology) -> tuple[np.ndarray, ...]:
+    """Per gear the gear pairs place, the rows it moves: its joints that neither the
+    ground nor a link placed before it holds."""
+    held = set(topo.links[topo.ground]).union(*(topo.links[k] for k in topo.input_links))
+    out = []
+    for link in _gears.driven_links(topo.gears):
+        out.append(np.array([j for j in topo.links[link] if j not in held], dtype=int))
+        held |= set(topo.links[link])
+    return tuple(out)
 
 
 def _moved_one(prep: _Prepared, kind, link, joints, u):
@@ -917,13 +969,12 @@ def rigidity_rows(X: Float[Array, "J 3"], u, prep: _Prepared) -> Float[Array, " 
     """`full_residual` from the joint coordinates `X` it assembles from the state."""
     lk, k = prep.lk, prep.k
     sl = slice(0, lk.dim)
-    return jnp.concatenate(
-        [
-            E.residual(X, lk.plan.groups[kind], k.get(kind), _equation_inputs(lk, u, kind), sl)
-            for kind, E in EQUATIONS.items()
-            if lk.plan.groups[kind].size
-        ]
-    )
+    rows = [
+        E.residual(X, lk.plan.groups[kind], k.get(kind), _equation_inputs(lk, u, kind), sl)
+        for kind, E in EQUATIONS.items()
+        if lk.plan.groups[kind].size
+    ]
+    return jnp.concatenate(rows) if rows else jnp.zeros((0,), X.dtype)  # (a gear train the gears place whole)
 
 
 # the inputs held by an equation of the closure (not by a prescribed link): their kind's equation

@@ -35,7 +35,7 @@ of inputs. Everything else is data:
 Which linkages: planar or spherical (whose dyads are one closed form, two cones, and
 whose dummy joints are the three unit axes), not over-constrained, decomposed into
 dyads (the closed form of `_structure.predictor`), every input a revolute or
-prismatic link on the ground (`eligible`). The others keep their per-topology program.
+prismatic link on the ground, no gears (`eligible`). The others keep their per-topology program.
 """
 
 import functools
@@ -182,6 +182,7 @@ def eligible(lk: Linkage) -> bool:
     return (
         lk.geometry in ("planar", "spherical")
         and not lk.over_constrained
+        and not lk.gears
         and all(kind in ("revolute", "prismatic") and link >= 0 for kind, link, _ in lk.topology.inputs)
         and type(_structure.predictor(lk)) is _closure.ClosedForm
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from . import _gears
 from ._errors import LinkageError as LinkageError
 from ._joints import GEOMETRIES as GEOMETRIES, KINDS, AxisPoint, SidePoint, allowed
 
@@ -25,6 +26,7 @@ KEYS = (
     "simulation",
     "gravity",
     "loads",
+    "gears",
 )
 LOADS = ("spring", "damper", "force", "torque", "torsion_spring", "torsion_damper", "friction", "stop")
 # loads across a planar revolute joint: on the turn of its second link relative to its
@@ -78,6 +80,7 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
             names.append(copy)
             types.append(kind)
             rows.append(rows[names.index(src)])
+    links = _gears.add_marks(spec.get("gears"), geometry, links, names, types, rows)
     index = {n: i for i, n in enumerate(names)}
     link_names, link_tuples, inertial = _parse_links(links, geometry, names, types, rows, index, axes, u_axes, side_b)
     ground = spec["ground"]
@@ -98,6 +101,9 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         link_tuples = [_frame_first(idx, types, rows, known) for idx in link_tuples]
     (in_kind, in_link, in_joints), more = inputs[0], tuple(inputs[1:])
     steps, step = _simulation(spec)
+    gears = _gears.parse(spec.get("gears"), names, types, rows, link_names, link_tuples, g, inputs)
+    if gears["gear_params"] is not None:
+        gears["gear_params"] = jax.device_put(gears["gear_params"])
     return dict(
         coords=jax.device_put(np.stack(rows)),  # (an eager `jnp.asarray` compiles a small program)
         names=tuple(names),
@@ -119,6 +125,7 @@ def parse(spec: dict, *, sphere_tol: float = 1e-2) -> dict:
         inertias=jax.device_put(np.stack([np.asarray(i, dtype=float) for _, _, i in inertial])),
         gravity=jax.device_put(np.asarray(_gravity(spec.get("gravity"), geometry), dtype=float)),
         **_loads(spec.get("loads", []), geometry, names, types, index, link_names, link_tuples, rows, g),
+        **gears,
     )
 
 

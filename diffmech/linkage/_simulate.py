@@ -964,6 +964,8 @@ def _raise_if_bad_initial(lk, r, Jx, Ju=None, tol: float = 1e-10) -> None:
         j = int(np.argmax(~np.all(np.isfinite(coords), axis=-1)))
         raise LinkageError(f"linkage {lk.name!r}: `coords` must be finite; joint {lk.names[j]} is {coords[j].tolist()}")
     raise_if_open(lk, r, tol)
+    if np.asarray(Jx).size == 0:  # nothing to solve: the inputs (and gears) place every link
+        return
     s_x = np.linalg.svd(np.asarray(Jx), compute_uv=False)
     if Ju is None and s_x[-1] > 1e-6 * max(s_x[0], 1e-300):
         return  # clearly full rank, so mobility 1 (the common case: no second program)

@@ -38,6 +38,7 @@ import numpy as np
 from .. import _closure, _screw
 from .._geometry import cross, dot, perp
 from .._xla import jit
+from . import _gears
 from ._joints import KINDS
 from ._model import Linkage, LinkageError, assemble_coords, compile_equations
 
@@ -78,7 +79,8 @@ class Group:
 @dataclasses.dataclass(frozen=True)
 class Structure:
     """A linkage's structure (`linkage.structure`): its `name` and `geometry`, the
-    `ground` link, the `inputs` (input links, or `actuator J1–J2`), the Assur `groups`
+    `ground` link, the `inputs` (input links, or `actuator J1–J2`), the links the gear
+    pairs place with them (`geared`), the Assur `groups`
     in solving order, and the links no group determines (`unassigned`: the linkage is
     under-constrained there, or its group is larger than the search). `closed_form`:
     every group is solved from the structure (dyads in closed form, a larger planar
@@ -94,6 +96,7 @@ class Structure:
     groups: tuple[Group, ...]
     unassigned: tuple[str, ...]
     closed_form: bool
+    geared: tuple[str, ...] = ()  # the links the gear pairs place with the inputs
     _links: tuple = dataclasses.field(repr=False, compare=False, init=False, default=())
     _points: dict = dataclasses.field(repr=False, compare=False, init=False, default_factory=dict)
 
@@ -103,6 +106,8 @@ class Structure:
 
     def __str__(self) -> str:
         lines = [f"{self.geometry} linkage {self.name!r}: ground {self.ground}; input(s) {', '.join(self.inputs)}"]
+        if self.geared:
+            lines[0] += f"; placed by gears {', '.join(self.geared)}"
         for i, g in enumerate(self.groups, 1):
             lines.append(f"  {i}. {g}")
         if self.unassigned:
@@ -207,7 +212,7 @@ def analyse(topo, names: tuple, link_names: tuple) -> _Analysis:
     lnames = list(link_names) + [n for n in input_names if n.startswith("actuator")]
     pair = [j for j, t in enumerate(topo.types) if KINDS[t].joint]
     holders = {j: frozenset(i for i, js in enumerate(links) if j in js) for j in pair}
-    known = {topo.ground} | set(topo.input_links)
+    known = {topo.ground} | set(topo.placed_links)
     unknown = set(range(len(links))) - known
 
     def connected(S):
@@ -247,6 +252,7 @@ def analyse(topo, names: tuple, link_names: tuple) -> _Analysis:
         groups=tuple(groups),
         unassigned=tuple(lnames[i] for i in sorted(unknown)),
         closed_form=ok,
+        geared=tuple(link_names[k] for k in _gears.driven_links(topo.gears)),
     )
     return _Analysis(structure=s, steps=tuple(steps))
 
@@ -438,7 +444,7 @@ def _closed_form(topo, names, link_names):
 
     def solution(u, prep):
         C0 = prep.C0
-        poses = _known_poses(topo, C0, u)
+        poses = _known_poses(topo, C0, u, prep.lk.gear_params)
         ok = jnp.asarray(True)
         for step in steps:
             p1, p2, good = (dyad_sphere if topo.geometry == "spherical" else dyad_plane)(step, poses, C0)
@@ -713,8 +719,9 @@ def _spatial_branch_fn(topo, names, link_names):
     return jit(invariant), of_coords
 
 
-def _known_poses(topo, C0, u):
-    """The poses `(R, t)` of the ground (identity) and of every input link at `u`."""
+def _known_poses(topo, C0, u, gear_params=None):
+    """The poses `(R, t)` of the ground (identity), of every input link at `u` and of
+    every gear a gear pair places (`gear_params`: the pairs' radii)."""
     d = 2 if topo.geometry == "planar" else 3
     eye, zero = jnp.eye(d, dtype=C0.dtype), jnp.zeros((d,), C0.dtype)
     poses = {topo.ground: (eye, zero)}
@@ -724,6 +731,12 @@ def _known_poses(topo, C0, u):
             poses[link] = known_pose(kind, C0, s, ui)
         else:  # about the pivot's axis or the slider plane's pole
             poses[link] = (_screw.rotation(C0[s], ui), zero)
+    for link, steps in _gears.motions(topo, gear_params, us):  # each step's pose, then its carrier's
+        R, t = eye, zero
+        for kind, s, amount in steps:
+            Ri, ti = known_pose(kind, C0, s, amount)
+            R, t = Ri @ R, Ri @ t + ti
+        poses[link] = (R, t)
     return poses
 
 
@@ -998,7 +1011,7 @@ def _searched(topo, names, link_names):
 
     def solve(inputs, prep):
         C0 = prep.C0
-        poses = jax.vmap(lambda u: _known_poses(topo, C0, u))(inputs)
+        poses = jax.vmap(lambda u: _known_poses(topo, C0, u, prep.lk.gear_params))(inputs)
         reached = jnp.ones(inputs.shape[:1], bool)
         for st in steps:
             if st[0] == "group":

@@ -69,6 +69,14 @@ class RESULTS(diffrax.RESULTS):  # pyright: ignore
         "branches meet there ([J_x J_u] loses rank) and the motion could go on along "
         "either; pass it with `at_change` ('continue' or 'turn')."
     )
+    contact_lost = (
+        "A cam's follower would leave the cam here (the spring cannot keep the contact: "
+        "the contact force reaches zero): the integration ends there."
+    )
+    end_stop = (
+        "The motion reached an end stop that is an event (a linkage's `stop` load with "
+        "`event`): the integration ends there."
+    )
     singular_configuration = (
         "A singular configuration: the Jacobian is singular here (a closure Jacobian, "
         "joint screws or a wrench system without full rank), so the Newton step, the "

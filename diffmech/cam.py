@@ -1,10 +1,12 @@
-"""Disc cams with translating followers (public namespace): a follower motion law, the
+"""Disc cams with translating and oscillating followers (public namespace): a follower motion law, the
 cam's profile from it, the follower's motion from a profile by the contact equation,
 the pressure angle, the radius of curvature and undercut, the contact force. See
 `diffmech._cam` for the conventions."""
 
 from ._cam import (
+    Arm as Arm,
     CamCheck as CamCheck,
+    CamMotion as CamMotion,
     ContactForce as ContactForce,
     Follower as Follower,
     Law as Law,
@@ -15,4 +17,5 @@ from ._cam import (
     pitch_radius as pitch_radius,
     pressure_angle as pressure_angle,
     profile as profile,
+    simulate as simulate,
 )

@@ -9,6 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import diffmech as dm
 from diffmech import cam
 from diffmech._geometry import perp, rotation
 
@@ -163,3 +164,92 @@ def test_cam_gradients_match_central_differences():
 def test_bad_cams_are_named(make, match):
     with pytest.raises(ValueError, match=match):
         make()
+
+
+def test_a_spline_law_is_scipys_periodic_spline_and_comes_back_from_its_profile():
+    from scipy.interpolate import CubicSpline
+
+    angles = np.linspace(0.0, 2 * np.pi, 13)[:-1] + np.r_[0.0, 0.05 * np.sin(np.arange(1, 12))]
+    lifts = 0.01 * (1 - np.cos(angles)) + 0.002 * np.sin(3 * angles)
+    law = cam.Law(angles=jnp.asarray(angles), lifts=jnp.asarray(lifts), kind="spline")
+    ref = CubicSpline(np.r_[angles, 2 * np.pi], np.r_[lifts, lifts[0]], bc_type="periodic")
+    th = np.linspace(0.0, 2 * np.pi, 97)
+    for k in range(3):  # the lift, its rate and acceleration: SciPy's, across the turn too
+        mine = jax.vmap(jax.grad(jax.grad(law)) if k == 2 else jax.grad(law) if k == 1 else law)(jnp.asarray(th))
+        np.testing.assert_allclose(np.asarray(mine), ref(th, k), rtol=0, atol=1e-13 * 10**k)
+    lift = cam.follow(lambda t: cam.profile(law, ROLLER, t), ROLLER, TH)
+    np.testing.assert_allclose(np.asarray(lift), np.asarray(law(TH)), rtol=0, atol=1e-12)
+
+
+ARM = cam.Arm(
+    base=jnp.asarray(0.05), pivot=jnp.asarray([0.12, 0.03]), length=jnp.asarray(0.09), roller=jnp.asarray(0.01)
+)
+SWING = cam.Law(angles=LAW.angles, lifts=jnp.array([0.0, 0.25, 0.25, 0.0]))  # the arm swings 0.25 rad
+
+
+def test_an_oscillating_follower_follows_its_law_with_its_pressure_angle_and_torque():
+    # rest: the roller touches the base circle
+    psi0 = float(ARM.rest())
+    w0 = np.array([0.12, 0.03]) + 0.09 * np.array([np.cos(psi0), np.sin(psi0)])
+    assert abs(np.hypot(*w0) - 0.06) <= 1e-15
+    lift = cam.follow(lambda t: cam.profile(SWING, ARM, t), ARM, TH)
+    np.testing.assert_allclose(np.asarray(lift), np.asarray(SWING(TH)), rtol=0, atol=1e-12)
+
+    # the pressure angle: from the roller's direction of motion (normal to the arm) to the
+    # profile's normal at the contact, from the profile's own tangent turned into the world
+    def geometric(t):
+        c, tangent = jax.jvp(lambda v: cam.profile(SWING, ARM, v), (t,), (1.0,))
+        n = rotation(t) @ (perp(tangent) / jnp.linalg.norm(tangent))
+        psi = ARM.rest() + SWING(t)
+        m = jnp.stack([-jnp.sin(psi), jnp.cos(psi)])
+        return jnp.arctan2(m[0] * n[1] - m[1] * n[0], m @ n)
+
+    phi = np.asarray(cam.pressure_angle(SWING, ARM, TH))
+    np.testing.assert_allclose(np.asarray(jax.vmap(geometric)(TH)), phi, rtol=0, atol=1e-12)
+    assert np.max(np.abs(phi)) > 0.2
+    # the cam's torque equals the arm's power over the cam's speed: T = M ψ′
+    cf = cam.contact_force(SWING, ARM, TH, speed=5.0, mass=2e-4, stiffness=0.5, preload=0.2)
+    dpsi = np.asarray(jax.vmap(jax.grad(SWING))(TH))
+    np.testing.assert_allclose(np.asarray(cf.torque), np.asarray(cf.axial) * dpsi, rtol=0, atol=1e-12)
+    assert not bool(jnp.any(cf.lost)) and float(jnp.max(jnp.abs(cf.torque))) > 1e-3
+
+
+def _newton_euler(law, f_mass, k, preload, inertia, tau, y0, t_eval, event=None):
+    """The cam and its translating follower by SciPy: the follower's balance
+    `F = m ÿ + k s + p + m g` (y = s(θ)) and the cam's `I θ̈ = τ − F s′`, solved for θ̈."""
+    from scipy.integrate import solve_ivp
+
+    def parts(th, w):
+        s, ds, dds = (float(v[0]) for v in _law_derivatives(law, np.asarray([th])))
+        a = (tau - ds * (f_mass * dds * w**2 + k * s + preload + f_mass * 9.81)) / (inertia + f_mass * ds**2)
+        return a, f_mass * (dds * w**2 + ds * a) + k * s + preload + f_mass * 9.81
+
+    rhs = lambda t, y: [y[1], parts(y[0], y[1])[0]]  # noqa: E731
+    ev = None
+    if event:
+        ev = lambda t, y: parts(y[0], y[1])[1]  # noqa: E731
+        ev.terminal = True
+    return solve_ivp(rhs, (0.0, float(t_eval[-1])), y0, "DOP853", t_eval=t_eval, rtol=1e-12, atol=1e-14, events=ev)
+
+
+def test_a_cam_and_its_follower_move_as_newton_euler_says_until_the_contact_is_lost():
+    ts = np.linspace(0.0, 1.0, 21)
+    kw = dict(
+        inertia=1e-3, mass=0.3, stiffness=300.0, preload=5.0, t1=1.0, saveat=jnp.asarray(ts), rtol=1e-12, atol=1e-14
+    )
+    slow = cam.simulate(LAW, ROLLER, speed0=20.0, **kw)
+    ref = _newton_euler(LAW, 0.3, 300.0, 5.0, 1e-3, 0.0, [0.0, 20.0], ts)
+    assert bool(jnp.all(slow.converged)) and float(slow.energy_error) <= 1e-8
+    np.testing.assert_allclose(np.asarray(slow.theta), ref.y[0], rtol=0, atol=1e-8)
+    # faster, driven: the follower leaves the cam where the contact force reaches zero
+    drive = lambda t, th, w: 0.02 + 0.0 * w  # noqa: E731
+    ts = np.linspace(0.0, 0.05, 26)
+    fast = cam.simulate(LAW, ROLLER, speed0=60.0, torque=drive, **{**kw, "t1": 0.05, "saveat": jnp.asarray(ts)})
+    ref = _newton_euler(LAW, 0.3, 300.0, 5.0, 1e-3, 0.02, [0.0, 60.0], ts, event=True)
+    (t_lost,) = ref.t_events[0]
+    ok = np.asarray(fast.converged)
+    assert 0.01 < t_lost < 0.04, t_lost
+    np.testing.assert_array_equal(ok, ts < t_lost)
+    assert dm.RESULTS.name(fast.status)[int(np.argmin(ok))] == "contact_lost"
+    np.testing.assert_allclose(np.asarray(fast.theta)[ok], ref.y[0], rtol=0, atol=1e-8)
+    assert float(fast.energy_error) <= 1e-8

@@ -239,7 +239,7 @@ def test_a_joint_load_on_the_sphere_is_named():
     spec = dm.examples.load("spherical_rrpr").to_dict()
     j = next(n for n, v in spec["joints"].items() if v["type"] == "R")
     spec["loads"] = [{"type": "torsion_spring", "joint": j, "stiffness": 1.0}]
-    with pytest.raises(L.LinkageError, match="acts across a planar revolute joint; this linkage is spherical"):
+    with pytest.raises(L.LinkageError, match="acts across a planar joint; this linkage is spherical"):
         L.Linkage.from_dict(spec)
 
 
@@ -275,3 +275,109 @@ def test_joint_loads_export_to_mujoco_and_it_follows_the_same_motion(tmp_path):
     spec["loads"].append({"type": "torsion_damper", "joint": "B", "damping": 1.0})
     with pytest.raises(L.LinkageError, match="closes a loop, and MuJoCo.s joint elements act on"):
         L.to_mjcf(L.Linkage.from_dict(spec), tmp_path / "cut.xml")
+
+
+SLIDE_MASSES = (0.4, 0.3, 0.5)  # the input block, the coupler, the second block: all translate together
+
+
+def double_slider(spring=3.0, damping=0.0, friction=0.0, stop=(-1.0, 1.0), stop_k=1.0):
+    """Two blocks on parallel lines joined by a coupler: every link translates with the
+    input block, so the generalised inertia is the total mass and the loads across the
+    prismatic joints make a one-degree oscillator: a spring across the second block's
+    slide and a damper, friction and a stop across the input's."""
+    m1, mc, m2 = SLIDE_MASSES
+    return L.Linkage.from_dict(
+        {
+            "name": "double slider",
+            "joints": {
+                "P1": {"type": "P", "coords": [0.0, 1.0, 0.0]},  # y = 0, sliding along +x
+                "P2": {"type": "P", "coords": [0.0, 1.0, -0.5]},  # y = 0.5
+                "B1": {"type": "R", "coords": [0.0, 0.0]},
+                "B2": {"type": "R", "coords": [0.3, 0.5]},
+            },
+            "links": {
+                "ground": ["P1", "P2"],
+                "block1": {"joints": ["P1", "B1"], "mass": m1, "com": "B1", "inertia": 0.01},
+                "coupler": {"joints": ["B1", "B2"], "mass": mc, "com": [0.15, 0.25], "inertia": 0.02},
+                "block2": {"joints": ["P2", "B2"], "mass": m2, "com": "B2", "inertia": 0.01},
+            },
+            "ground": "ground",
+            "input": "block1",
+            "gravity": [0.0, 0.0],
+            "loads": [
+                {"type": "linear_spring", "joint": "P2", "stiffness": spring, "position": 0.05},
+                {"type": "linear_damper", "joint": "P1", "damping": damping},
+                {"type": "friction", "joint": "P1", "torque": friction, "speed": 0.05},
+                {"type": "stop", "joint": "P1", "range": list(stop), "stiffness": stop_k},
+            ],
+        }
+    )
+
+
+def test_linear_loads_across_prismatic_joints_match_the_one_degree_oscillator(tmp_path):
+    m, k, c = sum(SLIDE_MASSES), 3.0, 0.2
+    t = np.asarray(TS)
+    w, z = np.sqrt(k / m), c / (2 * np.sqrt(k * m))
+    wd = w * np.sqrt(1 - z**2)
+    # released 0.2 from the spring's free position 0.05: the damped oscillator's closed form
+    exact = 0.05 + 0.2 * np.exp(-z * w * t) * (np.cos(wd * t) + z * w / wd * np.sin(wd * t))
+    lk = double_slider(spring=k, damping=c)
+    sim = L.simulate_dynamics(lk, u0=0.25, udot0=0.0, t1=float(TS[-1]), saveat=TS, **TIGHT)
+    np.testing.assert_allclose(np.asarray(sim.u), exact, rtol=0, atol=1e-9)
+    assert float(sim.energy_error) <= 1e-8
+    # friction and a stop, against SciPy's integration of the one-degree model
+    f = lambda u, v: -k * (u - 0.05) - 0.3 * np.tanh(v / 0.05) - 300.0 * max(u - 0.3, 0.0)  # noqa: E731
+    sol = solve_ivp(
+        lambda _, y: [y[1], f(y[0], y[1]) / m], (0.0, 3.0), [0.0, 1.2], "DOP853", t_eval=t, rtol=1e-13, atol=1e-15
+    )
+    hit = L.simulate_dynamics(
+        double_slider(spring=k, friction=0.3, stop=(-1.0, 0.3), stop_k=300.0),
+        u0=0.0,
+        udot0=1.2,
+        t1=3.0,
+        saveat=TS,
+        **TIGHT,
+    )
+    np.testing.assert_allclose(np.asarray(hit.u), sol.y[0], rtol=0, atol=1e-9)
+    assert float(np.max(sol.y[0])) > 0.3 and float(hit.energy_error) <= 1e-8
+    # held still at u, the input's force is the spring's, k (u − 0.05): virtual work
+    u = jnp.asarray([-0.1, 0.0, 0.2])
+    np.testing.assert_allclose(L.joint_forces(lk, u).torque, k * (np.asarray(u) - 0.05), rtol=1e-12, atol=1e-15)
+    again = L.Linkage.from_dict(lk.to_dict())
+    assert again.load_kinds == lk.load_kinds and np.array_equal(
+        np.asarray(again.load_params), np.asarray(lk.load_params)
+    )
+    # MuJoCo's run of the export: the slide's stiffness, springref and damping
+    mujoco = pytest.importorskip("mujoco")
+    model = mujoco.MjModel.from_xml_path(str(L.to_mjcf(double_slider(spring=k, damping=c), tmp_path / "s.xml")))
+    p2 = mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "P2")
+    assert model.jnt_stiffness[p2] == k and model.jnt_type[p2] == mujoco.mjtJoint.mjJNT_SLIDE
+    d = mujoco.MjData(model)
+    for name in ("P1", "P2"):
+        d.qpos[model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, name)]] = 0.25
+    got = []
+    for ti in t:
+        while d.time < ti - 1e-12:
+            mujoco.mj_step(model, d)
+        got.append(d.qpos[model.jnt_qposadr[p2]])
+    np.testing.assert_allclose(got, exact, rtol=0, atol=1e-4)  # the stiff model's softness
+
+
+def test_an_event_stop_ends_the_motion_where_the_closed_form_reaches_it():
+    m, k = sum(SLIDE_MASSES), 3.0
+    spec = double_slider(spring=k).to_dict()
+    spec["loads"][3] = {"type": "stop", "joint": "P1", "range": [-1.0, 0.3], "event": True}
+    lk = L.Linkage.from_dict(spec)
+    assert lk.to_dict()["loads"][3] == {**spec["loads"][3], "links": ["ground", "block1"]}
+    sim = L.simulate_dynamics(lk, u0=0.0, udot0=1.2, t1=3.0, saveat=TS, **TIGHT)
+    # undamped about 0.05: u = 0.05 − 0.05 cos ωt + (1.2/ω) sin ωt reaches 0.3 first at t*
+    w = np.sqrt(k / m)
+    t = np.asarray(TS)
+    exact = 0.05 - 0.05 * np.cos(w * t) + 1.2 / w * np.sin(w * t)
+    t_star = float(t[np.argmax(exact > 0.3)])  # the first save past the stop
+    ok = np.asarray(sim.converged)
+    assert ok[t < t_star].all() and not ok[t >= t_star].any()
+    np.testing.assert_allclose(np.asarray(sim.u)[ok], exact[ok], rtol=0, atol=1e-9)
+    assert dm.RESULTS.name(sim.status)[int(np.argmin(ok))] == "end_stop"
+    with pytest.raises(L.LinkageError, match=r"loads\[3\]\.stiffness: a stop that is an event has no stiffness"):
+        L.Linkage.from_dict({**spec, "loads": spec["loads"][:3] + [{**spec["loads"][3], "stiffness": 1.0}]})

@@ -43,6 +43,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optimistix as optx
 from jaxtyping import Array, Bool, Float
 
 from .. import _cache, _closure, _linalg
@@ -390,17 +391,51 @@ def _joint_turn(X, dX, lk: Linkage, la: int, lb: int):
     return jnp.arctan2(cross(z0, z), dot(z0, z)), rate(lb) - rate(la)
 
 
+def _joint_slide(X, dX, lk: Linkage, j: int, la: int, lb: int):
+    """The slide `s` of link `lb` relative to link `la` along the planar prismatic joint
+    `j` (its line's direction `(b, −a)` at the description's configuration, measured
+    from there), and its rate `s′` along `dX`: a point of `lb` seen from `la`'s frame
+    turned back to its initial orientation."""
+    frame_b = lk.plan.frames[lb]
+    pb = frame_b[1] if frame_b is not None else j  # (a link with a slide has a point: its frame's first)
+    C0 = lk.coords.astype(X.dtype)
+    line = C0[j]
+    d0 = jnp.stack([line[1], -line[0]]) / jnp.sqrt(dot(line[:2], line[:2]))
+
+    def slide(Y):
+        if la == lk.ground:
+            return dot(Y[pb, :2] - C0[pb, :2], d0)
+        frame_a = lk.plan.frames[la]
+        oa = frame_a[1]
+        e, e0 = _link_direction(Y, lk, la), _link_direction(C0, lk, la)
+        c, sn = dot(e0, e), cross(e0, e)
+        r = Y[pb, :2] - Y[oa, :2]
+        back = jnp.stack([c * r[0] + sn * r[1], -sn * r[0] + c * r[1]]) / jnp.sqrt(dot(e, e) * dot(e0, e0))
+        return dot(back - (C0[pb, :2] - C0[oa, :2]), d0)
+
+    return jax.jvp(slide, (X,), (dX,))
+
+
+def _joint_coordinate(X, dX, lk: Linkage, j: int, la: int, lb: int):
+    """A planar joint's own coordinate across it, and its rate along `dX`: the turn of
+    `lb` relative to `la` across a revolute joint (`_joint_turn`), the slide along a
+    prismatic one (`_joint_slide`)."""
+    if lk.types[j] == "P":
+        return _joint_slide(X, dX, lk, j, la, lb)
+    return _joint_turn(X, dX, lk, la, lb)
+
+
 def _joint_load(kind, p, phi, dphi):
-    """A load across a joint (`_schema._joint_load`) on its turn `φ` moving at `φ′` per
-    unit input: its energy, its slope and its damping coefficient `c φ′²` (friction:
-    none of them, `_friction`)."""
+    """A load across a joint (`_schema._joint_load`) on its coordinate `q` (a turn or a
+    slide) moving at `q′` per unit input: its energy, its slope and its damping
+    coefficient `c q′²` (friction: none of them, `_friction`)."""
     zero = jnp.zeros((), phi.dtype)
-    if kind == "torsion_spring":
+    if kind in _schema.SPRING_LOADS:
         return 0.5 * p[0] * (phi - p[1]) ** 2, p[0] * (phi - p[1]) * dphi, zero
     if kind == "stop":
         over, under = jax.nn.relu(phi - p[2]), jax.nn.relu(p[1] - phi)
         return 0.5 * p[0] * (over**2 + under**2), p[0] * (over - under) * dphi, zero
-    if kind == "torsion_damper":
+    if kind in _schema.DAMPER_LOADS:
         return zero, zero, p[0] * dphi**2
     return zero, zero, zero
 
@@ -411,9 +446,9 @@ def _friction(X, dX, lk: Linkage, udot):
     `−Σ T tanh(φ̇ / ω_s) φ′` (`φ̇ = φ′ · u̇`)."""
     Q = jnp.zeros_like(udot)
     assert lk.load_params is not None
-    for kind, (_, la, _, lb), p in zip(lk.load_kinds, lk.load_index, lk.load_params):
+    for kind, (j, la, _, lb), p in zip(lk.load_kinds, lk.load_index, lk.load_params):
         if kind == "friction":
-            dphi = jax.vmap(lambda d: _joint_turn(X, d, lk, la, lb)[1])(dX)
+            dphi = jax.vmap(lambda d: _joint_coordinate(X, d, lk, j, la, lb)[1])(dX)
             Q = Q - p[0] * jnp.tanh(dot(dphi, udot) / p[1]) * dphi
     return Q
 
@@ -430,7 +465,7 @@ def _loads(X, dX, lk: Linkage):
     n = lk.dim
     for kind, (ja, la, jb, lb), p in zip(lk.load_kinds, lk.load_index, lk.load_params):
         if kind in _schema.JOINT_LOADS:
-            v, dv, c = _joint_load(kind, p, *_joint_turn(X, dX, lk, la, lb))
+            v, dv, c = _joint_load(kind, p, *_joint_coordinate(X, dX, lk, ja, la, lb))
             Vs, dVs, Cd = Vs + v, dVs + dv, Cd + c
         elif kind in ("spring", "damper"):
             r, dr = X[jb, :n] - X[ja, :n], dX[jb, :n] - dX[ja, :n]
@@ -692,6 +727,24 @@ def _near_singular(t, y, args, **kwargs):
     return jnp.abs(det) < _SINGULAR_RATIO * jnp.prod(jnp.linalg.norm(J, axis=1))
 
 
+def _stop_margin(t, y, args, **kwargs):
+    """Diffrax's event, as a number that crosses zero: the least margin of the event
+    stops (`stop` loads with `event`), `min(q − q_min, q_max − q)` of each joint's
+    coordinate; its root is located in time by Newton."""
+    prep = args[0]
+    lk = prep.lk
+    u, _, _, _, x = _split(y, lk.n_inputs)
+    X = joint_coords(x, u, prep)
+    zero = jnp.zeros_like(X)
+    margin = jnp.asarray(jnp.inf, X.dtype)
+    assert lk.load_params is not None
+    for kind, (j, la, _, lb), p in zip(lk.load_kinds, lk.load_index, lk.load_params):
+        if kind == "stop_event":
+            q = _joint_coordinate(X, zero, lk, j, la, lb)[0]
+            margin = jnp.minimum(margin, jnp.minimum(q - p[1], p[2] - q))
+    return margin
+
+
 def _split(y, k):
     """The ODE state `(u, u̇, work, dissipated, x)`: scalars `u`, `u̇` for one input,
     `(k,)` for several."""
@@ -875,6 +928,14 @@ def simulate_dynamics(
 _SAVES = (2, 4, 8, 16, 32, 64, 128, 201, 256, 512, 1024, 2048)
 
 
+def _events(lk: Linkage) -> diffrax.Event:
+    """The integration's events: a singular configuration; with event stops, their
+    margin too, its zero located in time (Newton to round-off)."""
+    if "stop_event" not in lk.load_kinds:
+        return diffrax.Event(_near_singular)
+    return diffrax.Event((_near_singular, _stop_margin), root_finder=optx.Newton(rtol=1e-12, atol=1e-12))
+
+
 @filter_jit
 def _simulate_dynamics(lk, u0, udot0, t1, ts, drive, integ: Resolved, released=True):
     prep, body = prepare(lk), _inertial(lk)
@@ -898,7 +959,7 @@ def _simulate_dynamics(lk, u0, udot0, t1, ts, drive, integ: Resolved, released=T
         stepsize_controller=integ.controller(),
         max_steps=integ.max_steps,
         adjoint=integ.adjoint,
-        event=diffrax.Event(_near_singular),
+        event=_events(lk),
         throw=False,
     )
     ys = sol.ys
@@ -920,10 +981,12 @@ def _simulate_dynamics(lk, u0, udot0, t1, ts, drive, integ: Resolved, released=T
         kinetic = 0.5 * jnp.einsum("ti,tij,tj->t", udot, M, udot)
     energy = kinetic + V
     balance = energy - energy[0] - work + dissipated
-    # the integration stopped at a singular configuration (`_near_singular`)
-    stopped = RESULTS.where(
-        sol.result == diffrax.RESULTS.event_occurred, RESULTS.singular_configuration, RESULTS.promote(sol.result)
-    )
+    # the integration stopped at a singular configuration (`_near_singular`) or an end stop (`_stop_margin`)
+    event = RESULTS.singular_configuration
+    if "stop_event" in lk.load_kinds:
+        assert sol.event_mask is not None
+        event = RESULTS.where(sol.event_mask[1], RESULTS.end_stop, event)
+    stopped = RESULTS.where(sol.result == diffrax.RESULTS.event_occurred, event, RESULTS.promote(sol.result))
     ok, status = save_status(stopped, ys, closed)
     finite = jnp.where(ok, balance, 0.0)
     return Simulation(
@@ -1227,7 +1290,14 @@ def _applied(X, V, lk: Linkage):
     assert lk.load_params is not None
     n = lk.dim
     for kind, (ja, la, jb, lb), p in zip(lk.load_kinds, lk.load_index, lk.load_params):
-        if kind in _schema.JOINT_LOADS:  # a couple on its second link, the opposite on its first
+        if kind in _schema.JOINT_LOADS and lk.types[ja] == "P":  # a force along the line on its second link
+            f = _joint_couple(kind, p, *_joint_slide(X, V, lk, ja, la, lb))
+            frame_b = lk.plan.frames[lb]
+            at = X[frame_b[1] if frame_b is not None else ja, :2]
+            line = X[ja, :2]
+            d = jnp.stack([line[1], -line[0]]) / jnp.sqrt(dot(line, line))
+            out += [(lb, _wrench(at, f * d)), (la, _wrench(at, -f * d))]
+        elif kind in _schema.JOINT_LOADS:  # a couple on its second link, the opposite on its first
             tau = _joint_couple(kind, p, *_joint_turn(X, V, lk, la, lb))
             out += [(lb, _couple(tau, 3)), (la, _couple(-tau, 3))]
         elif kind in ("spring", "damper"):

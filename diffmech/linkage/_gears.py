@@ -35,9 +35,9 @@ separating part `|F_t| tan α` pushing the gears apart (through both centres: it
 changes the pins' reactions, not the torques).
 """
 
-import dataclasses
 import math
 
+import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
@@ -135,13 +135,13 @@ def add_marks(raw, geometry: str, links: dict, names: list, types: list, rows: l
     return out
 
 
-@dataclasses.dataclass(frozen=True)
-class Train:
+class Train(eqx.Module):
     """A linkage's gears (static): `pairs`, per pair `(kind, L1, J1, L2, J2,
     carrier, sign)` (`sign`: the side of a rack's line its pinion's centre is on);
     `tree`, per link the gears place, in order, `(link, parent, joint, kind)`: it
     turns about its revolute `joint` on `parent` (kind "revolute") or, a rack, slides
-    along its prismatic joint with it ("prismatic"), `parent` placed before it."""
+    along its prismatic joint with it ("prismatic"), `parent` placed before it. (A
+    module of this package, so that a kept program's key can describe it.)"""
 
     pairs: tuple = ()
     tree: tuple = ()

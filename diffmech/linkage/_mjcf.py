@@ -211,17 +211,17 @@ class _Writer:
         return [
             f'{pad}<joint name="{n}{".turn" if i else ""}" type="{kind}" pos="0 0 0"'
             + ("" if kind == "ball" else f' axis="{_vec(self.axis_of(j))}"')
-            + (self.joint_loads(e, child) if kind == "hinge" else "")
+            + (self.joint_loads(e, child) if kind in ("hinge", "slide") and self.planar else "")
             + "/>"
             for i, kind in enumerate(K.mjcf)
         ]
 
     def joint_loads(self, e, child) -> str:
-        """The loads across a tree joint as its hinge's attributes: a torsion spring's
-        `stiffness` and `springref`, a torsion damper's `damping`, Coulomb friction's
-        `frictionloss` (MuJoCo's is dry friction, not smoothed) and a stop's `range`
-        (MuJoCo's soft limit, its own stiffness); the hinge turns the child relative to
-        its parent, the load its second link relative to its first."""
+        """The loads across a tree joint as its hinge's (a planar P joint's slide's)
+        attributes: a spring's `stiffness` and `springref`, a damper's `damping`,
+        Coulomb friction's `frictionloss` (MuJoCo's is dry friction, not smoothed) and a
+        stop's `range` (MuJoCo's soft limit, its own stiffness); the joint moves the
+        child relative to its parent, the load its second link relative to its first."""
         j, a, b = self.edges[e][:3]
         parent = a if b == child else b
         k = ref = c = fric = 0.0
@@ -230,9 +230,9 @@ class _Writer:
             if kind not in _schema.JOINT_LOADS or ja != j or {la, lb} != {parent, child}:
                 continue
             sign = 1.0 if (la, lb) == (parent, child) else -1.0
-            if kind == "torsion_spring":
+            if kind in _schema.SPRING_LOADS:
                 k, ref = k + p[0], ref + p[0] * sign * p[1]
-            elif kind == "torsion_damper":
+            elif kind in _schema.DAMPER_LOADS:
                 c += p[0]
             elif kind == "friction":
                 fric += p[0]

@@ -646,7 +646,8 @@ class Linkage(eqx.Module):
         for kind, (ja, la, jb, lb), p in zip(self.load_kinds, self.load_index, P):
             n, ln = self.names, self.link_names
             if kind in _schema.JOINT_LOADS:
-                out.append({"type": kind, "joint": n[ja], "links": [ln[la], ln[lb]], **_joint_load_fields(kind, p)})
+                kind_ = "stop" if kind == "stop_event" else kind
+                out.append({"type": kind_, "joint": n[ja], "links": [ln[la], ln[lb]], **_joint_load_fields(kind, p)})
             elif kind == "spring":
                 out.append(
                     {
@@ -1006,12 +1007,14 @@ def residual(x: Float[Array, " n"], u, lk: Linkage) -> Float[Array, " n"]:
 
 def _joint_load_fields(kind: str, p) -> dict:
     """A load across a joint's own fields in its description (`_schema._joint_load`)."""
-    if kind == "torsion_spring":
-        return {"stiffness": float(p[0]), "angle": float(p[1])}
-    if kind == "torsion_damper":
+    if kind in _schema.SPRING_LOADS:
+        return {"stiffness": float(p[0]), ("angle" if kind == "torsion_spring" else "position"): float(p[1])}
+    if kind in _schema.DAMPER_LOADS:
         return {"damping": float(p[0])}
     if kind == "friction":
         return {"torque": float(p[0]), "speed": float(p[1])}
+    if kind == "stop_event":
+        return {"range": [float(p[1]), float(p[2])], "event": True}
     return {"range": [float(p[1]), float(p[2])], "stiffness": float(p[0])}
 
 

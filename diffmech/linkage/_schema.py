@@ -28,10 +28,26 @@ KEYS = (
     "loads",
     "gears",
 )
-LOADS = ("spring", "damper", "force", "torque", "torsion_spring", "torsion_damper", "friction", "stop")
-# loads across a planar revolute joint: on the turn of its second link relative to its
-# first, measured from the description's configuration in (−π, π]
-JOINT_LOADS = ("torsion_spring", "torsion_damper", "friction", "stop")
+LOADS = (
+    "spring",
+    "damper",
+    "force",
+    "torque",
+    "torsion_spring",
+    "torsion_damper",
+    "linear_spring",
+    "linear_damper",
+    "friction",
+    "stop",
+)
+# loads across a planar joint, on its own coordinate: the turn of its second link relative
+# to its first across a revolute joint (from the description's configuration, in (−π, π]),
+# the slide along a prismatic joint's line (from the description's configuration, along
+# (b, −a)); torsion kinds across an R joint, linear kinds across a P joint, friction and
+# stops across either
+JOINT_LOADS = ("torsion_spring", "torsion_damper", "linear_spring", "linear_damper", "friction", "stop", "stop_event")
+# (a stop with `"event": true` is read as `stop_event`: no force; `simulate_dynamics` ends there)
+SPRING_LOADS, DAMPER_LOADS = ("torsion_spring", "linear_spring"), ("torsion_damper", "linear_damper")
 LINK_KEYS = ("joints", "mass", "com", "inertia")
 INPUTS = ("revolute", "prismatic", "actuator")
 # A spatial revolute joint is a point and an axis (natural coordinates: a point and a unit
@@ -274,7 +290,8 @@ def _loads(loads, geometry, names, types, index, link_names, link_tuples, rows, 
     at a point of link L; `[Fx, Fy, Fz]` on the sphere and in space), `{"type":
     "torque", "link": L, "torque": τ}` (a couple on link L; a vector `[Mx, My, Mz]`
     on the sphere and in space, not on an S–S rod); across a planar revolute joint
-    (`_joint_load`) a `torsion_spring`, a `torsion_damper`, `friction` and a `stop`."""
+    (`_joint_load`) a `torsion_spring`, a `torsion_damper`, `friction` and a `stop`; across a
+    planar prismatic joint a `linear_spring`, a `linear_damper`, `friction` and a `stop`."""
     if not isinstance(loads, list):
         raise LinkageError(f"loads: a list of {{type, ...}}; got {loads!r}")
     kinds, idx, params = [], [], []
@@ -299,7 +316,7 @@ def _loads(loads, geometry, names, types, index, link_names, link_tuples, rows, 
         if kind not in LOADS:
             raise LinkageError(f"{path}.type: one of {LOADS}; got {kind!r}")
         if kind in JOINT_LOADS:
-            i, p = _joint_load(path, load, kind, geometry, names, types, index, link_names, link_tuples, ground)
+            i, p, kind = _joint_load(path, load, kind, geometry, names, types, index, link_names, link_tuples, ground)
             kinds.append(kind)
             idx.append(i)
             params.append(p)
@@ -459,22 +476,31 @@ def _axis(name, raw) -> np.ndarray:
 
 
 def _joint_load(path, load, kind, geometry, names, types, index, link_names, link_tuples, ground):
-    """A load across a planar revolute joint `J` on the turn `φ` of its second link
-    relative to its first (`"links": [LA, LB]`, optional where `J` joins two: then the
-    ground first if it is one of them, else in the description's order), measured
-    from the description's configuration in (−π, π]: `{"type": "torsion_spring",
-    "joint": J, "stiffness": k, "angle": φ0 (default 0)}` (a couple `−k (φ − φ0)` on LB,
-    the opposite on LA), `{"type": "torsion_damper", "joint": J, "damping": c}`
-    (`−c φ̇`: viscous friction), `{"type": "friction", "joint": J, "torque": T,
-    "speed": ω_s (default 0.01 rad/s)}` (Coulomb's `−T tanh(φ̇ / ω_s)`, smoothed over
-    `ω_s`) and `{"type": "stop", "joint": J, "range": [φ_min, φ_max], "stiffness": k}`
-    (end stops: a stiff one-sided spring `k` outside the range). Returns its index
-    `(J, LA, J, LB)` and its three parameters."""
+    """A load across a planar joint `J` on its own coordinate `q`: across a revolute joint
+    the turn of its second link relative to its first (`"links": [LA, LB]`, optional
+    where `J` joins two: then the ground first if it is one of them, else in the
+    description's order), from the description's configuration in (−π, π]; across a
+    prismatic joint the slide of LB relative to LA along the line, direction `(b, −a)`,
+    from the description's configuration. `{"type": "torsion_spring", "joint": J,
+    "stiffness": k, "angle": q0 (default 0)}` across an R joint, `{"type":
+    "linear_spring", "joint": J, "stiffness": k, "position": q0 (default 0)}` across
+    a P joint (a force or couple `−k (q − q0)` on LB, the opposite on LA);
+    `torsion_damper` and `linear_damper` with `"damping": c` (`−c q̇`: viscous
+    friction); `{"type": "friction", "joint": J, "torque": T, "speed": v_s (default
+    0.01)}` (Coulomb's `−T tanh(q̇ / v_s)`, smoothed over `v_s`; `T` a force across a
+    P joint) and `{"type": "stop", "joint": J, "range": [q_min, q_max], "stiffness":
+    k}` (end stops: a stiff one-sided spring `k` outside the range; with `"event":
+    true` and no stiffness, an event: `simulate_dynamics` ends where the coordinate
+    reaches the range, status `end_stop`) across either. Returns its index `(J, LA,
+    J, LB)`, its three parameters and its kind (`stop_event` for an event)."""
     j = load.get("joint")
-    if j not in index or types[index[j]] != "R":
-        raise LinkageError(f"{path}.joint: a {kind} acts across a revolute joint; got {j!r}")
+    want = {"torsion_spring": "R", "torsion_damper": "R", "linear_spring": "P", "linear_damper": "P"}.get(kind, "RP")
+    if j not in index or types[index[j]] not in want:
+        what = {"R": "a revolute (R) joint", "P": "a prismatic (P) joint"}.get(want, "an R or P joint")
+        raise LinkageError(f"{path}.joint: a {kind} acts across {what}; got {j!r}")
     if geometry != "planar":
-        raise LinkageError(f"{path}: a {kind} acts across a planar revolute joint; this linkage is {geometry}")
+        raise LinkageError(f"{path}: a {kind} acts across a planar joint; this linkage is {geometry}")
+    slide = types[index[j]] == "P"
     holders = [k for k, m in enumerate(link_tuples) if index[j] in m]
     ls = load.get("links")
     if ls is None:
@@ -487,12 +513,13 @@ def _joint_load(path, load, kind, geometry, names, types, index, link_names, lin
         la, lb = (link_names.index(n) for n in ls)
         if la not in holders or lb not in holders:
             raise LinkageError(f"{path}.links: joint {j} is not on both of {ls}")
-    if kind == "torsion_spring":
-        angle = _number(f"{path}.angle", load.get("angle", 0.0), positive_or_zero=False)
-        if not -math.pi < angle <= math.pi:
-            raise LinkageError(f"{path}.angle: in (−π, π]; got {angle!r}")
-        p = (_number(f"{path}.stiffness", load.get("stiffness")), angle, 0.0)
-    elif kind == "torsion_damper":
+    if kind in SPRING_LOADS:
+        key = "position" if slide else "angle"
+        q0 = _number(f"{path}.{key}", load.get(key, 0.0), positive_or_zero=False)
+        if not slide and not -math.pi < q0 <= math.pi:
+            raise LinkageError(f"{path}.angle: in (−π, π]; got {q0!r}")
+        p = (_number(f"{path}.stiffness", load.get("stiffness")), q0, 0.0)
+    elif kind in DAMPER_LOADS:
         p = (_number(f"{path}.damping", load.get("damping")), 0.0, 0.0)
     elif kind == "friction":
         speed = _number(f"{path}.speed", load.get("speed", 0.01))
@@ -506,13 +533,25 @@ def _joint_load(path, load, kind, geometry, names, types, index, link_names, lin
             if isinstance(r, list) and len(r) == 2
             else (math.nan, math.nan)
         )
-        if not -math.pi <= lo < hi <= math.pi:
-            raise LinkageError(f"{path}.range: [φ_min, φ_max] with −π ≤ φ_min < φ_max ≤ π; got {r!r}")
+        bound = math.inf if slide else math.pi
+        event = load.get("event", False)
+        if not isinstance(event, bool):
+            raise LinkageError(f"{path}.event: true (the motion ends at the stop) or false; got {event!r}")
+        if not -bound <= lo < hi <= bound:
+            raise LinkageError(
+                f"{path}.range: [q_min, q_max] with q_min < q_max"
+                + ("" if slide else " within [−π, π]")
+                + f"; got {r!r}"
+            )
+        if event:  # an event: the motion ends where the coordinate leaves the range
+            if "stiffness" in load:
+                raise LinkageError(f"{path}.stiffness: a stop that is an event has no stiffness")
+            return (index[j], la, index[j], lb), (0.0, lo, hi), "stop_event"
         stiffness = _number(f"{path}.stiffness", load.get("stiffness"))
         if not stiffness > 0:
             raise LinkageError(f"{path}.stiffness: a stop's stiffness must be > 0; got {stiffness!r}")
         p = (stiffness, lo, hi)
-    return (index[j], la, index[j], lb), p
+    return (index[j], la, index[j], lb), p, kind
 
 
 def _number(path, v, *, positive_or_zero=True) -> float:

@@ -25,6 +25,7 @@ import optimistix as optx
 from jaxtyping import Array, Bool, Float
 
 from ._geometry import cross, dot, perp, rotation
+from ._integrator import Integrator
 from ._result import RESULTS, AbstractResult, save_status
 from ._validate import is_traced
 from ._xla import filter_jit
@@ -520,36 +521,38 @@ def simulate(
     gravity=9.81,
     torque=None,
     saveat=None,
-    rtol: float = 1e-10,
-    atol: float = 1e-12,
+    integrator: Integrator | None = None,
 ) -> CamMotion:
     """The motion of a cam of `inertia` (kg m² about its axis) starting at angle 0 with
     speed `speed0` (rad/s), driven by `torque(t, θ, θ̇)` (None: free; a drive law such
     as `linkage.ConstantTorque` or any function), its follower held on it by a
     spring (`mass`, `stiffness`, `preload`, `gravity` as in `contact_force`; an
     `Arm`'s `mass` its moment of inertia about its pivot), integrated with Diffrax
-    (Dopri8, PID control at `rtol`, `atol`) from 0 to `t1` (saved at `saveat`, default
+    (`integrator`: an `Integrator`, default Dopri8 with PID control at rtol 1e-10,
+    atol 1e-12, as a linkage's dynamics) from 0 to `t1` (saved at `saveat`, default
     201 times) while the follower keeps contact: where the contact's effort reaches
     zero the motion ends, `contact_lost` (see `CamMotion`). `law`: the motion law;
     `f`: the follower (`Follower`, translating, or `Arm`). Jitted, differentiable
     (the law, the inertias, the spring, the drive's numbers). `torque` as above; `law`,
     `f`, `inertia`, `speed0`, `t1`, `mass`, `stiffness`, `preload`, `gravity`, `saveat`,
-    `rtol`, `atol` as above."""
+    `integrator` as above."""
     dt = law.lifts.dtype
     ts = jnp.linspace(0.0, t1, 201, dtype=dt) if saveat is None else jnp.asarray(saveat, dt)
     sys = _CamSystem(law, f, *(jnp.asarray(v, dt) for v in (inertia, mass, stiffness, preload, gravity)), torque=torque)
     y0 = jnp.stack([jnp.zeros((), dt), jnp.asarray(speed0, dt), jnp.zeros((), dt)])
+    integ = (Integrator() if integrator is None else integrator).resolved("cam.simulate", dt, jnp)
     sol = diffrax.diffeqsolve(
         diffrax.ODETerm(_cam_rhs),
-        diffrax.Dopri8(),
+        integ.solver,
         jnp.zeros((), dt),
         jnp.asarray(t1, dt),
         None,
         y0,
         args=sys,
         saveat=diffrax.SaveAt(ts=ts),
-        stepsize_controller=diffrax.PIDController(rtol=rtol, atol=atol),
-        max_steps=100_000,
+        stepsize_controller=integ.controller(),
+        max_steps=integ.max_steps,
+        adjoint=integ.adjoint,
         event=diffrax.Event(_contact, root_finder=optx.Newton(rtol=1e-12, atol=1e-12)),
         throw=False,
     )

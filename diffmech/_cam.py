@@ -33,13 +33,24 @@ from ._xla import filter_jit
 _TWO_PI = 2 * jnp.pi
 
 
-def _jitted(fn):
+def _data(*numbers: str):
+    """`_jitted` with the keyword arguments named in `numbers` as data."""
+    return lambda fn: _jitted(fn, numbers)
+
+
+def _jitted(fn, numbers: tuple[str, ...] = ()):
     """`fn` compiled (the library's `filter_jit`: one program per static structure),
-    kept a plain function for the reference's and the audit's eyes."""
+    kept a plain function for the reference's and the audit's eyes. The keyword
+    arguments named in `numbers` are data: a Python number there is passed as an array
+    (traced), so another speed or stiffness runs the same program."""
     program = filter_jit(fn)
 
     @functools.wraps(fn)
     def call(*args, **kwargs):
+        for k in numbers:
+            v = kwargs.get(k)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                kwargs[k] = np.asarray(v, dtype=float)
         return program(*args, **kwargs)
 
     return call
@@ -189,6 +200,53 @@ class Arm(eqx.Module):
         return jnp.arctan2(self.pivot[1], self.pivot[0]) - jnp.arccos(c)
 
 
+class FlatArm(eqx.Module):
+    """An oscillating flat-faced follower: an arm pivoted at `pivot` `(2,)` (m, from the
+    cam's centre) whose flat face runs along the arm at `offset` from the pivot's line
+    (towards the cam); `base` the cam's base-circle radius. With `u(ψ)` the arm's
+    direction and `ν(ψ)` its normal `(−sin ψ, cos ψ)`, the face is the line `x·ν = A·ν −
+    e`, touching the cam from the side of `ν`. The law's lift is the arm's turn (rad)
+    from its rest angle `ψ₀` (`rest()`), where the face touches the base circle on the
+    branch along which a lift (anticlockwise) moves the face away from the cam's
+    centre."""
+
+    base: Float[Array, ""]
+    pivot: Float[Array, " 2"]
+    offset: Float[Array, ""] = eqx.field(default_factory=lambda: jnp.zeros(()))
+    flat: ClassVar[bool] = False  # (not the translating flat face: functions dispatch on the class)
+
+    def __check_init__(self):
+        if is_traced(self.base, self.pivot, self.offset):
+            return
+        b, e = float(np.asarray(self.base)), float(np.asarray(self.offset))
+        a = np.asarray(self.pivot, dtype=float)
+        if a.shape != (2,) or not np.all(np.isfinite(a)) or not (np.isfinite(b) and b > 0 and np.isfinite(e)):
+            raise ValueError(f"cam.FlatArm: `base` > 0, `pivot` a point (x, y), `offset` finite; got {b}, {a}, {e}")
+        if not abs(b + e) < float(np.hypot(*a)):
+            raise ValueError(
+                f"cam.FlatArm: the face cannot touch the base circle: base + offset = {b + e} must be less than the "
+                f"pivot's distance from the cam's centre, {float(np.hypot(*a))}"
+            )
+
+    def rest(self):
+        """The arm's angle `ψ₀` at zero lift: `A·ν(ψ₀) − e = R_b` (`A·ν = d sin(α − ψ)`),
+        `cos(α − ψ₀) < 0`."""
+        d = jnp.sqrt(dot(self.pivot, self.pivot))
+        return jnp.arctan2(self.pivot[1], self.pivot[0]) - jnp.pi + jnp.arcsin((self.base + self.offset) / d)
+
+
+def _flat_arm(law: Law, f: FlatArm, th):
+    """A flat arm at cam angle `th`, in the world: the contact point `P` (the envelope of
+    the face lines `x·m(θ) = c(θ)` in the cam's frame, `m = R(−θ) ν`: `P = c ν + (A·u) ψ′
+    / (ψ′ − 1) u`), the face's normal `ν` and the arm's direction `u`."""
+    s, ds, _ = _derivatives(law, th)
+    psi = f.rest() + s
+    u = jnp.stack([jnp.cos(psi), jnp.sin(psi)])
+    nu = perp(u)
+    c = dot(f.pivot, nu) - f.offset
+    return c * nu + dot(f.pivot, u) * ds / (ds - 1) * u, nu, u
+
+
 def _contact_world(law: Law, f, theta):
     """The follower's reference point (the roller's centre, the flat face's point on
     its axis) at cam angle `theta`, in the world, and, for a flat face, the contact
@@ -208,13 +266,15 @@ def _outward(c, tangent):
 
 
 @_jitted
-def profile(law: Law, f: "Follower | Arm", theta) -> Float[Array, "*n 2"]:
+def profile(law: Law, f: "Follower | Arm | FlatArm", theta) -> Float[Array, "*n 2"]:
     """The cam's profile in its own frame, at the points touching the follower at cam
     angle(s) `theta`: a roller's pitch point (its centre, carried back by `R(−θ)`)
     less `ρ` along the pitch curve's outward normal; a flat face's contact point
     `R(−θ) (s′, R_b + s)`. `law`: the motion law; `f`: the follower."""
 
     def one(th):
+        if isinstance(f, FlatArm):
+            return rotation(-th) @ _flat_arm(law, f, th)[0]
         if f.flat:
             w, ds = _contact_world(law, f, th)
             return rotation(-th) @ jnp.stack([ds, w[1]])
@@ -225,7 +285,7 @@ def profile(law: Law, f: "Follower | Arm", theta) -> Float[Array, "*n 2"]:
 
 
 @_jitted
-def pressure_angle(law: Law, f: "Follower | Arm", theta) -> Array:
+def pressure_angle(law: Law, f: "Follower | Arm | FlatArm", theta) -> Array:
     """The pressure angle at cam angle(s) `theta` (rad): between the follower's axis
     and the common normal at the contact, in closed form `atan((s′ − e) / (s₀ + s))`
     for a roller or a knife edge; 0 for a flat face (its normal is its axis); for an
@@ -240,6 +300,10 @@ def _pressure(law, f, th):
     roller's direction of motion (normal to the arm) to the common normal, `atan((L (ψ′
     − 1) − A·u) / −(A × u))` (`A` the pivot, `u` the arm's direction, `ψ′` the arm's
     rate per cam turn)."""
+    if isinstance(f, FlatArm):  # from the contact point's motion, normal to P − A, to the face's normal
+        P, nu, _ = _flat_arm(law, f, th)
+        m = perp(P - f.pivot)
+        return jnp.arctan2(cross(m, nu), dot(m, nu))
     s, ds, _ = _derivatives(law, th)
     if isinstance(f, Arm):
         psi = f.rest() + s
@@ -265,7 +329,7 @@ def _pitch(law, f):
 
 
 @_jitted
-def curvature_radius(law: Law, f: "Follower | Arm", theta) -> Array:
+def curvature_radius(law: Law, f: "Follower | Arm | FlatArm", theta) -> Array:
     """The profile's signed radius of curvature at the point touching the follower at
     cam angle(s) `theta`, from the profile curve's derivatives: positive where it is
     convex, negative where concave or where it loops back on itself (an undercut:
@@ -273,7 +337,9 @@ def curvature_radius(law: Law, f: "Follower | Arm", theta) -> Array:
     its closed form is `R_b + s + s″`). `law`: the motion law; `f`: the follower."""
 
     def one(th):
-        if f.flat:
+        if isinstance(f, FlatArm):  # along the face, the way the contact runs over it as the cam turns
+            ref = rotation(-th) @ _flat_arm(law, f, th)[2]
+        elif f.flat:
             ref = rotation(-th) @ jnp.stack([jnp.ones_like(th), jnp.zeros_like(th)])
         else:
             tangent = jax.jvp(_pitch(law, f), (th,), (jnp.ones_like(th),))[1]
@@ -284,10 +350,12 @@ def curvature_radius(law: Law, f: "Follower | Arm", theta) -> Array:
 
 
 @_jitted
-def pitch_radius(law: Law, f: "Follower | Arm", theta) -> Array:
+def pitch_radius(law: Law, f: "Follower | Arm | FlatArm", theta) -> Array:
     """The radius of curvature of a roller's pitch curve (its centre's path in the
     cam's frame) at cam angle(s) `theta`: the profile's plus the roller's where the
-    profile is not undercut. `law`: the motion law; `f`: the follower."""
+    profile is not undercut. `law`: the motion law; `f`: the follower (a roller's)."""
+    if f.flat or isinstance(f, FlatArm):
+        raise ValueError("cam.pitch_radius: a flat face has no pitch curve; see curvature_radius")
     return jnp.vectorize(lambda th: _radius(_pitch(law, f), th))(jnp.asarray(theta, law.lifts.dtype))
 
 
@@ -307,14 +375,14 @@ class CamCheck(eqx.Module):
 
 
 @_jitted
-def check(law: Law, f: "Follower | Arm", samples: int = 720, max_pressure: float = jnp.pi / 6) -> CamCheck:
+def check(law: Law, f: "Follower | Arm | FlatArm", samples: int = 720, max_pressure: float = jnp.pi / 6) -> CamCheck:
     """The pressure angle and the profile's radius of curvature over one turn at
     `samples` cam angles, with the statuses of `CamCheck` (`max_pressure`: the limit on
     the pressure angle, the classic 30° by default). `law`: the motion law; `f`: the
     follower."""
     theta = jnp.linspace(0.0, _TWO_PI, samples, endpoint=False, dtype=law.lifts.dtype)
     mp = jnp.max(jnp.abs(pressure_angle(law, f, theta)))
-    if f.flat:
+    if f.flat or isinstance(f, FlatArm):
         rc = curvature_radius(law, f, theta)
         return CamCheck(max_pressure=mp, min_radius=jnp.min(rc), undercut=jnp.any(rc <= 0), steep=mp > max_pressure)
     rp = pitch_radius(law, f, theta)
@@ -324,7 +392,7 @@ def check(law: Law, f: "Follower | Arm", samples: int = 720, max_pressure: float
 
 
 @_jitted
-def follow(curve, f: "Follower | Arm", theta, *, grid: int = 720, newton: int = 5) -> Array:
+def follow(curve, f: "Follower | Arm | FlatArm", theta, *, grid: int = 720, newton: int = 5) -> Array:
     """The follower's lift at cam angle(s) `theta` by the contact equation, on a cam
     profile given as a closed curve of its own frame, `curve(t)` `(2,)` for
     `t ∈ [0, 2π)` (e.g. `lambda t: profile(law, f, t)`, or any periodic curve): a flat
@@ -333,13 +401,16 @@ def follow(curve, f: "Follower | Arm", theta, *, grid: int = 720, newton: int = 
     the best of `grid` samples by `newton` Newton steps on the contact equation
     (jittable; differentiable through the Newton steps, which end at the contact). For
     an `Arm`, the arm's turn from its rest angle where the offset curve crosses the
-    circle of the roller's centre about the pivot, on the arm's branch. `curve`: the
+    circle of the roller's centre about the pivot, on the arm's branch; for a
+    `FlatArm`, the turn at which the face's line is the turned profile's support line
+    (Newton on the turn from the rest angle, the support point refined by Newton). `curve`: the
     profile; `f`: the follower."""
     ts = jnp.linspace(0.0, _TWO_PI, grid, endpoint=False)
 
     def offset_point(t, th):
         c, tangent = jax.jvp(curve, (t,), (jnp.ones_like(t),))
-        return rotation(th) @ (c + (0.0 if f.flat else f.roller) * _outward(c, tangent))
+        roller = 0.0 if f.flat or isinstance(f, FlatArm) else f.roller
+        return rotation(th) @ (c + roller * _outward(c, tangent))
 
     def on_arm(th):  # the roller's centre where the offset curve crosses the arm's circle, on its branch
         arm = f
@@ -355,7 +426,27 @@ def follow(curve, f: "Follower | Arm", theta, *, grid: int = 720, newton: int = 
         q = offset_point(t, th) - arm.pivot
         return jnp.mod(jnp.arctan2(q[1], q[0]) - arm.rest() + jnp.pi, _TWO_PI) - jnp.pi
 
+    def on_flat_arm(th):  # the arm's turn where the face's line is the turned profile's support line
+        arm = f
+        assert isinstance(arm, FlatArm)
+        turned = lambda t: rotation(th) @ curve(t)  # noqa: E731
+        pts = jax.vmap(turned)(ts)
+        psi = arm.rest()
+        for _ in range(newton + 3):
+            u = jnp.stack([jnp.cos(psi), jnp.sin(psi)])
+            nu = perp(u)
+            height = lambda t: dot(turned(t), nu)  # noqa: E731
+            t = ts[jnp.argmax(pts @ nu)]
+            for _ in range(3):
+                t = t - jax.grad(height)(t) / jax.grad(jax.grad(height))(t)
+            p = turned(t)
+            # the support point's height less the face's, and its slope −(P − A)·u
+            psi = psi - (dot(p, nu) - dot(arm.pivot, nu) + arm.offset) / (-dot(p - arm.pivot, u))
+        return jnp.mod(psi - arm.rest() + jnp.pi, _TWO_PI) - jnp.pi
+
     def one(th):
+        if isinstance(f, FlatArm):
+            return on_flat_arm(th)
         if isinstance(f, Arm):
             return on_arm(th)
         if f.flat:
@@ -393,14 +484,14 @@ class ContactForce(eqx.Module):
     lost: Bool[Array, " n"]
 
 
-@_jitted
-def contact_force(law: Law, f: "Follower | Arm", theta, *, speed, mass, stiffness, preload=0.0, gravity=9.81):
+@_data("speed", "mass", "stiffness", "preload", "gravity")
+def contact_force(law: Law, f: "Follower | Arm | FlatArm", theta, *, speed, mass, stiffness, preload=0.0, gravity=9.81):
     """The contact of a follower of `mass` held on the cam by a spring of `stiffness`
     (compressed by `preload` / `stiffness` at zero lift) against gravity (along −y),
     the cam turning at the constant `speed` (rad/s), at cam angle(s) `theta`. The
     torque is the contact force's moment about the cam's axis (from the contact
     point and the normal), which the power balance `T ω = F_axial ṡ` checks. For an
-    `Arm`: `mass` is the arm's moment of inertia about its pivot (kg m²), `stiffness`
+    `Arm` or a `FlatArm`: `mass` is the arm's moment of inertia about its pivot (kg m²), `stiffness`
     a torsion spring's (N m/rad), `preload` a torque, and `axial` the torque the cam
     must put on the arm (no gravity: the arm's centre of mass is not modelled).
     `law`: the motion law; `f`: the follower; `gravity` (m/s²)."""
@@ -415,7 +506,17 @@ def contact_force(law: Law, f: "Follower | Arm", theta, *, speed, mass, stiffnes
         point = rotation(th) @ profile(law, f, th)
         return effort, normal, cross(point, -normal * n)
 
+    def flat_arm(th):  # the arm's torque, the normal force (its moment arm (P − A) × ν), its reaction on the cam
+        assert isinstance(f, FlatArm)
+        s, _, dds = _derivatives(law, th)
+        effort = mass * speed**2 * dds + stiffness * s + preload
+        P, nu, _ = _flat_arm(law, f, th)
+        normal = effort / cross(P - f.pivot, nu)
+        return effort, normal, cross(P, -normal * nu)
+
     def one(th):
+        if isinstance(f, FlatArm):
+            return flat_arm(th)
         if isinstance(f, Arm):
             return arm(th)
         s, _, dds = _derivatives(law, th)
@@ -482,7 +583,7 @@ class _CamSystem(eqx.Module):
 
     def spring(self, q):
         """The spring's and gravity's effort along `q` and their energy."""
-        g = jnp.zeros_like(self.gravity) if isinstance(self.f, Arm) else self.gravity
+        g = jnp.zeros_like(self.gravity) if isinstance(self.f, (Arm, FlatArm)) else self.gravity
         push = self.stiffness * q + self.preload + self.mass * g
         return push, 0.5 * self.stiffness * q**2 + (self.preload + self.mass * g) * q
 
@@ -507,7 +608,7 @@ def _contact(t, y, args: _CamSystem, **kwargs):
     return args.accel(t, y)[1]
 
 
-@_jitted
+@_data("inertia", "speed0", "t1", "mass", "stiffness", "preload", "gravity")
 def simulate(
     law: Law,
     f,

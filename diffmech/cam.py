@@ -8,6 +8,7 @@ from ._cam import (
     CamCheck as CamCheck,
     CamMotion as CamMotion,
     ContactForce as ContactForce,
+    FlatArm as FlatArm,
     Follower as Follower,
     Law as Law,
     check as check,

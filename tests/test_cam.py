@@ -13,6 +13,9 @@ import diffmech as dm
 from diffmech import cam
 from diffmech._geometry import perp, rotation
 
+# the linkage worker: notebook 09's cam runs after these tests, on their programs
+pytestmark = pytest.mark.xdist_group("linkage")
+
 # rise 20 mm over 90°, dwell, return over 120°, dwell
 LAW = cam.Law(angles=jnp.array([0.0, np.pi / 2, 2.0, 2.0 + 2 * np.pi / 3]), lifts=jnp.array([0.0, 0.02, 0.02, 0.0]))
 TH = jnp.linspace(0.0, 2 * np.pi, 181)[:-1]
@@ -259,3 +262,35 @@ def test_a_cam_and_its_follower_move_as_newton_euler_says_until_the_contact_is_l
     assert dm.RESULTS.name(fast.status)[int(np.argmin(ok))] == "contact_lost"
     np.testing.assert_allclose(np.asarray(fast.theta)[ok], ref.y[0], rtol=0, atol=1e-8)
     assert float(fast.energy_error) <= 1e-8
+
+
+FLAT_ARM = cam.FlatArm(base=jnp.asarray(0.05), pivot=jnp.asarray([0.1, 0.08]), offset=jnp.asarray(0.01))
+FLAT_SWING = cam.Law(angles=LAW.angles, lifts=jnp.array([0.0, 0.15, 0.15, 0.0]))
+
+
+def test_an_oscillating_flat_face_touches_its_profile_as_the_law_says():
+    psi0 = float(FLAT_ARM.rest())
+    nu0 = np.array([-np.sin(psi0), np.cos(psi0)])
+    assert abs(np.array([0.1, 0.08]) @ nu0 - 0.01 - 0.05) <= 1e-15  # the face touches the base circle
+    C = np.asarray(cam.profile(FLAT_SWING, FLAT_ARM, TH))
+    dwell = np.asarray(FLAT_SWING(TH)) == 0.0
+    np.testing.assert_allclose(np.hypot(C[dwell, 0], C[dwell, 1]), 0.05, rtol=0, atol=1e-15)
+    lift = cam.follow(lambda t: cam.profile(FLAT_SWING, FLAT_ARM, t), FLAT_ARM, TH)
+    np.testing.assert_allclose(np.asarray(lift), np.asarray(FLAT_SWING(TH)), rtol=0, atol=1e-12)
+
+    # the pressure angle: from the contact point's motion (normal to P − A) to the profile's own normal
+    def geometric(t):
+        c, tangent = jax.jvp(lambda v: cam.profile(FLAT_SWING, FLAT_ARM, v), (t,), (1.0,))
+        n = rotation(t) @ (perp(tangent) / jnp.linalg.norm(tangent))
+        m = perp(rotation(t) @ c - jnp.array([0.1, 0.08]))
+        return jnp.arctan2(m[0] * n[1] - m[1] * n[0], m @ n)
+
+    phi = np.asarray(cam.pressure_angle(FLAT_SWING, FLAT_ARM, TH))
+    np.testing.assert_allclose(np.asarray(jax.vmap(geometric)(TH)), phi, rtol=0, atol=1e-12)
+    assert np.ptp(phi) > 0.01  # (it varies along the turn)
+    rc = np.asarray(cam.curvature_radius(FLAT_SWING, FLAT_ARM, TH))
+    np.testing.assert_allclose(rc[dwell], 0.05, rtol=1e-12)  # the base circle's, convex
+    cf = cam.contact_force(FLAT_SWING, FLAT_ARM, TH, speed=5.0, mass=2e-4, stiffness=0.5, preload=0.2)
+    dpsi = np.asarray(jax.vmap(jax.grad(FLAT_SWING))(TH))
+    np.testing.assert_allclose(np.asarray(cf.torque), np.asarray(cf.axial) * dpsi, rtol=0, atol=1e-12)
+    assert not bool(cam.check(FLAT_SWING, FLAT_ARM).undercut)

@@ -12,6 +12,9 @@ import numpy as np
 import pytest
 from helpers import central_diff
 
+# the linkage worker: notebook 09's planetary train runs after these tests, on their programs
+pytestmark = pytest.mark.xdist_group("linkage")
+
 from diffmech import examples, linkage as L
 from diffmech.linkage import LinkageError
 
@@ -108,7 +111,7 @@ def planetary(ring_fixed=True):
         joints |= {k: {"type": "R", "coords": c} for k, c in (("R", [0.0, 0.3]), ("S", [0.5, 0.45]), ("Q", [0.6, 0.0]))}
         links |= {"ground": ["O", "Q"], "ring": ["O", "R"], "coupler": ["R", "S"], "rocker": ["S", "Q"]}
     spec = {
-        "name": "planetary",
+        "name": "planetary reducer",
         "joints": joints,
         "links": links,
         "ground": "ground",
@@ -131,7 +134,7 @@ def _turn(X, lk, link, a, b):
 
 def test_planetary_trains_turn_as_willis_formula_says():
     lk = planetary()
-    u = np.linspace(0.0, 5.0, 6)
+    u = np.linspace(0.0, 4 * np.pi, 49)  # (notebook 09's sweep: one program)
     X = np.asarray(L.sweep(lk, inputs=jnp.asarray(u)).coords)[:, :, :2]
     arm = u * RS / (RS + abs(RR))  # Willis with the ring fixed: (0 − ωa) / (ωs − ωa) = −Ns / Nr
     planet = arm - (RS / RP) * (u - arm)  # (ωp − ωa) / (ωs − ωa) = −Ns / Np
@@ -161,10 +164,11 @@ M = IS + IA * KA**2 + IP * KP**2 + MP * (D * KA) ** 2  # the train's inertia at 
 def test_planetary_effort_and_tooth_forces_match_its_closed_form_inertia():
     lk = planetary()
     acc = 1.3
-    jf = L.joint_forces(lk, jnp.asarray([0.0, 1.0, 2.5]), 0.7, acc)
+    m = L.sweep(lk, inputs=jnp.linspace(0.0, 4 * np.pi, 49))  # (notebook 09's motion and joint forces)
+    jf = L.joint_forces(lk, m, 0.7, acc)
     np.testing.assert_allclose(jf.torque, M * acc, rtol=1e-12)
     # the sun's balance about O: the motor's torque less the planet's teeth's moment turns the sun
-    X = np.asarray(L.sweep(lk, inputs=jnp.asarray([0.0, 1.0, 2.5])).coords)[:, :, :2]
+    X = np.asarray(m.coords)[:, :, :2]
     e = X[:, lk.names.index("P")] / D
     pitch = RS * e
     F = np.asarray(jf.teeth[:, 0])  # the sun's teeth on the planet's

@@ -248,6 +248,11 @@ def test_joint_loads_export_to_mujoco_and_it_follows_the_same_motion(tmp_path):
     # the tree takes the loaded joints (A, D, C), the unloaded pin B closes the loop
     lk = parallelogram(spring=2.0, damping=0.05, friction=0.02, speed=0.05, stop=(-0.25, 0.2), stop_k=400.0)
     model = mujoco.MjModel.from_xml_path(str(L.to_mjcf(lk, tmp_path / "p.xml", softness="stiff")))
+    # read back, the loads are named as not carried over (a spatial linkage has none)
+    note = L.from_mjcf(tmp_path / "p.xml").description
+    for part in ("stiffness of A", "damping of D", "frictionloss of C", "range of A"):
+        assert part in note, note
+    assert "not read" not in L.from_mjcf(L.to_mjcf(dm.examples.fourbar(), tmp_path / "q.xml")).description
     jid = {n: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in "ACD"}
     assert min(jid.values()) >= 0 and mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "B") < 0
     dof = {n: model.jnt_dofadr[j] for n, j in jid.items()}

@@ -449,6 +449,26 @@ def note_moved_coms(links: dict) -> str:
     return "; S–S rods' centres of mass moved onto their axes: " + ", ".join(f"{n} {d:.3g}" for n, d in moved.items())
 
 
+def _note_unread(m, joint_names) -> str:
+    """The description's note of the joints' own properties the reader does not carry
+    over (a spatial linkage has no loads across joints): springs (`stiffness`), damping,
+    friction loss, armature and limits, each with the joints that have them."""
+    props = {
+        "stiffness": m.jnt_stiffness,
+        "damping": m.dof_damping[m.jnt_dofadr],
+        "frictionloss": m.dof_frictionloss[m.jnt_dofadr],
+        "armature": m.dof_armature[m.jnt_dofadr],
+        "range": m.jnt_limited,
+    }
+    found = [(k, [joint_names[j] for j in np.flatnonzero(np.asarray(v) != 0)]) for k, v in props.items()]
+    found = [(k, names) for k, names in found if names]
+    if not found:
+        return ""
+    return "; not read (a spatial linkage has no loads across joints): " + "; ".join(
+        f"{k} of {', '.join(names)}" for k, names in found
+    )
+
+
 def _close(m, d, mujoco, steps: int = 50) -> float:
     """Project `d.qpos` onto the equality constraints, in place: Gauss–Newton steps of
     least norm on MuJoCo's own equality residual and Jacobian (`efc_pos`, `efc_J`),
@@ -496,7 +516,8 @@ def mjcf_spec(path, *, tol: float = 1e-9, close: bool = False) -> dict:
         "name": path.stem,
         "geometry": "spatial",
         "description": f"read from {path.name} by MuJoCo's compiler (mujoco {mujoco.__version__})"
-        + note_moved_coms(links),
+        + note_moved_coms(links)
+        + _note_unread(m, r.joint_names),
         "joints": r.joints,
         "links": links,
         "ground": r.body_names[0],
@@ -720,7 +741,9 @@ def from_mjcf(path, *, close: bool = False, **kw):
     one axis a C, two hinges at right angles through one point a U), `connect`
     equalities loop closures (two between the same links an R joint through their
     anchors), `weld`s rigid joins, joint actuators the inputs, named free sites
-    tracers; inertials from the compiled model.
+    tracers; inertials from the compiled model. The joints' springs, damping, friction
+    loss, armature and limits are not carried over (a spatial linkage has no loads
+    across joints): the description names the joints that had them.
 
     **Arguments:** `path`: the `.xml` file; `close`: read the model at the closed
     configuration nearest `qpos0` (least-norm Gauss–Newton steps on MuJoCo's own

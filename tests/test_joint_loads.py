@@ -386,3 +386,33 @@ def test_an_event_stop_ends_the_motion_where_the_closed_form_reaches_it():
     assert dm.RESULTS.name(sim.status)[int(np.argmin(ok))] == "end_stop"
     with pytest.raises(L.LinkageError, match=r"loads\[3\]\.stiffness: a stop that is an event has no stiffness"):
         L.Linkage.from_dict({**spec, "loads": spec["loads"][:3] + [{**spec["loads"][3], "stiffness": 1.0}]})
+
+
+def test_springs_and_dampers_between_points_export_as_mujoco_tendons_and_it_follows(tmp_path):
+    mujoco = pytest.importorskip("mujoco")
+    spec = parallelogram(spring=0.0).to_dict()
+    spec["loads"] = [
+        {"type": "spring", "joints": ["A", "C"], "links": ["ground", "rocker"], "stiffness": 3.0, "length": 0.9},
+        {"type": "damper", "joints": ["B", "D"], "links": ["crank", "ground"], "damping": 0.05},
+        {"type": "force", "joint": "B", "link": "crank", "force": [0.0, 0.0]},
+    ]
+    lk = L.Linkage.from_dict(spec)
+    path = L.to_mjcf(lk, tmp_path / "t.xml")
+    assert "not exported: the constant force on link crank" in path.read_text()
+    model = mujoco.MjModel.from_xml_path(str(path))
+    assert model.ntendon == 2
+    np.testing.assert_array_equal(model.tendon_stiffness, [3.0, 0.0])
+    np.testing.assert_array_equal(model.tendon_damping, [0.0, 0.05])
+    assert model.tendon_lengthspring[0, 0] == 0.9
+    # released at the description's configuration (MuJoCo's qpos0), the spring 0.22 longer
+    # than its rest length: the same motion as diffmech's, to the stiff model's sag
+    a = model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "A")]
+    d = mujoco.MjData(model)
+    sim = L.simulate_dynamics(lk, udot0=0.0, t1=3.0, saveat=TS, **TIGHT)
+    got = []
+    for t in np.asarray(TS):
+        while d.time < t - 1e-12:
+            mujoco.mj_step(model, d)
+        got.append(d.qpos[a])
+    assert float(np.ptp(np.asarray(sim.u))) > 0.3
+    np.testing.assert_allclose(got, np.asarray(sim.u), rtol=0, atol=1e-4)

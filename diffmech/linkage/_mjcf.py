@@ -117,6 +117,7 @@ def mjcf_string(lk, *, softness: str = "stiff", timestep: float | None = None) -
     opts = "" if softness == "default" else f' solref="{_vec(2 * timestep, 1.0)}" solimp="0.9999 0.9999 0.001 0.5 2"'
     w.loops(opts)
     w.inputs()
+    w.point_loads()
     w.gears(opts)
     gravity = np.zeros(3)
     gravity[: lk.dim] = np.asarray(lk.gravity, dtype=float)[: lk.dim]
@@ -314,6 +315,34 @@ class _Writer:
                 (k,) = [k for k, m in enumerate(lk.links) if j in m]
                 self.sites[k].append((names[j], X[j]))
 
+    def point_loads(self):
+        """Each spring or damper between two points as a spatial tendon between sites at
+        its joints (MuJoCo's tendon `stiffness` with its `springlength`, its `damping`);
+        each constant force or couple, which MuJoCo has no model element for
+        (`xfrc_applied` is data), as a comment naming it."""
+        lk, X = self.lk, self.X
+        if not lk.load_kinds:
+            return
+        for i, (kind, (ja, la, jb, lb), p) in enumerate(zip(lk.load_kinds, lk.load_index, np.asarray(lk.load_params))):
+            if kind in ("spring", "damper"):
+                name = f"{kind}{i}"
+                self.sites[la].append((f"{name}@{self.names[ja]}", X[ja]))
+                self.sites[lb].append((f"{name}@{self.names[jb]}", X[jb]))
+                law = (
+                    f'stiffness="{_vec(p[0])}" springlength="{_vec(p[1])}"'
+                    if kind == "spring"
+                    else f'damping="{_vec(p[0])}"'
+                )
+                self.tendons.append(
+                    f'    <spatial name="{name}" {law}><site site="{name}@{self.names[ja]}"/>'
+                    f'<site site="{name}@{self.names[jb]}"/></spatial>'
+                )
+            elif kind in ("force", "torque"):
+                self.tendons.append(
+                    f"    <!-- not exported: the constant {kind} on link {self.link_names[la]} (loads[{i}]); "
+                    "MuJoCo applies one as data (MjData.xfrc_applied), not as a model element -->"
+                )
+
     def gears(self, opts):
         """Each gear pair as a fixed tendon pinned at its reference length (MuJoCo's
         gear coupling): its equation `r1 (ψ1 − ψc) + r2 (ψ2 − ψc) = 0` in the links'
@@ -370,7 +399,11 @@ def to_mjcf(lk, path, *, softness: str = "stiff", timestep: float | None = None)
     """Write a spatial linkage as a MuJoCo model (MJCF): a spanning tree of its links,
     the joints it cuts as `connect` equalities (an R joint as two, on its axis),
     inertials from its mass properties, a `motor` on each input, `qpos0` its exactly
-    closed initial configuration (see `diffmech.linkage._mjcf`).
+    closed initial configuration (see `diffmech.linkage._mjcf`); its loads where
+    MuJoCo has the element: a spring or damper between two points as a spatial tendon
+    (`stiffness`, `springlength`, `damping`), a load across a joint as the joint's
+    attributes, a gear pair as a fixed tendon held at its length (a constant force or
+    couple, which MuJoCo applies as data, is a comment in the file).
 
     **Arguments:** `lk`: a spatial linkage; `path`: the file to write; `softness`:
     `"stiff"` (the equalities' time constant twice the timestep, impedance 0.9999)

@@ -41,7 +41,7 @@ import equinox as eqx
 import jax.numpy as jnp
 import numpy as np
 
-from .._geometry import cross, dot, perp
+from .._geometry import dot, perp
 from ._errors import LinkageError
 from ._joints import GearMark
 
@@ -104,7 +104,7 @@ def add_marks(raw, geometry: str, links: dict, names: list, types: list, rows: l
     for k, g in enumerate(raw):
         path = f"gears[{k}]"
         kind = _entry(path, g)
-        r1, _ = _radii(path, g, kind)
+        radii = _radii(path, g, kind)
         for side, (ln, jn) in enumerate(zip(g["links"], g["joints"])):
             if ln not in out:
                 raise LinkageError(f"{path}.links: unknown link {ln!r}; links are {list(out)}")
@@ -125,7 +125,7 @@ def add_marks(raw, geometry: str, links: dict, names: list, types: list, rows: l
                 h = at[0] * c[0] + at[1] * c[1] + at[2]
                 row = np.array([c[0] - h * at[0], c[1] - h * at[1], 0.0])
             else:
-                row = at + np.array([abs(r1) if side == 0 else abs(_radii(path, g, kind)[1]), 0.0, 0.0])
+                row = at + np.array([abs(radii[side]), 0.0, 0.0])
             names.append(mark)
             types.append(MARK)
             rows.append(row)
@@ -362,8 +362,3 @@ def pitch(X, lk):
     t = jnp.where(kinds[:, None], perp(dg), jnp.stack([n[:, 1], -n[:, 0]], axis=1))
     e = jnp.sign(r1)[:, None] * (P - ca) / jnp.abs(r1)[:, None]
     return P, t, e
-
-
-def mesh_moment(P, force):
-    """The moment about the origin of `force` through `P` (plane)."""
-    return cross(P, force)

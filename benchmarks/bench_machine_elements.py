@@ -7,6 +7,10 @@ the same run.
   MuJoCo's run of the model `to_mjcf` writes (the hinge's stiffness and damping; RK4 at
   its stiff default timestep). Reported: wall time (median of repeats, compilation
   apart), the error against the closed-form damped oscillation, and the loop gap.
+- Loads across sliding joints: the double slider of `tests/test_joint_loads.py` (a
+  linear spring across one block's slide, a linear damper across the other's) released
+  0.2 from the spring's free position for 3 s, against MuJoCo's run of the export (the
+  slides' stiffness, springref and damping) and the closed-form damped oscillator.
 - Gears: the planetary train of `tests/test_gears.py` (ring fixed, the sun the input)
   under a constant torque on the sun for 2 s from rest: `simulate_dynamics` (eager,
   default integrator) against MuJoCo's run of the export (each pair a fixed tendon
@@ -24,6 +28,7 @@ the same run.
 
     python benchmarks/bench_machine_elements.py [--repeats 5]
 
+Every time is `_timing.timed`'s (the compile time the first call less the warm median).
 Writes benchmarks/results/machine_elements.json. Run it alone.
 """
 
@@ -31,10 +36,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
@@ -46,20 +49,8 @@ jax.config.update("jax_enable_x64", True)
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 
-from benchmarks._timing import write_results  # noqa: E402
+from benchmarks._timing import timed, write_results  # noqa: E402
 from diffmech import cam, linkage as L  # noqa: E402
-
-
-def _timed(fn, repeats):
-    t = time.perf_counter()
-    out = fn()
-    first = time.perf_counter() - t
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t)
-    return out, first, statistics.median(times)
 
 
 def joint_loads(repeats):
@@ -74,7 +65,7 @@ def joint_loads(repeats):
     wd = w * np.sqrt(1 - z**2)
     exact = 0.3 * np.exp(-z * w * ts) * (np.cos(wd * ts) + z * w / wd * np.sin(wd * ts))
     saves = jnp.asarray(ts)
-    sim, first, ours = _timed(lambda: L.simulate_dynamics(lk, u0=0.3, udot0=0.0, t1=t1, saveat=saves), repeats)
+    sim, first, ours = timed(lambda: L.simulate_dynamics(lk, u0=0.3, udot0=0.0, t1=t1, saveat=saves), repeats=repeats)
     path = L.to_mjcf(lk, os.path.join(tempfile.mkdtemp(), "p.xml"), softness="stiff")
     model = mujoco.MjModel.from_xml_path(str(path))
     jid = {n: mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n) for n in "ACD"}
@@ -94,10 +85,10 @@ def joint_loads(repeats):
             gap = max(gap, float(np.max(np.abs(d.efc_pos[rows]))) if np.any(rows) else 0.0)
         return np.asarray(got), gap
 
-    (theirs, gap), _, mj = _timed(run, repeats)
+    (theirs, gap), _, mj = timed(run, repeats=repeats)
     return dict(
         diffmech_s=ours,
-        diffmech_first_s=first,
+        diffmech_compile_s=first,
         diffmech_error=float(np.max(np.abs(np.asarray(sim.u) - exact))),
         diffmech_energy_error=float(sim.energy_error),
         diffmech_residual=float(np.max(np.asarray(sim.residual))),
@@ -105,6 +96,42 @@ def joint_loads(repeats):
         mujoco_error=float(np.max(np.abs(theirs - exact))),
         mujoco_loop_gap=gap,
         mujoco_timestep=float(model.opt.timestep),
+    )
+
+
+def linear_loads(repeats):
+    import mujoco
+    from test_joint_loads import SLIDE_MASSES, double_slider
+
+    m, k, c, t1 = sum(SLIDE_MASSES), 3.0, 0.2, 3.0
+    ts = np.linspace(0.0, t1, 31)
+    w, z = np.sqrt(k / m), c / (2 * np.sqrt(k * m))
+    wd = w * np.sqrt(1 - z**2)
+    exact = 0.05 + 0.2 * np.exp(-z * w * ts) * (np.cos(wd * ts) + z * w / wd * np.sin(wd * ts))
+    lk, saves = double_slider(spring=k, damping=c), jnp.asarray(ts)
+    sim, first, ours = timed(lambda: L.simulate_dynamics(lk, u0=0.25, udot0=0.0, t1=t1, saveat=saves), repeats=repeats)
+    model = mujoco.MjModel.from_xml_path(str(L.to_mjcf(lk, os.path.join(tempfile.mkdtemp(), "s.xml"))))
+    model.jnt_limited[:] = 0  # (the linkage's stop, at ±1, never reached)
+    adr = {n: model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n)] for n in ("P1", "P2")}
+
+    def run():
+        d = mujoco.MjData(model)
+        for a in adr.values():
+            d.qpos[a] = 0.25
+        got = []
+        for t in ts:
+            while d.time < t - 1e-12:
+                mujoco.mj_step(model, d)
+            got.append(d.qpos[adr["P2"]])
+        return np.asarray(got)
+
+    theirs, _, mj = timed(run, repeats=repeats)
+    return dict(
+        diffmech_s=ours,
+        diffmech_compile_s=first,
+        diffmech_error=float(np.max(np.abs(np.asarray(sim.u) - exact))),
+        mujoco_s=mj,
+        mujoco_error=float(np.max(np.abs(theirs - exact))),
     )
 
 
@@ -117,8 +144,8 @@ def gears(repeats):
     ts = np.linspace(0.0, t1, 21)
     exact = tau * ts**2 / (2 * M)
     saves, drive = jnp.asarray(ts), L.Drive(torque=L.ConstantTorque(tau))
-    sim, first, ours = _timed(
-        lambda: L.simulate_dynamics(lk, u0=0.0, udot0=0.0, t1=t1, saveat=saves, drive=drive), repeats
+    sim, first, ours = timed(
+        lambda: L.simulate_dynamics(lk, u0=0.0, udot0=0.0, t1=t1, saveat=saves, drive=drive), repeats=repeats
     )
     model = mujoco.MjModel.from_xml_path(str(L.to_mjcf(lk, os.path.join(tempfile.mkdtemp(), "g.xml"))))
     sun = model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "O")]
@@ -133,10 +160,10 @@ def gears(repeats):
             got.append(d.qpos[sun])
         return np.asarray(got)
 
-    theirs, _, mj = _timed(run, repeats)
+    theirs, _, mj = timed(run, repeats=repeats)
     return dict(
         diffmech_s=ours,
-        diffmech_first_s=first,
+        diffmech_compile_s=first,
         diffmech_error=float(np.max(np.abs(np.asarray(sim.u) - exact))),
         mujoco_s=mj,
         mujoco_error=float(np.max(np.abs(theirs - exact))),
@@ -157,7 +184,7 @@ def cams(repeats):
     def curve(t):
         return cam.profile(law, f, t)
 
-    lift, first, ours = _timed(lambda: np.asarray(cam.follow(curve, f, theta)), repeats)
+    lift, first, ours = timed(lambda: np.asarray(cam.follow(curve, f, theta)), repeats=repeats)
     # the baseline: the roller's pitch curve (the profile offset by the roller) tabulated
     # on a fine grid in NumPy, and per cam angle brentq on its crossing of the axis x = e
     grid = np.linspace(0.0, 2 * np.pi, 4096, endpoint=False)
@@ -184,10 +211,10 @@ def cams(repeats):
             out.append(s * np.interp(t, grid, P[:, 0]) + c * np.interp(t, grid, P[:, 1]) - s0)
         return np.asarray(out)
 
-    theirs, _, base = _timed(baseline, repeats)
+    theirs, _, base = timed(baseline, repeats=repeats)
     return dict(
         diffmech_s=ours,
-        diffmech_first_s=first,
+        diffmech_compile_s=first,
         diffmech_error=float(np.max(np.abs(lift - s_law))),
         baseline_s=base,
         baseline_error=float(np.max(np.abs(theirs - s_law))),
@@ -201,19 +228,19 @@ def cam_motion(repeats):
 
     ts = np.linspace(0.0, 1.0, 21)
     kw = dict(inertia=1e-3, mass=0.3, stiffness=300.0, preload=5.0, t1=1.0, saveat=jnp.asarray(ts))
-    m, first, ours = _timed(lambda: cam.simulate(LAW, ROLLER, speed0=20.0, **kw), repeats)
+    m, first, ours = timed(lambda: cam.simulate(LAW, ROLLER, speed0=20.0, **kw), repeats=repeats)
 
     def rhs(t, y):
         s, ds, dds = (float(v[0]) for v in _law_derivatives(LAW, np.asarray([y[0]])))
         a = -ds * (0.3 * dds * y[1] ** 2 + 300.0 * s + 5.0 + 0.3 * 9.81) / (1e-3 + 0.3 * ds**2)
         return [y[1], a]
 
-    ref, _, base = _timed(
-        lambda: solve_ivp(rhs, (0.0, 1.0), [0.0, 20.0], "DOP853", t_eval=ts, rtol=1e-10, atol=1e-12), repeats
+    ref, _, base = timed(
+        lambda: solve_ivp(rhs, (0.0, 1.0), [0.0, 20.0], "DOP853", t_eval=ts, rtol=1e-10, atol=1e-12), repeats=repeats
     )
     return dict(
         diffmech_s=ours,
-        diffmech_first_s=first,
+        diffmech_compile_s=first,
         diffmech_energy_error=float(m.energy_error),
         scipy_s=base,
         difference=float(np.max(np.abs(np.asarray(m.theta) - ref.y[0]))),
@@ -226,6 +253,7 @@ def main() -> None:
     args = ap.parse_args()
     rows = {
         "joint_loads": joint_loads(args.repeats),
+        "linear_loads": linear_loads(args.repeats),
         "gears": gears(args.repeats),
         "cam_follow": cams(args.repeats),
         "cam_motion": cam_motion(args.repeats),

@@ -53,6 +53,20 @@ from benchmarks._timing import timed, write_results  # noqa: E402
 from diffmech import cam, linkage as L  # noqa: E402
 
 
+def _mujoco_run(model, ts, start, read):
+    """MuJoCo's run of `model` from the state `start(d)` sets, `read(d)` at each save."""
+    import mujoco
+
+    d = mujoco.MjData(model)
+    start(d)
+    out = []
+    for t in ts:
+        while d.time < t - 1e-12:
+            mujoco.mj_step(model, d)
+        out.append(read(d))
+    return np.asarray(out)
+
+
 def joint_loads(repeats):
     import mujoco
     from test_joint_loads import M, parallelogram
@@ -72,18 +86,17 @@ def joint_loads(repeats):
     model.dof_frictionloss[:] = 0.0  # (the linkage's friction is 0: none exported; its stop inactive)
     model.jnt_limited[:] = 0
 
-    def run():
-        d = mujoco.MjData(model)
+    def start(d):
         for n, q in (("A", 0.3), ("D", 0.3), ("C", -0.3)):
             d.qpos[model.jnt_qposadr[jid[n]]] = q
-        got, gap = [], 0.0
-        for t in ts:
-            while d.time < t - 1e-12:
-                mujoco.mj_step(model, d)
-            got.append(d.qpos[model.jnt_qposadr[jid["A"]]])
-            rows = d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY
-            gap = max(gap, float(np.max(np.abs(d.efc_pos[rows]))) if np.any(rows) else 0.0)
-        return np.asarray(got), gap
+
+    def read(d):  # the crank's angle and the loop gap (the equality rows' largest residual)
+        rows = d.efc_type == mujoco.mjtConstraint.mjCNSTR_EQUALITY
+        return d.qpos[model.jnt_qposadr[jid["A"]]], float(np.max(np.abs(d.efc_pos[rows]))) if np.any(rows) else 0.0
+
+    def run():
+        out = _mujoco_run(model, ts, start, read)
+        return out[:, 0], float(np.max(out[:, 1]))
 
     (theirs, gap), _, mj = timed(run, repeats=repeats)
     return dict(
@@ -114,16 +127,12 @@ def linear_loads(repeats):
     model.jnt_limited[:] = 0  # (the linkage's stop, at ±1, never reached)
     adr = {n: model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n)] for n in ("P1", "P2")}
 
-    def run():
-        d = mujoco.MjData(model)
+    def start(d):
         for a in adr.values():
             d.qpos[a] = 0.25
-        got = []
-        for t in ts:
-            while d.time < t - 1e-12:
-                mujoco.mj_step(model, d)
-            got.append(d.qpos[adr["P2"]])
-        return np.asarray(got)
+
+    def run():
+        return _mujoco_run(model, ts, start, lambda d: d.qpos[adr["P2"]])
 
     theirs, _, mj = timed(run, repeats=repeats)
     return dict(
@@ -150,15 +159,11 @@ def gears(repeats):
     model = mujoco.MjModel.from_xml_path(str(L.to_mjcf(lk, os.path.join(tempfile.mkdtemp(), "g.xml"))))
     sun = model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "O")]
 
-    def run():
-        d = mujoco.MjData(model)
+    def start(d):
         d.ctrl[0] = tau
-        got = []
-        for t in ts:
-            while d.time < t - 1e-12:
-                mujoco.mj_step(model, d)
-            got.append(d.qpos[sun])
-        return np.asarray(got)
+
+    def run():
+        return _mujoco_run(model, ts, start, lambda d: d.qpos[sun])
 
     theirs, _, mj = timed(run, repeats=repeats)
     return dict(

@@ -918,7 +918,16 @@ def _search(q: _Query, c: Constraints, m: MultiStart, who: str) -> Synthesis:
         found.append(syn)
         return syn.relative_error
 
-    _polish_rounds(c0, prob, names, "lengths" not in lo, m, rng, judge)
+    fresh = None
+    if kind.curves and seeder.align and m.screen:
+        # the first hop starts from the atlas's curves closest in shape to the targets
+        # (in the order of a short closed tour through them, where free timing gives none)
+        def fresh(count):
+            tg = np.asarray(seeder.targets)
+            given = _atlas_starts(tg if seeder.cyclic else tg[_tour(tg)], count, seeder.dtype, m.progress, size)
+            return seeder.candidates(count, True, given)
+
+    _polish_rounds(c0, prob, names, "lengths" not in lo, m, rng, judge, fresh)
     # the best design that meets every constraint over all rounds (a later round's
     # polish may push its starts onto a constraint's boundary, where the check fails)
     designs = [f for f in found if isinstance(f, Synthesis)]
@@ -947,10 +956,10 @@ def _check_search(q: _Query, c: Constraints, m: MultiStart, kind, who):
             f"{who}: `screen` must be 0 (no screen) or at least `starts` = {starts}: the fit starts from its "
             f"`starts` best candidates; got {screen}"
         )
-    if m.atlas and not (kind.curves and q.timing == "cyclic" and screen):
+    if m.atlas and not (kind.curves and q.timing in ("cyclic", "free") and screen):
         raise ValueError(
-            f"{who}: `atlas` matches the closed curve through the targets in their order: it needs "
-            f"`cyclic_order=True` and a `screen` (its candidates join the screen's); got atlas={m.atlas}"
+            f"{who}: `atlas` matches coupler curves to the targets' shape: it needs free or cyclic timing "
+            f"(a path) and a `screen` (its candidates join the screen's); got atlas={m.atlas}"
         )
     check_scalar(who, "tol", m.tol, positive=True)
     if q.phase is not None:
@@ -1065,7 +1074,8 @@ def _screened(seeder: _Seeder, m: MultiStart):
     if atlas:
         # the atlas's curves closest in shape to the closed polygon through the
         # targets, each turned, scaled and placed onto them, join the screen
-        given = _atlas_starts(seeder.targets, atlas, seeder.dtype, m.progress, seeder.size)
+        tg = np.asarray(seeder.targets)
+        given = _atlas_starts(tg if seeder.cyclic else tg[_tour(tg)], atlas, seeder.dtype, m.progress, seeder.size)
         matched = seeder.candidates(atlas, True, given)
         pool = jax.tree.map(lambda a, b: jnp.concatenate([a, b]), pool, matched)
     losses = np.asarray(_loss_batch(pool, seeder.prob))
@@ -1081,6 +1091,36 @@ def _screened(seeder: _Seeder, m: MultiStart):
         order = np.concatenate([matched, own])
     best = order[:starts]
     return host_rows(pool, best)
+
+
+def _tour(points) -> np.ndarray:
+    """An order of `points` `(n, 2)` along a short closed tour (nearest neighbour from
+    each point, then 2-opt; the shortest found)."""
+    p = np.asarray(points, float)
+    n = len(p)
+    d = np.linalg.norm(p[:, None] - p[None], axis=-1)
+    best, best_len = np.arange(n), np.inf
+    for s in range(n):
+        t = [s]
+        left = set(range(n)) - {s}
+        while left:
+            j = min(left, key=lambda k: d[t[-1], k])
+            t.append(j)
+            left.remove(j)
+        t = np.array(t)
+        improved = True
+        while improved:
+            improved = False
+            for i in range(1, n - 1):
+                for k in range(i + 1, n):
+                    a, b, c_, e = t[i - 1], t[i], t[k], t[(k + 1) % n]
+                    if d[a, c_] + d[b, e] < d[a, b] + d[c_, e] - 1e-12:
+                        t[i : k + 1] = t[i : k + 1][::-1]
+                        improved = True
+        length = sum(d[t[i], t[(i + 1) % n]] for i in range(n))
+        if length < best_len:
+            best, best_len = t.copy(), length
+    return best
 
 
 def _trainable(q: _Query, kind, fixed) -> list[str]:
@@ -1143,15 +1183,17 @@ def _elite(res, n_elite):
     return np.argsort(np.where(np.isfinite(final), final, np.inf), kind="stable")[:n_elite]
 
 
-def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng, judge) -> None:
+def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng, judge, fresh=None) -> None:
     """The local search of every start (Levenberg–Marquardt; `quick`: L-BFGS) and the
     finish of its best eighth, then up to `m.hops` rounds of basin hopping, each
     finished the same way, while no design `judge` checks meets the targets to `m.tol`.
     `judge(result, candidates)` checks each round's starts (as polished, and with the
-    best eighth finished) and returns its best design's relative error."""
+    best eighth finished) and returns its best design's relative error. `fresh(k)`, where
+    given, gives `k` new starts for the first hop in place of the perturbed copies (the
+    atlas's closest curves)."""
     starts, steps = m.starts, m.steps
     assert starts is not None and steps is not None
-    hops = (0 if m.quick else _HOPS) if m.hops is None else m.hops
+    hops = _hop_count(m)
     dtype = jnp.asarray(0.0).dtype
     trainable = lambda cand: tuple(getattr(cand, k) for k in names)  # noqa: E731
     positive = (lambda cand: cand.lengths) if free_lengths else None
@@ -1213,6 +1255,10 @@ def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng, judg
         base = host_rows(cands, rows)
         sigma = _HOP * _DECAY**r
         keep = (np.arange(starts) < n_elite).astype(float)
+        if r == 0 and fresh is not None:
+            new = fresh(starts - n_elite)
+            base = jax.tree.map(lambda a, b: jnp.concatenate([a[:n_elite], b]), base, new)
+            keep = np.ones(starts)
         for name in names:
             v = np.asarray(getattr(base, name))
             z = rng.normal(size=v.shape) * np.reshape(1.0 - keep, (-1,) + (1,) * (v.ndim - 1))
@@ -1227,6 +1273,12 @@ def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng, judg
             done, _ = finished(done, dataclasses.replace(prob, penalty=prob.penalty * _RAISE**k))
             cands = with_host_rows(cands, top, done)
             judge(res, cands)
+
+
+def _hop_count(m: MultiStart) -> int:
+    """The search's most rounds of basin hopping: `hops`, or by default `_HOPS` (none
+    with `quick`)."""
+    return (0 if m.quick else _HOPS) if m.hops is None else m.hops
 
 
 def _atlas_starts(targets, count, dtype, progress=False, size=None) -> _Candidate:
@@ -1495,8 +1547,39 @@ def _path_generation(who: str, task: Path, c: Constraints, m: MultiStart) -> Syn
     angles = inc if phase is not None else inc - inc[0]
     mode = "cyclic" if cyclic_order else timing
     world, _ = _world_bounds(bounds, frame, who, tuple(_FIELDS))
-    syn = _search(_Query("path", t, centre, scale, mode, angles, phase, frame, bounds), c, m, who)
+    try:
+        syn = _search(_Query("path", t, centre, scale, mode, angles, phase, frame, bounds), c, m, who)
+    except InfeasibleError:
+        if not (mode == "free" and _hop_count(m)):
+            raise
+        syn = None
+    if mode == "free" and _hop_count(m) and (syn is None or syn.relative_error > m.tol):
+        syn = _along_tour(syn, t, centre, scale, angles, frame, bounds, c, m, who)
     return _clip_bounds(syn, world, who)
+
+
+def _along_tour(syn, t, centre, scale, angles, frame, bounds, c, m, who) -> Synthesis:
+    """Free timing's search once more where it missed: the targets in the order of a
+    short closed tour through them (`_tour`; on a curve sampled densely enough, the
+    order of the motion) searched in that cyclic order, whose monotonic timing keeps
+    each target on its own stretch of the curve. The better design of the two (its
+    objective), its inputs and points in the targets' own order; `syn` (None: the free
+    search found no feasible design) where the tour gives none."""
+    order = _tour(np.asarray(t))
+    try:
+        other = _search(_Query("path", t[order], centre, scale, "cyclic", angles, None, frame, bounds), c, m, who)
+    except InfeasibleError:
+        if syn is None:
+            raise
+        return syn
+    if syn is not None and syn.objective <= other.objective:
+        return syn
+    back = np.argsort(order)
+    return dataclasses.replace(
+        other,
+        inputs=jax.device_put(np.asarray(other.inputs)[back]),
+        points=jax.device_put(np.asarray(other.points)[back]),
+    )
 
 
 def _motion_generation(who: str, task: Motion, c: Constraints, m: MultiStart) -> Synthesis:

@@ -482,6 +482,44 @@ def test_cyclic_order_is_kept_even_when_it_costs_accuracy(capsys):
     assert not (cyclic(THETA[::2][[0, 2, 1, 3, 4, 5]], 1) or cyclic(THETA[::2][[0, 2, 1, 3, 4, 5]], -1))
 
 
+def test_a_tour_orders_free_targets_and_the_search_along_it_answers_in_their_order():
+    """Free timing's fallback: the targets' short closed tour is their order along a
+    convex curve (against the angular order about their centroid), and the cyclic search
+    along it returns inputs and points in the targets' own order."""
+    from diffmech import _synthesis as _S
+
+    rng = np.random.default_rng(4)
+    a = np.sort(rng.uniform(0, 2 * np.pi, 15))
+    ellipse = np.c_[3 * np.cos(a), np.sin(a) + 0.4 * np.cos(a) ** 2]
+    shuffle = rng.permutation(15)
+    tour = _S._tour(ellipse[shuffle])
+    angular = np.argsort(shuffle)  # where each point of the angular order sits in the shuffle
+    for way in (tour, tour[::-1]):  # the same cycle, either way round
+        if np.array_equal(np.roll(way, -list(way).index(angular[0])), angular):
+            break
+    else:
+        raise AssertionError(f"the tour {tour} is not the angular order {angular}")
+    # on scattered points: a tour no exchange of two edges shortens (2-opt optimal)
+    p = rng.uniform(size=(25, 2))
+    t_ = _S._tour(p)
+    d = lambda i, j: np.linalg.norm(p[t_[i % 25]] - p[t_[j % 25]])  # noqa: E731
+    assert sorted(t_) == list(range(25))
+    assert all(
+        d(i - 1, k) + d(i, k + 1) >= d(i - 1, i) + d(k, k + 1) - 1e-12 for i in range(1, 24) for k in range(i + 1, 25)
+    )
+    # the search along the tour, on targets the true design meets, shuffled
+    t = _targets()[rng.permutation(12)]
+    task = S.Path(t)
+    m = _S._resolved(task, S.MultiStart(**SMALL))
+    tt, centre, scale = _S._as_targets(t, "test")
+    angles = 2 * np.pi * np.arange(12) / 12
+    r = _S._along_tour(None, tt, centre, scale, angles, None, None, S.Constraints(), m, "test")
+    assert r.relative_error <= 1e-9
+    assert np.max(np.abs(np.asarray(r.points) - t)) <= 1e-9 * _scale(t)
+    pts, _ = r.design.path(r.inputs)
+    assert np.max(np.abs(np.asarray(pts) - t)) <= 1e-9 * _scale(t)
+
+
 def _poses(theta, gamma=0.3):
     q = [fbk.assemble(TRUE.fourbar, float(th)) for th in theta]
     P = np.array([np.asarray(TRUE.to_world(fbk.coupler_point(TRUE.fourbar, qi, TRUE.point))) for qi in q])
@@ -632,7 +670,7 @@ def test_infeasible_constraints_are_reported_with_the_closest_design():
         (lambda t: S.path_generation(t, screen=4, starts=8), "at least `starts`"),
         (lambda t: S.path_generation(t, "prescribed", mechanism=dm.examples.fourbar(), hops=2), "`hops`"),
         (lambda t: S.path_generation(t, atlas=-1), "`atlas` must be an integer"),
-        (lambda t: S.path_generation(t, screen=64, atlas=8), "`atlas`.*cyclic_order"),
+        (lambda t: S.path_generation(t, "prescribed", screen=64, atlas=8), "`atlas`.*free or cyclic timing"),
         (lambda t: S.path_generation(t, cyclic_order=True, quick=True, atlas=8), "`atlas`.*`screen`"),
         (lambda t: S.motion_generation(t), "poses"),
         (lambda t: S.synthesize(S.Path(t[:2])), r"^synthesize: `target_points`"),

@@ -918,16 +918,15 @@ def _search(q: _Query, c: Constraints, m: MultiStart, who: str) -> Synthesis:
         found.append(syn)
         return syn.relative_error
 
-    fresh = None
-    if kind.curves and seeder.align and m.screen:
+    def fresh(count):
         # the first hop starts from the atlas's curves closest in shape to the targets
         # (in the order of a short closed tour through them, where free timing gives none)
-        def fresh(count):
-            tg = np.asarray(seeder.targets)
-            given = _atlas_starts(tg if seeder.cyclic else tg[_tour(tg)], count, seeder.dtype, m.progress, size)
-            return seeder.candidates(count, True, given)
+        tg = np.asarray(seeder.targets)
+        given = _atlas_starts(tg if seeder.cyclic else tg[_tour(tg)], count, seeder.dtype, m.progress, size)
+        return seeder.candidates(count, True, given)
 
-    _polish_rounds(c0, prob, names, "lengths" not in lo, m, rng, judge, fresh)
+    atlas_hop = kind.curves and seeder.align and bool(m.screen)
+    _polish_rounds(c0, prob, names, "lengths" not in lo, m, rng, judge, fresh if atlas_hop else None)
     # the best design that meets every constraint over all rounds (a later round's
     # polish may push its starts onto a constraint's boundary, where the check fails)
     designs = [f for f in found if isinstance(f, Synthesis)]
@@ -1555,6 +1554,7 @@ def _path_generation(who: str, task: Path, c: Constraints, m: MultiStart) -> Syn
         syn = None
     if mode == "free" and _hop_count(m) and (syn is None or syn.relative_error > m.tol):
         syn = _along_tour(syn, t, centre, scale, angles, frame, bounds, c, m, who)
+    assert syn is not None  # (an infeasible free search: the tour's answer, or its error raised)
     return _clip_bounds(syn, world, who)
 
 
@@ -1562,9 +1562,10 @@ def _along_tour(syn, t, centre, scale, angles, frame, bounds, c, m, who) -> Synt
     """Free timing's search once more where it missed: the targets in the order of a
     short closed tour through them (`_tour`; on a curve sampled densely enough, the
     order of the motion) searched in that cyclic order, whose monotonic timing keeps
-    each target on its own stretch of the curve. The better design of the two (its
-    objective), its inputs and points in the targets' own order; `syn` (None: the free
-    search found no feasible design) where the tour gives none."""
+    each target on its own stretch of the curve (even where the free search's design
+    meets them in that order: the cyclic parametrisation reaches other basins). The better
+    design of the two (its objective), its inputs and points in the targets' own order;
+    `syn` (None: the free search found no feasible design) where the tour gives none."""
     order = _tour(np.asarray(t))
     try:
         other = _search(_Query("path", t[order], centre, scale, "cyclic", angles, None, frame, bounds), c, m, who)
@@ -1658,12 +1659,14 @@ class MultiStart(eqx.Module):
       the `starts` best (64) polished by `steps` (100) Levenberg–Marquardt steps on the
       loss's residuals (free timing: the crank angles at the targets are variables too),
       the best eighth by 200 more; then, while no start meets the targets to `tol`,
-      up to `hops` (4) rounds of basin hopping from the best eighth;
+      up to `hops` (4) rounds of basin hopping from the best eighth (a path with free
+      or cyclic timing: the first from the atlas of coupler curves; free timing then
+      once more in the order of a tour through the targets);
     - `quick`: the local multi-start alone: `starts` random designs (the task's
       `starts`, 32 or 64), `steps` L-BFGS iterations (the task's `steps`), no screen,
       then the best eighth finished by 100 Levenberg–Marquardt steps, no hops;
-    - `atlas`: more of the global phase (starts from the atlas of coupler curves), off
-      by default;
+    - `atlas`: more of the global phase: this many of the atlas's curves join the
+      screen (0 by default; the first hop uses the atlas in any case);
     - `seed`: the random starts' seed; `optimizer`, `gtol`: as in `diffmech.fit.fit`
       (`optimizer` for `quick` only);
     - `tol`: a start succeeds when its relative error is at most this;
@@ -2115,13 +2118,20 @@ def path_generation(
       runs them all): the best eighth of the starts, each kept once and copied with
       its free coordinates perturbed (σ = 0.5 in the normalised coordinates, × 0.7 per
       round), polished and finished again by the same compiled programs; the best
-      design that meets every constraint over all rounds is returned;
-    - `atlas`: with `cyclic_order` and a `screen`: this many designs from the atlas of
-      coupler curves (`diffmech atlas build`; built and cached on first use), those
-      whose curves fit the closed polygon through the targets best (Fourier descriptor
-      shortlist, then the exact similarity fit over every start and both directions),
-      each scaled, turned and placed onto the targets, join the screen's candidates;
-      the best of them take at most a quarter of the starts;
+      design that meets every constraint over all rounds is returned. With free or
+      cyclic timing and the frame free, the first hop's new starts come from the atlas
+      of coupler curves instead (its designs closest in shape to the targets, below);
+      free timing that still misses `tol` searches once more in the order of a short
+      closed tour through the targets, as `cyclic_order` (the better design of the two
+      is returned, its inputs and points in the targets' own order);
+    - `atlas`: with free or cyclic timing and a `screen`: this many designs from the
+      atlas of coupler curves (`diffmech atlas build`; built and cached on first use),
+      those whose curves fit the closed polygon through the targets best (in their
+      order; free timing: in the order of a short closed tour through them; a Fourier
+      descriptor shortlist, then the exact similarity fit over every start and both
+      directions, then iterative closest points to the targets themselves), each
+      scaled, turned and placed onto the targets, join the screen's candidates; the
+      best of them take at most a quarter of the starts;
     - `tol`: a start succeeds when its relative path error is ≤ `tol`;
     - `margin`: keep every target, and the motion between them, at least this far
       (relative to the targets' size) from a toggle position of the crank. `grashof` and

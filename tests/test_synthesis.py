@@ -440,7 +440,7 @@ def test_bounds_frame_phase_grashof_and_transmission_hold_on_the_returned_design
     assert abs(lo - angle.min()) <= 5e-3 and abs(hi - angle.max()) <= 5e-3
 
 
-def test_cyclic_order_is_kept_even_when_it_costs_accuracy(capsys):
+def test_cyclic_order_is_kept_even_when_it_costs_accuracy(capsys, monkeypatch):
     theta = THETA[::2]
     t = _targets(theta)
     # in the order of motion: the true design meets them in that order, exactly, and the
@@ -470,7 +470,13 @@ def test_cyclic_order_is_kept_even_when_it_costs_accuracy(capsys):
     # rounds only add candidates: the result is the best over rounds, never worse than
     # the first round's (r2's, without hops)
     capsys.readouterr()
+    from diffmech import _synthesis as _S
+
+    asked, atlas_starts = [], _S._atlas_starts
+    monkeypatch.setattr(_S, "_atlas_starts", lambda t, k, *a: asked.append(k) or atlas_starts(t, k, *a))
     r3 = S.path_generation(swapped, cyclic_order=True, hops=2, progress=True, **SMALL)
+    # the first hop's new starts (all but the best eighth kept) came from the atlas, once
+    assert asked == [SMALL["starts"] - SMALL["starts"] // 8]
     assert cyclic(r3.inputs, 1) or cyclic(r3.inputs, -1)
     assert r3.objective <= r2.objective
     r4 = S.path_generation(swapped, cyclic_order=True, screen=64, hops=0, progress=True, **SMALL)

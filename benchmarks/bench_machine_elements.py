@@ -67,6 +67,22 @@ def _mujoco_run(model, ts, start, read):
     return np.asarray(out)
 
 
+def _versus_mujoco(model, ts, start, read, exact, ours, repeats, **extra):
+    """The rows of a one-degree motion against its closed form `exact`: diffmech's
+    (`ours`: what `timed` gave, the simulation, its compile time and its median) and
+    MuJoCo's run of the export (`start`, `read` as in `_mujoco_run`), timed alike."""
+    sim, first, median = ours
+    theirs, _, mj = timed(lambda: _mujoco_run(model, ts, start, read), repeats=repeats)
+    return dict(
+        diffmech_s=median,
+        diffmech_compile_s=first,
+        diffmech_error=float(np.max(np.abs(np.asarray(sim.u) - exact))),
+        mujoco_s=mj,
+        mujoco_error=float(np.max(np.abs(theirs - exact))),
+        **extra,
+    )
+
+
 def joint_loads(repeats):
     import mujoco
     from test_joint_loads import M, parallelogram
@@ -122,7 +138,7 @@ def linear_loads(repeats):
     wd = w * np.sqrt(1 - z**2)
     exact = 0.05 + 0.2 * np.exp(-z * w * ts) * (np.cos(wd * ts) + z * w / wd * np.sin(wd * ts))
     lk, saves = double_slider(spring=k, damping=c), jnp.asarray(ts)
-    sim, first, ours = timed(lambda: L.simulate_dynamics(lk, u0=0.25, udot0=0.0, t1=t1, saveat=saves), repeats=repeats)
+    ours = timed(lambda: L.simulate_dynamics(lk, u0=0.25, udot0=0.0, t1=t1, saveat=saves), repeats=repeats)
     model = mujoco.MjModel.from_xml_path(str(L.to_mjcf(lk, os.path.join(tempfile.mkdtemp(), "s.xml"))))
     model.jnt_limited[:] = 0  # (the linkage's stop, at ±1, never reached)
     adr = {n: model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, n)] for n in ("P1", "P2")}
@@ -131,17 +147,7 @@ def linear_loads(repeats):
         for a in adr.values():
             d.qpos[a] = 0.25
 
-    def run():
-        return _mujoco_run(model, ts, start, lambda d: d.qpos[adr["P2"]])
-
-    theirs, _, mj = timed(run, repeats=repeats)
-    return dict(
-        diffmech_s=ours,
-        diffmech_compile_s=first,
-        diffmech_error=float(np.max(np.abs(np.asarray(sim.u) - exact))),
-        mujoco_s=mj,
-        mujoco_error=float(np.max(np.abs(theirs - exact))),
-    )
+    return _versus_mujoco(model, ts, start, lambda d: d.qpos[adr["P2"]], exact, ours, repeats)
 
 
 def gears(repeats):
@@ -153,25 +159,21 @@ def gears(repeats):
     ts = np.linspace(0.0, t1, 21)
     exact = tau * ts**2 / (2 * M)
     saves, drive = jnp.asarray(ts), L.Drive(torque=L.ConstantTorque(tau))
-    sim, first, ours = timed(
-        lambda: L.simulate_dynamics(lk, u0=0.0, udot0=0.0, t1=t1, saveat=saves, drive=drive), repeats=repeats
-    )
+    ours = timed(lambda: L.simulate_dynamics(lk, u0=0.0, udot0=0.0, t1=t1, saveat=saves, drive=drive), repeats=repeats)
     model = mujoco.MjModel.from_xml_path(str(L.to_mjcf(lk, os.path.join(tempfile.mkdtemp(), "g.xml"))))
     sun = model.jnt_qposadr[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_JOINT, "O")]
 
     def start(d):
         d.ctrl[0] = tau
 
-    def run():
-        return _mujoco_run(model, ts, start, lambda d: d.qpos[sun])
-
-    theirs, _, mj = timed(run, repeats=repeats)
-    return dict(
-        diffmech_s=ours,
-        diffmech_compile_s=first,
-        diffmech_error=float(np.max(np.abs(np.asarray(sim.u) - exact))),
-        mujoco_s=mj,
-        mujoco_error=float(np.max(np.abs(theirs - exact))),
+    return _versus_mujoco(
+        model,
+        ts,
+        start,
+        lambda d: d.qpos[sun],
+        exact,
+        ours,
+        repeats,
         mujoco_timestep=float(model.opt.timestep),
         turns=float(exact[-1] / (2 * np.pi)),
     )

@@ -22,11 +22,13 @@ position (4e-6 of the targets' size from it): the source keeps no distance from
 toggles, so Case 4 is posed with `margin=0`.
 
     python benchmarks/bench_literature_synthesis.py [--seeds 5] [--cases NV-Case1,NV-Case5] [--configs global,atlas]
+        [--options starts=256,screen=16384]  (keywords added to the default call)
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import datetime
 import json
 import os
@@ -131,13 +133,19 @@ def main():
         action="store_true",
         help="also pylinkage's particle swarm for the global phase's median time a run (pip install '.[bench]')",
     )
+    ap.add_argument(
+        "--options",
+        default="",
+        help="keywords added to the default call, e.g. 'starts=256,screen=16384' (values as Python literals)",
+    )
     args = ap.parse_args()
+    options = {k: ast.literal_eval(v) for k, v in (o.split("=") for o in args.options.split(",") if o)}
     problems = {p["id"]: p for p in json.load(open(DATA))}
     wanted = args.configs.split(",")
     configs = [
         (label, extra)
         for label, extra in (
-            ("default", {}),
+            ("default", options),
             ("local", dict(screen=0, hops=0)),
             ("global", dict(screen=4096, hops=8)),
             ("global + atlas", dict(screen=4096, hops=8, atlas=256)),
@@ -146,7 +154,7 @@ def main():
     ]
     print(
         f"jax {jax.__version__}, {datetime.date.today()}, {os.cpu_count()} CPU cores; {args.starts} starts × "
-        f"{args.steps} steps, seeds 0…{args.seeds - 1}"
+        f"{args.steps} steps, seeds 0…{args.seeds - 1}" + (f"; the default call with {options}" if options else "")
     )
     for k in args.cases.split(","):
         p = problems[k]

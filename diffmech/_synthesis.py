@@ -1129,6 +1129,50 @@ def _tour(points) -> np.ndarray:
     return best
 
 
+def _turning(points, order) -> float:
+    """The total absolute turning (rad) of the closed polygon through `points` in `order`."""
+    q = np.asarray(points, float)[order]
+    v = np.roll(q, -1, 0) - q
+    heading = np.arctan2(v[:, 1], v[:, 0])
+    turn = np.mod(np.roll(heading, -1) - heading + np.pi, _TWO_PI) - np.pi
+    return float(np.sum(np.abs(turn)))
+
+
+def _crossing_tours(points, order, count: int) -> list[np.ndarray]:
+    """Other orders a self-crossing curve may take through `points`: the tour `order`'s
+    2-opt neighbours (one stretch reversed: the two edges it exchanges cross where the
+    tour had untangled a crossing), the `count` shortest and the `count` that turn
+    least (a smooth curve's order turns less than a shortcut's), each cycle once."""
+    p = np.asarray(points, float)
+    n = len(order)
+    i, k = np.triu_indices(n, 1)
+    keep = i >= 1
+    i, k = i[keep], k[keep]
+    d = np.linalg.norm(p[:, None] - p[None], axis=-1)
+    a, b, c, e = order[i - 1], order[i], order[k], order[(k + 1) % n]
+    longer = d[a, c] + d[b, e] - d[a, b] - d[c, e]
+    tours = []
+    for j in range(len(i)):
+        t = order.copy()
+        t[i[j] : k[j] + 1] = t[i[j] : k[j] + 1][::-1]
+        tours.append(t)
+    turning = np.array([_turning(p, t) for t in tours])
+    seen = {_cycle_key(order)}
+    out = []
+    for j in list(np.argsort(longer, kind="stable")[:count]) + list(np.argsort(turning, kind="stable")[:count]):
+        key = _cycle_key(tours[j])
+        if key not in seen:
+            seen.add(key)
+            out.append(tours[j])
+    return out
+
+
+def _cycle_key(order) -> tuple:
+    """One name for a cycle whichever point it starts from and whichever way it runs."""
+    t = list(np.roll(order, -int(np.argmin(order))))
+    return tuple(min(t, [t[0]] + t[1:][::-1]))
+
+
 def _trainable(q: _Query, kind, fixed) -> list[str]:
     """The fields the fit moves."""
     names = ["lengths"]
@@ -1314,6 +1358,7 @@ def _atlas_starts(targets, count, dtype, progress=False, size=None) -> _Candidat
 # basin hopping's perturbation (normalised coordinates) and its shrink per round: the
 # best of those tried on the literature problems (docs/benchmarks.md, "Measurements behind the code")
 _HOP = 0.5
+_CROSSINGS = 2  # free timing's other tours where the shortest misses: this many by length, as many by turning
 _HOPS = 4  # the default search's most rounds of basin hopping (none once a start meets `tol`)
 _DECAY = 0.7
 # Levenberg–Marquardt's steps in the finish of `quick` (the default: twice its own `steps`)
@@ -1570,23 +1615,36 @@ def _along_tour(syn, t, centre, scale, angles, frame, bounds, c, m, who) -> Synt
     short closed tour through them (`_tour`; on a curve sampled densely enough, the
     order of the motion) searched in that cyclic order, whose monotonic timing keeps
     each target on its own stretch of the curve (even where the free search's design
-    meets them in that order: the cyclic parametrisation reaches other basins). The better
-    design of the two (its objective), its inputs and points in the targets' own order;
-    `syn` (None: the free search found no feasible design) where the tour gives none."""
+    meets them in that order: the cyclic parametrisation reaches other basins); while
+    none meets `tol`, the orders of a self-crossing curve (`_crossing_tours`, two by
+    length and two by turning). The best design of all (its objective), its inputs and
+    points in the targets' own order; `syn` (None: the free search found no feasible
+    design) where no order gives one."""
     order = _tour(np.asarray(t))
-    try:
-        other = _search(_Query("path", t[order], centre, scale, "cyclic", angles, None, frame, bounds), c, m, who)
-    except InfeasibleError:
-        if syn is None:
-            raise
-        return syn
-    if syn is not None and syn.objective <= other.objective:
-        return syn
-    back = np.argsort(order)
+    orders = [order]
+    best, best_order, failed = syn, None, None
+    while orders:
+        o = orders.pop(0)
+        try:
+            other = _search(_Query("path", t[o], centre, scale, "cyclic", angles, None, frame, bounds), c, m, who)
+        except InfeasibleError as e:
+            other, failed = None, failed or e
+        if other is not None and (best is None or other.objective < best.objective):
+            best, best_order = other, o
+        if best is not None and best.relative_error <= m.tol:
+            break
+        if o is order:
+            orders = _crossing_tours(t, order, _CROSSINGS)
+    if best is None:
+        assert failed is not None
+        raise failed  # (the tour's: the free search's own error was raised before it)
+    if best_order is None:
+        return best
+    back = np.argsort(best_order)
     return dataclasses.replace(
-        other,
-        inputs=jax.device_put(np.asarray(other.inputs)[back]),
-        points=jax.device_put(np.asarray(other.points)[back]),
+        best,
+        inputs=jax.device_put(np.asarray(best.inputs)[back]),
+        points=jax.device_put(np.asarray(best.points)[back]),
     )
 
 
@@ -1668,7 +1726,8 @@ class MultiStart(eqx.Module):
       the best eighth by 200 more; then, while no start meets the targets to `tol`,
       up to `hops` (4) rounds of basin hopping from the best eighth (a path with free
       or cyclic timing: the first from the atlas of coupler curves; free timing then
-      once more in the order of a tour through the targets);
+      once more in the order of a tour through the targets, and of up to four tours
+      that cross where it does not);
     - `quick`: the local multi-start alone: `starts` random designs (the task's
       `starts`, 32 or 64), `steps` L-BFGS iterations (the task's `steps`), no screen,
       then the best eighth finished by 100 Levenberg–Marquardt steps, no hops;
@@ -2129,8 +2188,10 @@ def path_generation(
       cyclic timing and the frame free, the first hop's new starts come from the atlas
       of coupler curves instead (its designs closest in shape to the targets, below);
       free timing that still misses `tol` searches once more in the order of a short
-      closed tour through the targets, as `cyclic_order` (the better design of the two
-      is returned, its inputs and points in the targets' own order);
+      closed tour through the targets, as `cyclic_order`, and while that misses too, in
+      the orders a self-crossing curve may take (the tour's neighbours with one stretch
+      reversed: the two shortest and the two that turn least); the best design of all
+      is returned, its inputs and points in the targets' own order;
     - `atlas`: with free or cyclic timing and a `screen`: this many designs from the
       atlas of coupler curves (`diffmech atlas build`; built and cached on first use),
       those whose curves fit the closed polygon through the targets best (in their

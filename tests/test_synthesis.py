@@ -526,6 +526,27 @@ def test_a_tour_orders_free_targets_and_the_search_along_it_answers_in_their_ord
     assert np.max(np.abs(np.asarray(pts) - t)) <= 1e-9 * _scale(t)
 
 
+def test_a_self_crossing_curve_s_order_is_among_the_tours_crossing_alternatives():
+    """On a figure-eight the shortest tour untangles the crossing, so it is not the
+    curve's order; one of its 2-opt neighbours that re-cross (`_crossing_tours`) is.
+    A cycle has one name from any start, either way round."""
+    from diffmech import _synthesis as _S
+
+    rng = np.random.default_rng(0)
+    a = np.sort(rng.uniform(0, 2 * np.pi, 16))
+    eight = np.c_[np.cos(a), 0.8 * np.sin(a) * np.cos(a)]  # crosses itself at the origin
+    shuffle = rng.permutation(16)
+    p, curve = eight[shuffle], np.argsort(shuffle)  # the curve's order, as indices into p
+    key = _S._cycle_key
+    assert key(curve) == key(np.roll(curve[::-1], 5)) != key(np.r_[curve[1], curve[0], curve[2:]])
+    tour = _S._tour(p)
+    assert key(tour) != key(curve)
+    others = _S._crossing_tours(p, tour, 2)
+    assert 1 <= len(others) <= 4 and len({key(t) for t in others} | {key(tour)}) == len(others) + 1
+    assert any(key(t) == key(curve) for t in others)
+    assert all(sorted(t) == list(range(16)) for t in others)
+
+
 def _poses(theta, gamma=0.3):
     q = [fbk.assemble(TRUE.fourbar, float(th)) for th in theta]
     P = np.array([np.asarray(TRUE.to_world(fbk.coupler_point(TRUE.fourbar, qi, TRUE.point))) for qi in q])

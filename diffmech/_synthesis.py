@@ -1151,19 +1151,20 @@ def _crossing_tours(points, order, count: int) -> list[np.ndarray]:
     d = np.linalg.norm(p[:, None] - p[None], axis=-1)
     a, b, c, e = order[i - 1], order[i], order[k], order[(k + 1) % n]
     longer = d[a, c] + d[b, e] - d[a, b] - d[c, e]
-    tours = []
-    for j in range(len(i)):
+
+    def reversed_at(j):  # (one tour at a time: a few hundred points have 10⁵ neighbours)
         t = order.copy()
         t[i[j] : k[j] + 1] = t[i[j] : k[j] + 1][::-1]
-        tours.append(t)
-    turning = np.array([_turning(p, t) for t in tours])
+        return t
+
+    turning = np.array([_turning(p, reversed_at(j)) for j in range(len(i))])
     seen = {_cycle_key(order)}
     out = []
     for j in list(np.argsort(longer, kind="stable")[:count]) + list(np.argsort(turning, kind="stable")[:count]):
-        key = _cycle_key(tours[j])
-        if key not in seen:
-            seen.add(key)
-            out.append(tours[j])
+        t = reversed_at(j)
+        if _cycle_key(t) not in seen:
+            seen.add(_cycle_key(t))
+            out.append(t)
     return out
 
 

@@ -2,6 +2,8 @@
 reported design is checked by the closure core and by the independent linkage model
 (the exported JSON), the free-timing gradient matches central differences."""
 
+from types import SimpleNamespace
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -545,6 +547,11 @@ def test_a_self_crossing_curve_s_order_is_among_the_tours_crossing_alternatives(
     assert 1 <= len(others) <= 4 and len({key(t) for t in others} | {key(tour)}) == len(others) + 1
     assert any(key(t) == key(curve) for t in others)
     assert all(sorted(t) == list(range(16)) for t in others)
+    # they are searched only where the tour's search and the free one end apart
+    ended = lambda f: SimpleNamespace(objective=f)  # noqa: E731
+    assert _S._same_answer(ended(2.0e-5), ended(2.0e-5 * (1 + 1e-9)))
+    assert not _S._same_answer(ended(2.0e-5), ended(2.6e-5))
+    assert not _S._same_answer(None, ended(2.0e-5))
 
 
 def _poses(theta, gamma=0.3):

@@ -1622,24 +1622,34 @@ def _along_tour(syn, t, centre, scale, angles, frame, bounds, c, m, who) -> Synt
     turning). The best design of all (its objective), its inputs and
     points in the targets' own order; `syn` (None: the free search found no feasible
     design) where no order gives one."""
-    order = _tour(np.asarray(t))
-    orders = [order]
-    best, best_order, failed = syn, None, None
-    while orders:
-        o = orders.pop(0)
+    failed: list[InfeasibleError] = []
+
+    def along(o):  # the cyclic search in the order `o` (None where nothing is feasible)
         try:
-            other = _search(_Query("path", t[o], centre, scale, "cyclic", angles, None, frame, bounds), c, m, who)
+            return _search(_Query("path", t[o], centre, scale, "cyclic", angles, None, frame, bounds), c, m, who)
         except InfeasibleError as e:
-            other, failed = None, failed or e
-        if other is not None and (best is None or other.objective < best.objective):
-            best, best_order = other, o
-        if best is not None and best.relative_error <= m.tol:
-            break
-        if o is order and not _same_answer(syn, other):
-            orders = _crossing_tours(t, order, _CROSSINGS)
+            failed.append(e)
+            return None
+
+    def best_of(tried):  # the design of least objective and its order ((None, None): none)
+        found = [(r, o) for r, o in tried if r is not None]
+        return min(found, key=lambda ro: ro[0].objective) if found else (None, None)
+
+    def met(tried) -> bool:
+        best = best_of(tried)[0]
+        return best is not None and best.relative_error <= m.tol
+
+    order = _tour(np.asarray(t))
+    first = along(order)
+    tried = [(syn, None), (first, order)]
+    if not met(tried) and not _same_answer(syn, first):
+        for o in _crossing_tours(t, order, _CROSSINGS):
+            tried.append((along(o), o))
+            if met(tried):
+                break
+    best, best_order = best_of(tried)
     if best is None:
-        assert failed is not None
-        raise failed  # (the tour's: the free search's own error was raised before it)
+        raise failed[0]  # (the tour's: the free search's own error was raised before it)
     if best_order is None:
         return best
     back = np.argsort(best_order)
@@ -1654,7 +1664,8 @@ def _same_answer(a: Synthesis | None, b: Synthesis | None) -> bool:
     """Whether two searches ended at one design (their objectives within 1e-6 of each
     other, relative): free timing and the cyclic search along the tour agreeing, which
     an inexact problem's searches do (noisy planted problems: to 1e-12) and a curve
-    whose tour took a shortcut at a crossing did not (planted misses: by 10⁻¹ to 10³)."""
+    whose tour took a shortcut at a crossing did not (planted misses: by 28 % to 290
+    times)."""
     if a is None or b is None:
         return False
     return abs(a.objective - b.objective) <= 1e-6 * max(a.objective, b.objective)

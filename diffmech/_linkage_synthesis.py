@@ -1,8 +1,9 @@
 """Path synthesis of any planar linkage with one input (a six-bar, a walking leg): the
 tracer joint through target points with free, cyclic or prescribed timing, by the
 four-bar's search (a screen of random designs of the topology, each laid onto the
-targets by its curve's shape, then Levenberg–Marquardt in the full space of joint
-coordinates and input angles), the closure core's check of every result.
+targets by its curve's shape, then Levenberg–Marquardt with geodesic acceleration in
+the full space of joint coordinates and input angles), the closure core's check of
+every result.
 
 The search works in normalised units (the targets' centroid at the origin, their RMS
 distance from it 1) on a template linkage whose coordinates it replaces. A design's
@@ -363,7 +364,7 @@ def _polish(d: Design, prob: Problem, steps: int):
         res, assembled = residuals(design(v), prob)
         return res + jnp.where(assembled, 0.0, jnp.inf)
 
-    v, losses, grads = _fit.levenberg_marquardt(r, v0, steps)
+    v, losses, grads = _fit.levenberg_marquardt(r, v0, steps, geodesic=True)
     return design(v), losses, grads
 
 

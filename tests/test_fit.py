@@ -154,3 +154,37 @@ def test_options_objects_equal_the_separate_keywords_and_refuse_both():
         F.fit(_loss, m0, y, starts=F.Starts(count=2), seed=3)
     with pytest.raises(dm.ArgumentTypeError, match="unexpected keyword argument 'stepz'"):
         F.fit(_loss, m0, y, stepz=3)  # pyright: ignore[reportCallIssue]
+
+
+def test_geodesic_levenberg_marquardt_steps_by_half_the_acceleration_and_follows_a_curved_valley():
+    """With `geodesic=True` a step is the damped Gauss–Newton step `δ` plus half the
+    geodesic acceleration `a` (the damped system solved for the residual's second
+    derivative along `δ`), both from closed forms here; and on Rosenbrock's curved
+    valley it reaches the zero at (1, 1)."""
+    from diffmech import _fit
+
+    def r(v):
+        x, y = v[0], v[1]
+        return jnp.stack([x**2 + y - 1.0, x - y**2, x * y])
+
+    v0 = np.array([0.6, 0.5])
+    x, y = v0
+    J = np.array([[2 * x, 1.0], [1.0, -2 * y], [y, x]])
+    H, g = J.T @ J, J.T @ np.asarray(r(jnp.asarray(v0)))
+    damped = H + 1e-3 * np.diag(np.diag(H))  # (the first step's damping)
+    delta = np.linalg.solve(damped, -g)
+    dx, dy = delta
+    a = np.linalg.solve(damped, -J.T @ np.array([2 * dx**2, -2 * dy**2, 2 * dx * dy]))
+    assert 2 * np.linalg.norm(a) <= 0.75 * np.linalg.norm(delta)  # (the acceleration is added: its bound holds)
+    plain, _, _ = _fit.levenberg_marquardt(r, jnp.asarray(v0), 1)
+    geodesic, _, _ = _fit.levenberg_marquardt(r, jnp.asarray(v0), 1, geodesic=True)
+    np.testing.assert_allclose(np.asarray(plain), v0 + delta, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(np.asarray(geodesic), v0 + delta + a / 2, rtol=0, atol=1e-14)
+    assert np.linalg.norm(a) > 1e-2  # (the two differ measurably)
+
+    def rosenbrock(v):
+        return jnp.stack([10.0 * (v[1] - v[0] ** 2), 1.0 - v[0]])
+
+    v, losses, _ = _fit.levenberg_marquardt(rosenbrock, jnp.asarray([-1.2, 1.0]), 60, geodesic=True)
+    assert float(losses[-1]) < 1e-24
+    np.testing.assert_allclose(np.asarray(v), [1.0, 1.0], rtol=0, atol=1e-12)

@@ -31,6 +31,7 @@ from .linkage._structure import closed_form, group_search, revolute_dyads
 _TWO_PI = 2 * np.pi
 _SAMPLES = 64  # the screen's curve samples over one turn of the input
 _PATH = 36  # a group's search: samples of the turn its solves start from
+_ON = 3  # a group's search: Newton solves from a sample to an input
 _GRID = 32  # samples of the motion where the constraints are imposed
 _SIZES = (4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256)
 _PENALTY = 10.0
@@ -127,10 +128,14 @@ def curve(coords, prob: Problem, u):
 def _searched(lk: Linkage, prep, u, turning: bool):
     """A linkage with a larger group at the inputs `u`: the closure core's continuation
     sweep along a path of inputs from 0 (`_PATH` samples over the turn; without a full
-    turn, a turn each way, each followed until a limit), each input's Newton solve
-    from the nearest sample (implicit derivatives; the sweep carries none)."""
+    turn, a turn each way, each followed until a limit), then each input continued from
+    the sample before it on that path (the one between it and 0) in `_ON` Newton solves
+    (implicit derivatives at the last; the sweep carries none). A solve from the nearest
+    sample instead may start beyond a limit the motion turns back at, where Newton's
+    iterates reach the other assembly mode."""
     still = _with(lk, jax.lax.stop_gradient(lk.coords))
     m = _PATH
+    h = _TWO_PI / m
 
     def along(path):
         motion = lks.sweep_functional(still, path, branch=True, condition=False)
@@ -139,19 +144,27 @@ def _searched(lk: Linkage, prep, u, turning: bool):
     if turning:
         xs, reached = along(jnp.linspace(0.0, _TWO_PI, m + 1, dtype=u.dtype))
         at = jnp.mod(u, _TWO_PI)
-        k = jnp.clip(jnp.round(at / (_TWO_PI / m)).astype(int), 0, m)
+        k = jnp.clip(jnp.floor(at / h).astype(int), 0, m)
+        start = k.astype(u.dtype) * h
     else:
         turn = jnp.linspace(0.0, _TWO_PI, m + 1, dtype=u.dtype)
         (xu, ru), (xd, rd) = along(turn), along(-turn)
         xs, reached = jnp.concatenate([xd[::-1], xu[1:]]), jnp.concatenate([rd[::-1], ru[1:]])
-        k = jnp.clip(jnp.round((u + _TWO_PI) / (_TWO_PI / m)).astype(int), 0, 2 * m)
+        steps = jnp.clip(jnp.trunc(u / h), -m, m)
+        k = (steps + m).astype(int)
+        start = steps * h
         at = u
 
-    def one(x0, ui):
-        sol = _closure.root(prepared_residual, jax.lax.stop_gradient(x0), ui, prep, max_steps=12, throw=False)
-        return sol.value, sol.converged
+    def one(x0, s, ui):
+        def stage(x, t):
+            sol = _closure.root(prepared_residual, x, s + t * (ui - s), prep, max_steps=12, throw=False)
+            return jax.lax.stop_gradient(sol.value), sol.converged
 
-    x, conv = jax.vmap(one)(xs[k], at)
+        x, conv = jax.lax.scan(stage, jax.lax.stop_gradient(x0), jnp.arange(1, _ON, dtype=u.dtype) / _ON)
+        sol = _closure.root(prepared_residual, x, ui, prep, max_steps=12, throw=False)
+        return sol.value, sol.converged & jnp.all(conv)
+
+    x, conv = jax.vmap(one)(xs[k], start, at)
     return x, conv & reached[k]
 
 

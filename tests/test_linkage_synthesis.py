@@ -50,6 +50,38 @@ def test_the_searchs_tracer_is_the_closure_cores_on_every_six_bar(kind):
     assert len(ls.revolute_dyads(lk)) == (0 if kind == "stephenson2" else 2)
 
 
+# a Stephenson II whose input turns back at about -1.2225 rad, 8e-4 rad past the group
+# search's sample at -7·2π/36 (normalised units: a design the search once returned)
+_TURNS_BACK = [
+    [0.589821, -0.121618],
+    [-0.602606, -0.178072],
+    [-1.069399, -0.192153],
+    [-0.266007, -0.903246],
+    [-0.185889, -3.795943],
+    [-0.877303, -0.896165],
+    [-0.62166, -0.0936],
+    [0.485802, -0.08522],
+]
+
+
+def test_a_groups_search_keeps_the_assembly_mode_up_to_where_the_motion_turns_back():
+    # between a sample and a limit just past the next one, a Newton solve from the nearest
+    # sample (the near-toggle configuration at the limit) reached the other assembly mode
+    # (0.89 away); continued from the sample on the way from 0, the tracer is the closure
+    # core's continuation sweep to the limit
+    ref = dm.examples.six_bar("stephenson2")
+    c = np.zeros(ref.coords.shape)
+    c[:, :2] = _TURNS_BACK
+    lk = eqx.tree_at(lambda m: m.coords, ref, jnp.asarray(c))
+    u = np.linspace(0.0, -1.222, 400)
+    want, _ = _core(lk, u)
+    beyond = dm.linkage.sweep(lk, inputs=np.linspace(0.0, -1.224, 400), condition=False)
+    assert not bool(np.all(np.asarray(beyond.converged)))  # (the motion's limit lies between)
+    P, ok, _ = ls.curve(lk.coords, _problem(lk), jnp.asarray(u))
+    assert bool(np.all(np.asarray(ok)))
+    np.testing.assert_allclose(np.asarray(P), want, rtol=0, atol=1e-10)
+
+
 @pytest.mark.parametrize("name", ["stephenson2", "theo_jansen"])
 def test_a_similarity_of_the_coordinates_moves_the_curve_by_it(name):
     # the seed's linkages with prismatic joints (lines): scaled by 1.3, turned by 0.7 rad

@@ -1373,7 +1373,8 @@ def _free_angles(prob) -> bool:
 
 
 def _newton_polish(c, prob, names, log_lengths, iterations):
-    """Levenberg–Marquardt on `_residuals` over the free fields `names` of one candidate
+    """Levenberg–Marquardt with geodesic acceleration (`_fit.levenberg_marquardt`) on
+    `_residuals` over the free fields `names` of one candidate
     (unbounded lengths in logs, so they stay positive); with free timing the crank angle
     at each target is a variable too (from its projection), so that the polish converges
     quadratically at a zero-residual optimum. A step is taken only where it lowers the
@@ -1396,7 +1397,7 @@ def _newton_polish(c, prob, names, log_lengths, iterations):
         m, theta = candidate(v)
         return _residuals(m, prob, theta)
 
-    v, losses, grads = _fit.levenberg_marquardt(r, v0, iterations)
+    v, losses, grads = _fit.levenberg_marquardt(r, v0, iterations, geodesic=True)
     return candidate(v)[0], losses, grads
 
 

@@ -534,7 +534,7 @@ def _weak(a) -> bool:
 _ACCELERATION = 0.75
 
 
-def levenberg_marquardt(residual, v0: Float[Array, " n"], steps: int, geodesic: bool = False):
+def levenberg_marquardt(residual, v0: Float[Array, " n"], steps: int, geodesic: bool = False, bounds=None):
     """Levenberg–Marquardt on `Σ residual(v)²` from `v0`, `steps` steps as one scanned
     program (jittable, vmappable): the Jacobian by forward mode, a step taken only where
     it lowers the sum (a non-finite sum never does), the damping (Marquardt's, scaled by
@@ -548,25 +548,43 @@ def levenberg_marquardt(residual, v0: Float[Array, " n"], steps: int, geodesic: 
     beyond it the step stays straight): a step that follows a valley's curve, where a
     straight one leaves it and creeps.
 
+    `bounds`: `(lower, upper)`, arrays of `v`'s shape (±inf for an open side), `v0`
+    inside: projected Levenberg–Marquardt. A coordinate at a bound whose descent leads
+    out of the box is held there (its row and column of the damped system dropped: the
+    step is the Gauss–Newton step on the others), and the step is clipped into the box;
+    so an optimum that leans on bounds is reached at Gauss–Newton's rate in the free
+    coordinates, where a smooth transform onto the box (flat at the bound) creeps.
+
     **Returns:** `(v, losses, grad_norms)`: the last point, and per step the sum of
-    squares and `‖∇‖ = 2‖Jᵀr‖` at the step's start."""
+    squares and `‖∇‖ = 2‖Jᵀr‖` at the step's start (with `bounds`, the projected
+    gradient's: the held coordinates' parts dropped)."""
 
     def f(v):
         return jnp.sum(residual(v) ** 2)
+
+    if bounds is None:
+        lower, upper = jnp.full_like(v0, -jnp.inf), jnp.full_like(v0, jnp.inf)
+    else:
+        lower, upper = (jnp.broadcast_to(jnp.asarray(b, v0.dtype), v0.shape) for b in bounds)
+    near = lambda v, b: jnp.isfinite(b) & (jnp.abs(v - b) <= 1e-12 * (1 + jnp.abs(b)))  # noqa: E731
 
     def step(carry, _):
         v, mu, fv = carry
         J, rv = jax.jacfwd(lambda x: (residual(x),) * 2, has_aux=True)(v)  # (the residual evaluated once)
         H, g = J.T @ J, J.T @ rv
+        held = ((v <= lower) | near(v, lower)) & (g > 0) | ((v >= upper) | near(v, upper)) & (g < 0)
+        free = ~held
+        g = jnp.where(free, g, 0.0)
+        H = jnp.where(free[:, None] & free[None, :], H, 0.0)
         scale = jnp.maximum(jnp.diag(H), 1e-12 * (1 + jnp.max(jnp.diag(H))))
-        damped = H + mu * jnp.diag(scale)
+        damped = H + jnp.diag(mu * scale + held.astype(H.dtype))  # (a held row: δ = 0)
         delta = jnp.linalg.solve(damped, -g)
         if geodesic:
             rvv = jax.jvp(lambda x: jax.jvp(residual, (x,), (delta,))[1], (v,), (delta,))[1]
-            a = jnp.linalg.solve(damped, -(J.T @ jnp.where(jnp.isfinite(rvv), rvv, 0.0)))
+            a = jnp.linalg.solve(damped, -jnp.where(free, J.T @ jnp.where(jnp.isfinite(rvv), rvv, 0.0), 0.0))
             along = 2 * jnp.linalg.norm(a) <= _ACCELERATION * jnp.linalg.norm(delta)
             delta = delta + jnp.where(along, 0.5 * a, 0.0)
-        new = v + delta
+        new = jnp.clip(v + delta, lower, upper)
         fn = f(new)
         ok = jnp.isfinite(fn) & (fn < fv)
         fv = jnp.where(ok, fn, fv)

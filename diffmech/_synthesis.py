@@ -283,15 +283,15 @@ def _box(z, lo, hi):
     return jnp.where(flo & fhi, both, jnp.where(flo, lo_ - 1 + root, jnp.where(fhi, hi_ + 1 - root, z)))
 
 
-def _unbox(x, lo, hi):
-    """The inverse of `_box` (host side, for the starts)."""
-    x, lo, hi = np.broadcast_arrays(np.asarray(x, float), np.asarray(lo, float), np.asarray(hi, float))
-    flo, fhi = np.isfinite(lo), np.isfinite(hi)
+def _unbox(x, lo, hi, xp=np):
+    """The inverse of `_box` (host side, for the starts; `xp=jnp` inside a program)."""
+    x, lo, hi = xp.broadcast_arrays(xp.asarray(x, float), xp.asarray(lo, float), xp.asarray(hi, float))
+    flo, fhi = xp.isfinite(lo), xp.isfinite(hi)
     with np.errstate(invalid="ignore", divide="ignore"):
-        both = np.arcsin(np.clip(2 * (x - lo) / np.where(hi > lo, hi - lo, 1.0) - 1, -1, 1))
-        lower = np.sqrt(np.maximum((x - lo + 1) ** 2 - 1, 0.0))
-        upper = np.sqrt(np.maximum((hi - x + 1) ** 2 - 1, 0.0))
-    return np.where(flo & fhi, both, np.where(flo, lower, np.where(fhi, upper, x)))
+        both = xp.arcsin(xp.clip(2 * (x - lo) / xp.where(hi > lo, hi - lo, 1.0) - 1, -1, 1))
+        lower = xp.sqrt(xp.maximum((x - lo + 1) ** 2 - 1, 0.0))
+        upper = xp.sqrt(xp.maximum((hi - x + 1) ** 2 - 1, 0.0))
+    return xp.where(flo & fhi, both, xp.where(flo, lower, xp.where(fhi, upper, x)))
 
 
 def _decode(c: _Candidate, prob: _Problem) -> _Candidate:
@@ -475,10 +475,15 @@ def _length_constraints(L: np.ndarray, grashof: bool, full: bool):
     return out
 
 
-def _onto_boundary(lengths, grashof: bool, full: bool) -> np.ndarray:
+def _onto_boundary(lengths, grashof: bool, full: bool, box=None) -> np.ndarray:
     """Lengths `(k, 4)` within `_ONTO` of their perimeter outside the Grashof or full-turn
     boundary moved onto it (to 1e-12 of the perimeter inside), by alternating
-    projections onto each violated constraint's plane; the others unchanged."""
+    projections onto each violated constraint's plane; the others unchanged. `box`:
+    `(lo, hi)`, the lengths' bounds, `lengths` given (and returned) in the box's
+    coordinate (`_box`): moved as lengths, then clipped into the box."""
+    if box is not None:
+        on = _onto_boundary(np.asarray(_box(np.asarray(lengths, float), *box)), grashof, full)
+        return _unbox(np.clip(on, *box), *box)
     L = np.array(lengths, float)
     per = L.sum(-1)
     near = np.all([v <= _ONTO * per for v, _ in _length_constraints(L, grashof, full)], axis=0)
@@ -840,13 +845,34 @@ def _world_bounds(bounds, frame, who, allowed):
     return out, fixed
 
 
+_PERIODIC = ("angle", "phase")
+
+
+def _full_turn(world, key) -> bool:
+    """Whether `world[key]` is an angle's bounds a full turn or more apart: they bound
+    nothing (an angle is periodic), so the search leaves the angle free and the result is
+    wrapped into `[lo, lo + 2π)` (`_wrapped`). As a box, such bounds would be worse than
+    none: MINUIT's transform is flat at both ends, where a design just across the cut
+    (an angle just below `lo`, just above `hi`) would have to be reached."""
+    if key not in _PERIODIC or key not in world:
+        return False
+    lo, hi = world[key]
+    return bool(np.all(np.isfinite(lo)) and np.all(hi - lo >= _TWO_PI))
+
+
+def _wrapped(v, lo):
+    """An angle `v` moved by whole turns into `[lo, lo + 2π)` (host side)."""
+    return lo + np.mod(np.asarray(v, float) - lo, _TWO_PI)
+
+
 def _normalised_box(world, fixed, centre, scale, task):
     """Bounds in the search's normalised units (lengths and points / scale; the origin
-    moved by the targets' centroid; angles as they are), without the fixed fields. A
-    length bound at 0 becomes 1e-9 of the targets' size (a zero length is degenerate)."""
+    moved by the targets' centroid; angles as they are), without the fixed fields and
+    without an angle's bounds a full turn apart (`_full_turn`). A length bound at 0
+    becomes 1e-9 of the targets' size (a zero length is degenerate)."""
     lo, hi = {}, {}
     for key, (a, b) in world.items():
-        if key in fixed:
+        if key in fixed or _full_turn(world, key):
             continue
         if key == "lengths":
             a, b = np.maximum(a, 1e-9 * scale) / scale, b / scale
@@ -908,7 +934,8 @@ def _search(q: _Query, c: Constraints, m: MultiStart, who: str) -> Synthesis:
         outside Grashof's or the full turn's boundary moved onto it first): its best
         design's relative error (inf: none feasible)."""
         if (prob.grashof or prob.full_rotation) and "lengths" in names:
-            on = _onto_boundary(cands_r.lengths, prob.grashof, prob.full_rotation)
+            box = (lo["lengths"], hi["lengths"]) if "lengths" in lo else None
+            on = _onto_boundary(cands_r.lengths, prob.grashof, prob.full_rotation, box)
             cands_r = eqx.tree_at(lambda x: x.lengths, cands_r, jax.device_put(on.astype(np.dtype(prob.targets.dtype))))
         try:
             syn = _select(q.task, cands_r, prob, q.t, q.centre, q.scale, fixed, world, res_r, m.tol, who)
@@ -1057,7 +1084,10 @@ class _Seeder:
         c = _init_batch(c, self.prob, self.cyclic, self.with_gamma)
         for key in self.lo:
             lo, hi = self.lo[key], self.hi[key]
-            v = np.clip(np.asarray(getattr(c, key)), lo, hi)
+            v = np.asarray(getattr(c, key))
+            if key in _PERIODIC and np.isfinite(lo) and np.isfinite(hi):  # by whole turns, nearest the box
+                v = _wrapped(v, (lo + hi) / 2 - np.pi)
+            v = np.clip(v, lo, hi)
             c = eqx.tree_at(lambda m, k=key: getattr(m, k), c, jnp.asarray(_unbox(v, lo, hi), dtype))
         return c
 
@@ -1378,27 +1408,56 @@ def _newton_polish(c, prob, names, log_lengths, iterations):
     (unbounded lengths in logs, so they stay positive); with free timing the crank angle
     at each target is a variable too (from its projection), so that the polish converges
     quadratically at a zero-residual optimum. A step is taken only where it lowers the
-    loss; the damping (Marquardt's, scaled by JᵀJ's diagonal) shrinks after a success."""
-    fields = [jnp.log(getattr(c, n)) if (n == "lengths" and log_lengths) else getattr(c, n) for n in names]
+    loss; the damping (Marquardt's, scaled by JᵀJ's diagonal) shrinks after a success.
+    A bounded field is polished as itself, projected into its box (a field at a bound
+    where the loss would leave the box is held there), not through the search's smooth
+    transform: that transform is flat at a bound, where Gauss–Newton, blind to its
+    curvature, creeps towards an optimum leaning on the bound; the field leaves in the
+    transform's coordinate again."""
+    boxed = tuple(n for n in names if n in prob.lo)
+    # the problem with the polished fields' boxes taken off: they enter as values
+    flat = dataclasses.replace(
+        prob,
+        lo={k: v for k, v in prob.lo.items() if k not in boxed},
+        hi={k: v for k, v in prob.hi.items() if k not in boxed},
+    )
+    fields, lower, upper = [], [], []
+    for n in names:
+        v = getattr(c, n)
+        if n in boxed:
+            v = _box(v, prob.lo[n], prob.hi[n])
+            lower.append(jnp.broadcast_to(prob.lo[n], v.shape))
+            upper.append(jnp.broadcast_to(prob.hi[n], v.shape))
+        else:
+            v = jnp.log(v) if (n == "lengths" and log_lengths) else v
+            lower.append(jnp.full_like(v, -jnp.inf))
+            upper.append(jnp.full_like(v, jnp.inf))
+        fields.append(v)
     free = _free_angles(prob)
     if free:
-        fields.append(_nearest(_decode(c, prob), prob))
+        theta = _nearest(_decode(c, prob), prob)
+        fields.append(theta)
+        lower.append(jnp.full_like(theta, -jnp.inf))
+        upper.append(jnp.full_like(theta, jnp.inf))
     v0, unravel = jax.flatten_util.ravel_pytree(fields)
+    bounds = (jax.flatten_util.ravel_pytree(lower)[0], jax.flatten_util.ravel_pytree(upper)[0])
 
-    def candidate(v):
+    def candidate(v, encoded=False):
         m, vals = c, unravel(v)
         for n, val in zip(names, vals):
-            m = eqx.tree_at(
-                lambda mm, n=n: getattr(mm, n), m, jnp.exp(val) if (n == "lengths" and log_lengths) else val
-            )
+            if n == "lengths" and log_lengths:
+                val = jnp.exp(val)
+            elif encoded and n in boxed:
+                val = _unbox(val, prob.lo[n], prob.hi[n], jnp)
+            m = eqx.tree_at(lambda mm, n=n: getattr(mm, n), m, val)
         return m, (vals[-1] if free else None)
 
     def r(v):
         m, theta = candidate(v)
-        return _residuals(m, prob, theta)
+        return _residuals(m, flat, theta)
 
-    v, losses, grads = _fit.levenberg_marquardt(r, v0, iterations, geodesic=True)
-    return candidate(v)[0], losses, grads
+    v, losses, grads = _fit.levenberg_marquardt(r, v0, iterations, geodesic=True, bounds=bounds)
+    return candidate(v, encoded=True)[0], losses, grads
 
 
 @_cache.kept()
@@ -1409,6 +1468,10 @@ def _newton_batch(c, prob, names, log_lengths, iterations):
 def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):
     """Check every start by the closure core and the constraints, pick the best."""
     dec, thetas, _, ok, mu_lo, mu_hi, (P, beta, psi) = _verdict_batch(cands, prob, 8)  # (the configurations unused)
+    for key in _PERIODIC:
+        if _full_turn(world, key):
+            v = _wrapped(getattr(dec, key), world[key][0])
+            dec = eqx.tree_at(lambda m, k=key: getattr(m, k), dec, jax.device_put(v))
     n = t.shape[0]  # the targets (the padding's rows dropped)
     thetas, P, beta, psi = (np.asarray(v)[:, :n] for v in (thetas, P, beta, psi))
     ok, mu_lo, mu_hi = (np.asarray(v) for v in (ok, mu_lo, mu_hi))
@@ -2155,10 +2218,13 @@ def path_generation(
     - `bounds`: `{"lengths": (lo, hi), "point": (lo, hi), "origin": (lo, hi),
       "angle": (lo, hi), "phase": (lo, hi)}`, box bounds in world units (scalars or
       arrays broadcast to the field; `None` or ±inf for an open side), honoured exactly
-      by the returned design: the search moves a bounded field through MINUIT's smooth
-      transform (`lo + (hi − lo)(1 + sin z)/2`), so L-BFGS stays unconstrained and every
-      iterate is inside the box; unbounded lengths keep today's window (1/50 … 50 of the
-      targets' size) as a penalty;
+      by the returned design: the screen and L-BFGS move a bounded field through
+      MINUIT's smooth transform (`lo + (hi − lo)(1 + sin z)/2`), so every iterate is
+      inside the box, and Levenberg–Marquardt moves it as itself, projected into the
+      box (where an optimum leans on a bound, the transform's flat end would stall it);
+      an angle's or the phase's bounds a full turn or more apart bound nothing (an angle
+      is periodic): it is left free and returned in `[lo, lo + 2π)`; unbounded lengths
+      keep today's window (1/50 … 50 of the targets' size) as a penalty;
     - `cyclic_order`: free timing with the targets met in their given cyclic order
       during one revolution (either turning direction): the crank's turns between
       consecutive targets are design variables, positive and summing to 2π;

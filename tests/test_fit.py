@@ -188,3 +188,43 @@ def test_geodesic_levenberg_marquardt_steps_by_half_the_acceleration_and_follows
     v, losses, _ = _fit.levenberg_marquardt(rosenbrock, jnp.asarray([-1.2, 1.0]), 60, geodesic=True)
     assert float(losses[-1]) < 1e-24
     np.testing.assert_allclose(np.asarray(v), [1.0, 1.0], rtol=0, atol=1e-12)
+
+
+def test_projected_levenberg_marquardt_reaches_an_optimum_that_leans_on_a_bound():
+    """With `bounds`, a coordinate at a bound that the descent would take out of the box
+    is held and the step is Gauss–Newton's on the others: on Rosenbrock's valley with
+    x ≤ 1/2 the optimum is (1/2, 1/4) (on the bound, y = x² there; closed form), reached
+    to round-off in a few steps from either side; the bounds are never left; a bound
+    the optimum does not touch changes nothing; and on a linear least-squares problem
+    with box bounds it agrees with SciPy's bounded solver (`lsq_linear`, an independent
+    active-set method)."""
+    from scipy.optimize import lsq_linear
+
+    from diffmech import _fit
+
+    def rosenbrock(v):
+        return jnp.stack([10.0 * (v[1] - v[0] ** 2), 1.0 - v[0]])
+
+    inf = jnp.inf
+    for v0, geodesic in (([-1.2, 1.0], False), ([0.4, 0.9], True), ([0.5, 0.0], True)):
+        box = (jnp.asarray([-inf, -inf]), jnp.asarray([0.5, inf]))
+        v, losses, grads = _fit.levenberg_marquardt(rosenbrock, jnp.asarray(v0), 30, geodesic, box)
+        # (y to √(ε f / 100): a step is taken only where it lowers the sum, which is flat
+        # to round-off within that of the optimum; x exactly on its bound)
+        np.testing.assert_allclose(np.asarray(v), [0.5, 0.25], rtol=0, atol=1e-9)
+        np.testing.assert_allclose(float(losses[-1]), 0.25, rtol=1e-14)
+        assert float(grads[-1]) < 1e-7  # (the projected gradient: x's part held)
+    free, _, _ = _fit.levenberg_marquardt(rosenbrock, jnp.asarray([-1.2, 1.0]), 60, True)
+    loose, _, _ = _fit.levenberg_marquardt(
+        rosenbrock, jnp.asarray([-1.2, 1.0]), 60, True, (jnp.asarray([-5.0, -inf]), jnp.asarray([5.0, inf]))
+    )
+    np.testing.assert_array_equal(np.asarray(loose), np.asarray(free))
+
+    rng = np.random.default_rng(3)
+    A, b = rng.normal(size=(12, 5)), rng.normal(size=12)
+    lo, hi = np.array([-0.1, -np.inf, 0.0, -0.2, -1.0]), np.array([0.1, 0.05, np.inf, 0.2, 1.0])
+    ref = lsq_linear(A, b, bounds=(lo, hi), tol=1e-15, method="bvls")
+    assert np.sum((ref.x <= lo + 1e-12) | (ref.x >= hi - 1e-12)) >= 2  # (bounds are active)
+    v, _, _ = _fit.levenberg_marquardt(lambda x: jnp.asarray(A) @ x - jnp.asarray(b), jnp.zeros(5), 40, False, (lo, hi))
+    assert np.all(np.asarray(v) >= lo) and np.all(np.asarray(v) <= hi)
+    np.testing.assert_allclose(np.asarray(v), ref.x, rtol=0, atol=1e-11)

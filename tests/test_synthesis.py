@@ -394,6 +394,22 @@ def _rot(a):
     return np.array([[np.cos(a), -np.sin(a)], [np.sin(a), np.cos(a)]])
 
 
+def test_an_angle_bounded_over_a_full_turn_is_free_and_returned_inside_its_bounds():
+    """A ground-line angle bounded over a full turn is bounded by nothing (an angle is
+    periodic): the known design, whose angle 0.4 lies just below the bounds' start (so
+    inside them only as 0.4 + 2π, near their end), is met exactly, its angle returned as
+    0.4 + 2π. As a box those bounds cut the turn where the design lies: starts below the
+    cut were clipped onto it, where the box's transform is flat and they stayed."""
+    t = _targets()
+    lo = 0.4 + 1e-3
+    r = S.path_generation(
+        t, "prescribed", crank_angles=THETA - THETA[0], bounds={"angle": (lo, lo + 2 * np.pi)}, **SMALL
+    )
+    assert r.relative_error <= 1e-9
+    assert lo <= float(r.design.angle) < lo + 2 * np.pi
+    np.testing.assert_allclose(float(r.design.angle), 0.4 + 2 * np.pi, rtol=0, atol=1e-9)
+
+
 def test_bounds_frame_phase_grashof_and_transmission_hold_on_the_returned_design(tmp_path):
     t = _targets()
     frame = {"origin": (0.3, -0.2), "angle": 0.4}
@@ -972,3 +988,7 @@ def test_designs_just_outside_the_grashof_and_full_turn_boundaries_are_moved_ont
     assert np.all(c_min[moved] >= 1 - 1e-12) and np.all(c_max[moved] <= -1 + 1e-12)
     assert np.max(np.abs(out[moved] - L[moved])) <= 1e-4 * 4.0  # a move of the violation's size
     np.testing.assert_array_equal(out[32:], L[32:])  # feasible, or too far out: unchanged
+    # bounded lengths, in their box's coordinate as the search holds them: moved as lengths
+    lo, hi = np.zeros(4), np.full(4, 12.0)
+    boxed = S_._onto_boundary(S_._unbox(L, lo, hi), grashof=True, full=True, box=(lo, hi))
+    np.testing.assert_allclose(np.asarray(S_._box(boxed, lo, hi)), out, rtol=0, atol=1e-12)

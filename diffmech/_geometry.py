@@ -70,7 +70,8 @@ def similarity_match(z, ok, targets, weight, turns: int = 8, rounds: int = 6):
     rms = jnp.maximum(rms, 1e-12)
 
     def distances(a, b):
-        d = jnp.abs(targets[:, None] - (a * z + b)[None, :]) ** 2
+        p = a * z + b  # (|target − sample|² in real arithmetic, without abs's square root)
+        d = (targets.real[:, None] - p.real[None, :]) ** 2 + (targets.imag[:, None] - p.imag[None, :]) ** 2
         return jnp.where(ok[None, :], d, jnp.inf)
 
     def match(ab, _):

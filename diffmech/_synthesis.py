@@ -284,8 +284,10 @@ def _box(z, lo, hi):
 
 
 def _unbox(x, lo, hi, xp=np):
-    """The inverse of `_box` (host side, for the starts; `xp=jnp` inside a program)."""
-    x, lo, hi = xp.broadcast_arrays(xp.asarray(x, float), xp.asarray(lo, float), xp.asarray(hi, float))
+    """The inverse of `_box` (host side, for the starts; `xp=jnp` inside a program, in
+    its arrays' own precision)."""
+    dtype = float if xp is np else None
+    x, lo, hi = xp.broadcast_arrays(xp.asarray(x, dtype), xp.asarray(lo, dtype), xp.asarray(hi, dtype))
     flo, fhi = xp.isfinite(lo), xp.isfinite(hi)
     with np.errstate(invalid="ignore", divide="ignore"):
         both = xp.arcsin(xp.clip(2 * (x - lo) / xp.where(hi > lo, hi - lo, 1.0) - 1, -1, 1))

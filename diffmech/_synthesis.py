@@ -498,6 +498,46 @@ def _onto_boundary(lengths, grashof: bool, full: bool, box=None) -> np.ndarray:
     return L
 
 
+# the least slack a root-slack coordinate starts from (of the perimeter): at exactly zero
+# its derivative vanishes and the polish could not leave the boundary
+_SLACK_FLOOR = 1e-9
+
+
+def _slack_frames(lengths, grashof: bool, full: bool):
+    """Root-slack coordinates for designs `(k, 4)` near the Grashof or full-turn boundary
+    (within `_ONTO` of their perimeter, either side): `(M, K, y)` with `M`, `K`
+    `(k, 4, 4)` and `y` `(k, 4)` such that the lengths are `M y + K (y ∘ y)`. A near
+    constraint `g · L ≤ 0` (linearly independent of the others taken) becomes a
+    coordinate `t` with `g · L = −t²`, the other coordinates span its complement; the
+    rest of a design's coordinates are its lengths. Near a change point the motion at a
+    target by a toggle position moves as the root of the slack (the objective's
+    derivative there is infinite); in `t` it is smooth, and the boundary is met
+    exactly. Returns None where no design is near."""
+    L = np.array(lengths, float)
+    per = L.sum(-1)
+    limits = _length_constraints(L, grashof, full)
+    M, K, y = np.zeros(L.shape + (4,)), np.zeros(L.shape + (4,)), L.copy()
+    M[:] = np.eye(4)
+    near_any = False
+    for i in range(len(L)):
+        rows = []
+        for v, g in limits:
+            trial = np.array(rows + [g[i]])
+            if abs(v[i]) <= _ONTO * per[i] and np.linalg.matrix_rank(trial) == len(trial):
+                rows.append(g[i])
+        if not rows:
+            continue
+        near_any = True
+        G = np.array(rows)
+        r = len(rows)
+        null = np.linalg.svd(G)[2][r:].T  # (4, 4 − r) orthonormal, G null = 0
+        M[i] = np.c_[null, np.zeros((4, r))]
+        K[i] = np.c_[np.zeros((4, 4 - r)), -np.linalg.pinv(G)]
+        t = np.sqrt(np.maximum(-G @ L[i], _SLACK_FLOOR * per[i]))
+        y[i] = np.r_[null.T @ L[i], t]
+    return (M, K, y) if near_any else None
+
+
 def _penalties(c, prob, theta, gap):
     """The constraints' penalty: `Σ weight · Σ h²` over `_hinges`."""
     return sum(jnp.sum(w * h**2) for w, h in _hinges(c, prob, theta, gap))
@@ -1353,9 +1393,33 @@ def _polish_rounds(c0, prob, names, free_lengths: bool, m: MultiStart, rng, judg
         # the quadratic penalty's optimum lies outside its constraint by an amount that
         # falls with its weight: the finish again, the weight raised, from where it ended
         for k in (1, 2):
-            done, _ = finished(done, dataclasses.replace(prob, penalty=prob.penalty * _RAISE**k))
+            raised = dataclasses.replace(prob, penalty=prob.penalty * _RAISE**k)
+            done, _ = finished(done, raised)
             cands = with_host_rows(cands, top, done)
             judge(res, cands)
+        if prob.grashof or prob.full_rotation:
+            # designs by a change point: once more in root-slack coordinates
+            rooted = _slack_round(done, raised, names, finish, n_elite)
+            if rooted is not None:
+                judge(res, with_host_rows(cands, top, rooted))
+
+
+def _slack_round(c, prob, names, iterations: int, chunk: int):
+    """`c`'s designs near the Grashof or full-turn boundary polished in root-slack
+    coordinates (`_slack_frames`), the others as they are (None: none near, or the
+    lengths not polished)."""
+    if "lengths" not in names:
+        return None
+    L = np.asarray(c.lengths, float)
+    if "lengths" in prob.lo:
+        L = np.asarray(_box(L, prob.lo["lengths"], prob.hi["lengths"]))
+    frames = _slack_frames(L, prob.grashof, prob.full_rotation)
+    if frames is None:
+        return None
+    dtype = np.dtype(prob.targets.dtype)
+    frames = tuple(jax.device_put(f.astype(dtype)) for f in frames)
+    run = lambda x: _slack_batch(x[0], x[1], prob, tuple(names), iterations)  # noqa: E731
+    return in_chunks(run, (c, frames), chunk)[0]
 
 
 def _hop_count(m: MultiStart) -> int:
@@ -1404,7 +1468,7 @@ def _free_angles(prob) -> bool:
     return prob.timing == "free" and not _TASKS[prob.task].inputs_given
 
 
-def _newton_polish(c, prob, names, log_lengths, iterations):
+def _newton_polish(c, prob, names, log_lengths, iterations, frame=None):
     """Levenberg–Marquardt with geodesic acceleration (`_fit.levenberg_marquardt`) on
     `_residuals` over the free fields `names` of one candidate
     (unbounded lengths in logs, so they stay positive); with free timing the crank angle
@@ -1415,7 +1479,9 @@ def _newton_polish(c, prob, names, log_lengths, iterations):
     where the loss would leave the box is held there), not through the search's smooth
     transform: that transform is flat at a bound, where Gauss–Newton, blind to its
     curvature, creeps towards an optimum leaning on the bound; the field leaves in the
-    transform's coordinate again."""
+    transform's coordinate again. `frame`: `(M, K, y)` of `_slack_frames`, the lengths
+    polished in those coordinates (`M y + K (y ∘ y)`; their box, if any, a penalty as
+    the constraints', then clipped)."""
     boxed = tuple(n for n in names if n in prob.lo)
     # the problem with the polished fields' boxes taken off: they enter as values
     flat = dataclasses.replace(
@@ -1426,7 +1492,11 @@ def _newton_polish(c, prob, names, log_lengths, iterations):
     fields, lower, upper = [], [], []
     for n in names:
         v = getattr(c, n)
-        if n in boxed:
+        if n == "lengths" and frame is not None:
+            v = frame[2]
+            lower.append(jnp.full_like(v, -jnp.inf))
+            upper.append(jnp.full_like(v, jnp.inf))
+        elif n in boxed:
             v = _box(v, prob.lo[n], prob.hi[n])
             lower.append(jnp.broadcast_to(prob.lo[n], v.shape))
             upper.append(jnp.broadcast_to(prob.hi[n], v.shape))
@@ -1447,16 +1517,25 @@ def _newton_polish(c, prob, names, log_lengths, iterations):
     def candidate(v, encoded=False):
         m, vals = c, unravel(v)
         for n, val in zip(names, vals):
-            if n == "lengths" and log_lengths:
+            if n == "lengths" and frame is not None:
+                val = frame[0] @ val + frame[1] @ (val * val)
+                if encoded and n in boxed:
+                    val = jnp.clip(val, prob.lo[n], prob.hi[n])
+            elif n == "lengths" and log_lengths:
                 val = jnp.exp(val)
-            elif encoded and n in boxed:
+            if encoded and n in boxed:
                 val = _unbox(val, prob.lo[n], prob.hi[n], jnp)
             m = eqx.tree_at(lambda mm, n=n: getattr(mm, n), m, val)
         return m, (vals[-1] if free else None)
 
     def r(v):
         m, theta = candidate(v)
-        return _residuals(m, flat, theta)
+        out = _residuals(m, flat, theta)
+        if frame is None or "lengths" not in boxed:
+            return out
+        lo, hi = prob.lo["lengths"], prob.hi["lengths"]
+        outside = jnp.concatenate([jax.nn.relu(m.lengths - hi), jax.nn.relu(lo - m.lengths)])
+        return jnp.concatenate([out, jnp.sqrt(prob.penalty) * outside])
 
     v, losses, grads = _fit.levenberg_marquardt(r, v0, iterations, geodesic=True, bounds=bounds)
     return candidate(v, encoded=True)[0], losses, grads
@@ -1465,6 +1544,11 @@ def _newton_polish(c, prob, names, log_lengths, iterations):
 @_cache.kept()
 def _newton_batch(c, prob, names, log_lengths, iterations):
     return jax.vmap(lambda c_: _newton_polish(c_, prob, names, log_lengths, iterations))(c)
+
+
+@_cache.kept()
+def _slack_batch(c, frames, prob, names, iterations):
+    return jax.vmap(lambda c_, f_: _newton_polish(c_, prob, names, False, iterations, f_))(c, frames)
 
 
 def _select(task, cands, prob, t, centre, scale, fixed, world, res, tol, who):

@@ -844,6 +844,67 @@ point = [-50, 50]
     assert "no target rows" in capsys.readouterr().err
 
 
+def test_root_slack_coordinates_keep_a_change_point_design_on_its_boundary_for_every_value():
+    """`_slack_frames`: a design by the Grashof or full-turn boundary gets coordinates in
+    which each near constraint's slack is a square, so every coordinate value is a
+    design inside (or on) that boundary, judged by the closed forms (Grashof's excess,
+    the crank's limit cosines by the law of cosines); the start reproduces a feasible
+    design exactly, and a design far from every boundary keeps its lengths."""
+    rng = np.random.default_rng(1)
+    kite = np.array([1.3, 1.3 + 2e-5, 50.0 - 1e-6, 50.0 - 3e-6])  # Case 4's record's shape: three near
+    crank_rocker = np.array([1.0, 3.0, 2.5, 3.5 - 1e-5])  # s + ℓ = p + q by 1e-5: Grashof near
+    outside = np.array([1.0, 3.0, 2.5, 3.5 + 1e-5])  # just outside it
+    far = np.array([[1.0, 3.0, 2.5, 2.8]])
+    L = np.concatenate([[kite, crank_rocker, outside], far])
+    M, K, y = S_._slack_frames(L, grashof=True, full=True)
+    lengths = lambda v: np.einsum("kij,kj->ki", M, v) + np.einsum("kij,kj->ki", K, v * v)  # noqa: E731
+    np.testing.assert_allclose(lengths(y)[:2], L[:2], rtol=0, atol=1e-12)  # feasible: reproduced
+    assert S_._grashof_excess(lengths(y)[2:3], np)[0] <= 0  # outside: onto the boundary
+    assert np.max(np.abs(lengths(y)[2] - L[2])) <= 2e-5
+    np.testing.assert_array_equal(M[3], np.eye(4))  # far: the lengths themselves
+    np.testing.assert_array_equal(K[3], np.zeros((4, 4)))
+    for _ in range(20):  # any coordinates near the start: on the feasible side of every near boundary
+        out = lengths(y + rng.normal(size=y.shape) * np.r_[1e-2, 1e-2, 1e-2, 3e-3])
+        per = out.sum(-1)
+        assert np.all(S_._grashof_excess(out[:3], np) <= 1e-12 * per[:3])
+        l1, l2, l3, l4 = out[[0]].T  # the kite's crank turns fully: c_min ≥ 1 ≥ −c_max
+        c_min = (l1**2 + l4**2 - (l2 - l3) ** 2) / (2 * l1 * l4)
+        c_max = (l1**2 + l4**2 - (l2 + l3) ** 2) / (2 * l1 * l4)
+        assert c_min[0] >= 1 - 1e-12 and c_max[0] <= -1 + 1e-12
+    assert S_._slack_frames(far, grashof=True, full=True) is None
+
+
+def test_case_4_reaches_its_published_record_by_a_toggle_position():
+    """The literature's Case 4 (Nguyen-Van et al. 2022: six points on an arc at given
+    crank angles, the frame free): its best valid published design is a kite on the
+    Grashof boundary whose last target sits by the crank's toggle, where the motion moves
+    as the root of the full turn's slack. The default call reaches that record (the
+    published value, recomputed), and its design is Grashof and turns fully by the closed
+    forms."""
+    import json
+    import pathlib
+
+    data = pathlib.Path(__file__).parent.parent / "benchmarks" / "data" / "literature_synthesis.json"
+    p = {q["id"]: q for q in json.loads(data.read_text())}["NV-Case4"]
+    box = {"lengths": (0, 50), "point": (-50, 50), "origin": (-50, 50), "angle": (0, 2 * np.pi)}
+    with pytest.warns(UserWarning, match=r"pinned at its bounds on \['lengths'\]"):  # rocker and ground at 50
+        r = S.path_generation(
+            np.asarray(p["targets"], float),
+            timing="prescribed",
+            crank_angles=np.asarray(p["timing"]["crank_angles"], float),
+            phase=0.0,
+            grashof=True,
+            full_rotation=True,
+            bounds=box,
+            margin=0.0,
+        )
+    assert r.objective <= p["best_valid"]["value"]  # 1.2162211
+    l1, l2, l3, l4 = np.asarray(r.design.lengths, float)
+    assert S_._grashof_excess(np.array([l1, l2, l3, l4]), np) <= 0
+    assert (l1**2 + l4**2 - (l2 - l3) ** 2) / (2 * l1 * l4) >= 1 - 1e-12
+    assert (l1**2 + l4**2 - (l2 + l3) ** 2) / (2 * l1 * l4) <= -1 + 1e-12
+
+
 def test_the_literature_records_recomputed_by_our_model_match_their_sources():
     # the timing conventions of benchmarks/data/literature_synthesis.json, checked: each
     # problem's best valid published design, read as ours (lengths (crank, coupler,
